@@ -1,0 +1,91 @@
+"""Test cases shared by the AEAD tests: the vector files and the kernel matrix.
+
+Vector ids follow the source and the variant (``draft18-AEGIS-128X4-TV1-tag256``), and the
+kernel matrix lists every kernel name; a kernel this CPU or this variant cannot run stays in
+the matrix as a skipped parameter with the reason, so the report shows what was not covered.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+VECTORS = Path(__file__).parent / "vectors"
+VARIANTS = ("AEGIS-128L", "AEGIS-128X2", "AEGIS-128X4")
+ALL_KERNELS = ("portable", "aesni", "avx2", "avx512")
+
+
+@lru_cache(maxsize=None)
+def load_draft() -> dict:
+    return json.loads((VECTORS / "aegis-draft.json").read_text())
+
+
+@lru_cache(maxsize=None)
+def load_wycheproof(name: str) -> dict:
+    return json.loads((VECTORS / "wycheproof" / name).read_text())
+
+
+def _tv(vec: dict) -> str:
+    return "TV" + re.sub(r"\D", "", vec["name"])
+
+
+def draft_aead_cases() -> list:
+    """(vector, tag_size) for every AEGIS-128L/128X2/128X4 AEAD vector, both tag sizes."""
+    out = []
+    for vec in load_draft()["vectors"]:
+        if vec["kind"] != "aead" or vec["alg"] not in VARIANTS:
+            continue
+        for tag_size in (16, 32):
+            vid = f"draft18-{vec['alg']}-{_tv(vec)}-tag{8 * tag_size}"
+            out.append(pytest.param(vec, tag_size, id=vid))
+    return out
+
+
+def cipher_class(variant: str):
+    import sealstore
+
+    return {
+        "AEGIS-128L": sealstore.AEGIS128L,
+        "AEGIS-128X2": sealstore.AEGIS128X2,
+        "AEGIS-128X4": sealstore.AEGIS128X4,
+    }[variant]
+
+
+def kernel_skip_reason(variant: str, kernel: str) -> str | None:
+    """None if ``variant`` runs on ``kernel`` here, else why not."""
+    import sealstore.native as native
+
+    if kernel in native.variant_kernels(variant):
+        return None
+    if kernel not in native.kernels():
+        return f"this CPU cannot run the {kernel} kernel (runnable: {native.kernels()})"
+    return f"{variant} has no {kernel} kernel in this build"
+
+
+def kernel_params(variant: str) -> list:
+    """Every kernel name as a pytest param for ``variant``, the unrunnable ones skipped."""
+    out = []
+    for k in ALL_KERNELS:
+        reason = kernel_skip_reason(variant, k)
+        marks = [pytest.mark.skip(reason=reason)] if reason else []
+        out.append(pytest.param(k, id=k, marks=marks))
+    return out
+
+
+def variant_kernel_params() -> list:
+    """(variant, kernel) for every variant and every kernel name."""
+    out = []
+    for v in VARIANTS:
+        for p in kernel_params(v):
+            out.append(pytest.param(v, p.values[0], id=f"{v}-{p.id}", marks=p.marks))
+    return out
+
+
+def runnable_variant_kernels() -> list[tuple[str, str]]:
+    import sealstore.native as native
+
+    return [(v, k) for v in VARIANTS for k in native.variant_kernels(v)]
