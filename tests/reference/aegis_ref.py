@@ -147,11 +147,11 @@ class State:
     def enc(self, block: bytes) -> bytes:
         z = self._keystream()
         self.update(*self._split(block))
-        return bytes(a ^ b for a, b in zip(block, z))
+        return bytes(a ^ b for a, b in zip(block, z, strict=True))
 
     def dec(self, block: bytes) -> bytes:
         z = self._keystream()
-        out = bytes(a ^ b for a, b in zip(block, z))
+        out = bytes(a ^ b for a, b in zip(block, z, strict=True))
         self.update(*self._split(out))
         return out
 
@@ -159,7 +159,7 @@ class State:
         rate = 32 * self.d
         z = self._keystream()
         padded = tail + bytes(rate - len(tail))
-        out = bytes(a ^ b for a, b in zip(padded, z))[: len(tail)]
+        out = bytes(a ^ b for a, b in zip(padded, z, strict=True))[: len(tail)]
         self.update(*self._split(out + bytes(rate - len(out))))
         return out
 

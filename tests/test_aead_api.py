@@ -1,0 +1,438 @@
+"""The cipher API contract: argument checking, buffer types, error classes and messages,
+kernel selection, thread safety, repr hygiene.  One checklist, run for every cipher class
+(AEGIS128L, AEGIS128X2, AEGIS128X4, AESGCM); AEGIS- and AESGCM-specific checks after it.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+import sealstore
+import sealstore.native as native
+from aead_cases import ALL_KERNELS, VARIANTS, cipher_class
+from sealstore import AEGIS128L, AEGIS128X2, AEGIS128X4, AESGCM
+from sealstore.errors import InvalidTag, KernelUnavailable, SealstoreError
+
+AEGIS = [AEGIS128L, AEGIS128X2, AEGIS128X4]
+KEY = bytes(range(0x40, 0x50))
+
+
+class Spec:
+    """What the checklist needs to know about one cipher class."""
+
+    def __init__(self, cls, key_size, nonce_size, tag_size, key_names, nonce_names):
+        self.cls, self.key_size = cls, key_size
+        self.nonce_size, self.tag_size = nonce_size, tag_size
+        self.key_names = key_names  # substrings, one of which the bad-key message must contain
+        self.nonce_names = nonce_names
+
+    def __repr__(self):
+        return self.cls.__name__
+
+    def make(self, key=KEY):
+        return self.cls(key)
+
+    @property
+    def nonce(self):
+        return bytes(range(self.nonce_size))
+
+
+SPECS = [Spec(c, 16, 16, 16, ("16",), ("16",)) for c in AEGIS] + [
+    Spec(AESGCM, 16, 12, 16, ("16", "128"), ("12", "8"))
+]
+
+
+@pytest.fixture(params=SPECS, ids=repr)
+def spec(request):
+    return request.param
+
+
+def _msg(excinfo) -> str:
+    return str(excinfo.value)
+
+
+# --- the checklist -------------------------------------------------------------------------
+
+
+def test_exports():
+    for name in ("AEGIS128L", "AEGIS128X2", "AEGIS128X4", "AESGCM"):
+        assert name in sealstore.__all__
+    assert issubclass(InvalidTag, SealstoreError) and issubclass(KernelUnavailable, SealstoreError)
+
+
+def test_round_trip_returns_bytes(spec):
+    c = spec.make()
+    sealed = c.encrypt(spec.nonce, b"hello", b"ad")
+    assert type(sealed) is bytes and len(sealed) == 5 + spec.tag_size
+    plain = c.decrypt(spec.nonce, sealed, b"ad")
+    assert type(plain) is bytes and plain == b"hello"
+
+
+@pytest.mark.parametrize("size", [0, 1, 15, 17, 24, 32, 64])
+def test_bad_key_size(spec, size):
+    if spec.cls is AESGCM and size in (24, 32):  # AES-192/256 keys are valid for AES-GCM
+        c = spec.cls(bytes(size))
+        assert c.decrypt(bytes(12), c.encrypt(bytes(12), b"k", None), None) == b"k"
+        return
+    with pytest.raises(ValueError) as e:
+        spec.cls(os.urandom(size))
+    assert any(n in _msg(e) for n in spec.key_names), _msg(e)
+
+
+@pytest.mark.parametrize("size", [0, 1, 4, 15, 17, 32])
+def test_bad_nonce_size(spec, size):
+    if spec.cls is AESGCM and size >= 8:
+        pytest.skip("AES-GCM takes nonces of 8..128 bytes, as cryptography does")
+    c = spec.make()
+    sealed = c.encrypt(spec.nonce, b"x", None)
+    for call in (
+        lambda: c.encrypt(bytes(size), b"x", None),
+        lambda: c.decrypt(bytes(size), sealed, None),
+        lambda: c.encrypt_into(bytearray(64), bytes(size), b"x", None),
+        lambda: c.decrypt_into(bytearray(64), bytes(size), sealed, None),
+    ):
+        with pytest.raises(ValueError) as e:
+            call()
+        assert any(n in _msg(e) for n in spec.nonce_names), _msg(e)
+        assert not isinstance(e.value, InvalidTag)
+
+
+@pytest.mark.parametrize("bad", ["0123456789abcdef", 12345, None, [0] * 16, 1.5])
+def test_non_buffer_arguments(spec, bad):
+    c = spec.make()
+    sealed = c.encrypt(spec.nonce, b"data", None)
+    calls = [
+        lambda: spec.cls(bad),
+        lambda: c.encrypt(spec.nonce, bad, None),
+        lambda: c.decrypt(spec.nonce, bad, None),
+        lambda: c.encrypt_into(bytearray(64), spec.nonce, bad, None),
+        lambda: c.decrypt_into(bytearray(64), spec.nonce, bad, None),
+        lambda: c.encrypt_into(bad, spec.nonce, b"data", None),
+        lambda: c.decrypt_into(bad, spec.nonce, sealed, None),
+    ]
+    if bad is not None:  # None is a valid AD
+        calls += [
+            lambda: c.encrypt(bad, b"data", None),
+            lambda: c.encrypt(spec.nonce, b"data", bad),
+            lambda: c.decrypt(spec.nonce, sealed, bad),
+        ]
+    for call in calls:
+        with pytest.raises(TypeError):
+            call()
+
+
+def test_read_only_out_is_a_type_error(spec):
+    c = spec.make()
+    sealed = c.encrypt(spec.nonce, b"data", None)
+    with pytest.raises(TypeError):
+        c.encrypt_into(bytes(64), spec.nonce, b"data", None)
+    with pytest.raises(TypeError):
+        c.decrypt_into(bytes(64), spec.nonce, sealed, None)
+
+
+def test_out_too_small(spec):
+    c = spec.make()
+    sealed = c.encrypt(spec.nonce, b"x" * 40, None)
+    with pytest.raises(ValueError) as e:
+        c.encrypt_into(bytearray(40 + spec.tag_size - 1), spec.nonce, b"x" * 40, None)
+    assert str(40 + spec.tag_size) in _msg(e), _msg(e)
+    with pytest.raises(ValueError) as e:
+        c.decrypt_into(bytearray(39), spec.nonce, sealed, None)
+    assert "40" in _msg(e), _msg(e)
+    assert not isinstance(e.value, InvalidTag)
+
+
+def test_out_larger_than_needed_is_written_only_at_the_front(spec):
+    c = spec.make()
+    out = bytearray(b"\x77" * 100)
+    n = c.encrypt_into(out, spec.nonce, b"abc", b"ad")
+    assert n == 3 + spec.tag_size
+    assert bytes(out[:n]) == c.encrypt(spec.nonce, b"abc", b"ad")
+    assert out[n:] == b"\x77" * (100 - n)
+    back = bytearray(b"\x77" * 10)
+    assert c.decrypt_into(back, spec.nonce, bytes(out[:n]), b"ad") == 3
+    assert back == b"abc" + b"\x77" * 7
+
+
+def test_none_ad_equals_empty_ad(spec):
+    c = spec.make()
+    a = c.encrypt(spec.nonce, b"payload", None)
+    assert a == c.encrypt(spec.nonce, b"payload", b"")
+    assert a == c.encrypt(spec.nonce, b"payload")
+    assert c.decrypt(spec.nonce, a, b"") == c.decrypt(spec.nonce, a) == b"payload"
+    out = bytearray(len(a))
+    c.encrypt_into(out, spec.nonce, b"payload")
+    assert out == a
+
+
+@pytest.mark.parametrize("kind", ["bytearray", "memoryview", "numpy", "memoryview-slice"])
+def test_buffer_types(spec, kind):
+    def conv(b: bytes):
+        if kind == "bytearray":
+            return bytearray(b)
+        if kind == "memoryview":
+            return memoryview(b)
+        if kind == "numpy":
+            return np.frombuffer(b, dtype=np.uint8).copy()
+        return memoryview(b"\x01" + b + b"\x02")[1:-1]
+
+    c = spec.make()
+    want = c.encrypt(spec.nonce, b"m" * 33, b"a" * 5)
+    c2 = spec.cls(conv(KEY))
+    assert c2.encrypt(conv(spec.nonce), conv(b"m" * 33), conv(b"a" * 5)) == want
+    assert c2.decrypt(conv(spec.nonce), conv(want), conv(b"a" * 5)) == b"m" * 33
+
+
+def test_non_contiguous_buffer_rejected_or_handled(spec):
+    c = spec.make()
+    backing = bytes(range(64))
+    strided = memoryview(backing)[::2]
+    try:
+        got = c.encrypt(spec.nonce, strided, None)
+    except (TypeError, ValueError, BufferError):
+        return
+    assert got == c.encrypt(spec.nonce, strided.tobytes(), None)
+
+
+def test_input_shorter_than_tag_is_invalid_tag(spec):
+    ciphers = [spec.make()]
+    if spec.cls is not AESGCM:
+        ciphers.append(spec.cls(KEY, tag_size=32))
+    for c in ciphers:
+        tag_size = len(c.encrypt(spec.nonce, b"", None))
+        for length in range(tag_size):
+            for data in (bytes(length), os.urandom(length)):
+                with pytest.raises(InvalidTag):
+                    c.decrypt(spec.nonce, data, None)
+                with pytest.raises(InvalidTag):
+                    c.decrypt_into(bytearray(64), spec.nonce, data, None)
+
+
+def test_invalid_tag_has_no_message(spec):
+    c = spec.make()
+    sealed = bytearray(c.encrypt(spec.nonce, b"secret plaintext", None))
+    sealed[-1] ^= 1
+    with pytest.raises(InvalidTag) as e:
+        c.decrypt(spec.nonce, bytes(sealed), None)
+    assert str(e.value) == ""
+
+
+def test_decrypt_into_wipes_on_failure(spec):
+    c = spec.make()
+    msg = b"plaintext that must not escape" * 10
+    sealed = bytearray(c.encrypt(spec.nonce, msg, b"ad"))
+    sealed[-3] ^= 0x40
+    out = bytearray(b"\xcc" * len(msg))
+    with pytest.raises(InvalidTag):
+        c.decrypt_into(out, spec.nonce, bytes(sealed), b"ad")
+    assert out == bytes(len(msg))
+
+
+def test_repr_and_errors_hold_no_key(spec):
+    key = bytes.fromhex("d1e2f3a4b5c6d7e8f90a1b2c3d4e5f60")
+    c = spec.make(key)
+    forms = [
+        key.hex(),
+        key.hex().upper(),
+        repr(key),
+        str(key)[2:-1],
+        base64.b64encode(key).decode(),
+        key.decode("latin-1"),
+        key[:8].hex(),
+        key[8:].hex(),
+    ]
+    texts = [repr(c), str(c)]
+    for call in (
+        lambda: c.encrypt(bytes(3), b"x", None),
+        lambda: c.encrypt_into(bytearray(1), spec.nonce, b"x", None),
+        lambda: c.encrypt(spec.nonce, "text", None),
+    ):
+        with pytest.raises((ValueError, TypeError)) as e:
+            call()
+        texts.append(str(e.value))
+    for text in texts:
+        for f in forms:
+            assert f not in text, (text, f)
+
+
+def test_generate_key():
+    for cls in AEGIS:
+        keys = {cls.generate_key() for _ in range(64)}
+        assert len(keys) == 64
+        assert all(type(k) is bytes and len(k) == cls.key_size == 16 for k in keys)
+        # Crude randomness check: 64 keys x 128 bits, about half the bits set.
+        ones = sum(bin(int.from_bytes(k, "big")).count("1") for k in keys)
+        assert 3600 < ones < 4600
+        cls(cls.generate_key()).encrypt(bytes(16), b"x", None)
+
+
+# --- AEGIS specifics -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cls", AEGIS, ids=lambda c: c.__name__)
+def test_aegis_attributes(cls):
+    assert cls.key_size == 16 and cls.nonce_size == 16
+    assert cls(KEY).tag_size == 16
+    assert cls(KEY, tag_size=32).tag_size == 32
+    assert cls(KEY, 32).tag_size == 32
+    assert len(cls(KEY, tag_size=32).encrypt(bytes(16), b"", None)) == 32
+
+
+@pytest.mark.parametrize("cls", AEGIS, ids=lambda c: c.__name__)
+@pytest.mark.parametrize("tag_size", [0, 1, 8, 12, 15, 17, 24, 31, 33, 64])
+def test_aegis_bad_tag_size(cls, tag_size):
+    with pytest.raises(ValueError) as e:
+        cls(KEY, tag_size=tag_size)
+    assert "16" in _msg(e) and "32" in _msg(e), _msg(e)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_default_kernel_is_the_selected_one(variant):
+    c = cipher_class(variant)(KEY)
+    assert c.kernel == native.info()["selected"][variant]
+    assert c.kernel in native.variant_kernels(variant)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_kernel_argument(variant):
+    cls = cipher_class(variant)
+    for k in native.variant_kernels(variant):
+        assert cls(KEY, kernel=k).kernel == k
+    assert cls(KEY, kernel=None).kernel == native.info()["selected"][variant]
+    for k in [k for k in ALL_KERNELS if k not in native.variant_kernels(variant)]:
+        with pytest.raises(KernelUnavailable) as e:
+            cls(KEY, kernel=k)
+        assert k in _msg(e), _msg(e)
+    with pytest.raises((KernelUnavailable, ValueError)) as e:  # not a kernel name at all
+        cls(KEY, kernel="sse9")
+    assert "sse9" in _msg(e), _msg(e)
+
+
+def test_a_kernel_some_variant_lacks_exists_or_skip():
+    # Documents the coverage of the KernelUnavailable path for a real kernel name.
+    lacking = [(v, k) for v in VARIANTS for k in ALL_KERNELS if k not in native.variant_kernels(v)]
+    if not lacking:
+        pytest.skip("every variant runs every kernel on this CPU")
+    v, k = lacking[0]
+    with pytest.raises(KernelUnavailable):
+        cipher_class(v)(KEY, kernel=k)
+
+
+def _run(code: str, kernel: str | None):
+    env = {k: v for k, v in os.environ.items() if k != "SEALSTORE_KERNEL"}
+    if kernel is not None:
+        env["SEALSTORE_KERNEL"] = kernel
+    return subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.mark.parametrize("bad", ["nosuchkernel", "AVX9", "portable,aesni"])
+def test_bad_env_kernel_fails_at_import_with_a_clear_message(bad):
+    r = _run("import sealstore", bad)
+    assert r.returncode != 0
+    assert "SEALSTORE_KERNEL" in r.stderr and bad in r.stderr, r.stderr
+    assert "Segmentation" not in r.stderr and r.returncode > 0
+
+
+def test_env_kernel_the_cpu_cannot_run_fails_cleanly():
+    cannot = [k for k in ALL_KERNELS if k not in native.kernels()]
+    if not cannot:
+        pytest.skip(f"this CPU runs every kernel ({native.kernels()})")
+    r = _run("import sealstore", cannot[0])
+    assert r.returncode > 0 and "SEALSTORE_KERNEL" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("forced", ALL_KERNELS)
+def test_env_kernel_forces_selection(forced):
+    if forced not in native.kernels():
+        pytest.skip(f"this CPU cannot run the {forced} kernel")
+    code = (
+        "import json, sealstore, sealstore.native as n\n"
+        "from sealstore import AEGIS128X4\n"
+        "i = n.info()\n"
+        "print(json.dumps({'selected': i['selected'], 'forced': i['forced'],"
+        " 'x4': AEGIS128X4(bytes(16)).kernel}))\n"
+    )
+    r = _run(code, forced)
+    assert r.returncode == 0, r.stderr
+    import json
+
+    got = json.loads(r.stdout)
+    assert got["forced"] == forced
+    for v in VARIANTS:
+        if forced in native.variant_kernels(v):
+            assert got["selected"][v] == forced, got
+        else:
+            assert got["selected"][v] in native.variant_kernels(v), got
+    if forced == "portable":
+        assert set(got["selected"].values()) == {"portable"}
+    if forced in native.variant_kernels("AEGIS-128X4"):
+        assert got["x4"] == forced
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_thread_safety_one_cipher_many_threads(variant):
+    c = cipher_class(variant)(KEY, tag_size=32)
+    jobs = []
+    for i in range(200):
+        n = (i * 97) % 5000
+        jobs.append((i.to_bytes(16, "little"), bytes([i & 0xFF]) * n, bytes([i & 0x7F]) * (i % 40)))
+    expected = [c.encrypt(nonce, m, ad) for nonce, m, ad in jobs]
+    start = threading.Barrier(8)
+    errors: list = []
+
+    def worker(t):
+        try:
+            start.wait()
+            for _ in range(3):
+                for j in range(t, len(jobs) + t):
+                    nonce, m, ad = jobs[j % len(jobs)]
+                    want = expected[j % len(jobs)]
+                    if c.encrypt(nonce, m, ad) != want:
+                        errors.append(("encrypt", t, j))
+                    if c.decrypt(nonce, want, ad) != m:
+                        errors.append(("decrypt", t, j))
+                    out = bytearray(len(want))
+                    c.encrypt_into(out, nonce, m, ad)
+                    if out != want:
+                        errors.append(("encrypt_into", t, j))
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(("raised", t, repr(exc)))
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
+
+
+# --- AESGCM specifics ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("key_size", [16, 24, 32])
+def test_aesgcm_matches_cryptography(key_size):
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM as Ref
+
+    key = bytes(range(key_size))
+    ours, theirs = AESGCM(key), Ref(key)
+    for n in (0, 1, 16, 100, 4097):
+        nonce, msg, ad = bytes([n & 0xFF]) * 12, os.urandom(n), b"x" * (n % 7)
+        sealed = ours.encrypt(nonce, msg, ad)
+        assert sealed == theirs.encrypt(nonce, msg, ad)
+        assert ours.decrypt(nonce, sealed, ad) == msg
+        for i in (0, len(sealed) - 1):
+            bad = bytearray(sealed)
+            bad[i] ^= 1
+            with pytest.raises(InvalidTag):
+                ours.decrypt(nonce, bytes(bad), ad)
+        with pytest.raises(InvalidTag):
+            ours.decrypt(nonce, sealed, ad + b"!")

@@ -1,0 +1,116 @@
+"""sealstore.native: what kernels() / variant_kernels() / info() report, and that it agrees
+with itself and with the CPU flags the kernel reports in /proc/cpuinfo (Linux x86-64)."""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+
+import pytest
+
+import sealstore.native as native
+from aead_cases import ALL_KERNELS, VARIANTS
+
+
+def test_kernels_shape():
+    ks = native.kernels()
+    assert isinstance(ks, list) and all(isinstance(k, str) for k in ks)
+    assert "portable" in ks
+    assert set(ks) <= set(ALL_KERNELS)
+    assert len(ks) == len(set(ks))
+    assert ks == sorted(ks, key=ALL_KERNELS.index)  # listed in order of preference
+    ks.append("bogus")  # callers get their own copy
+    assert "bogus" not in native.kernels()
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_variant_kernels(variant):
+    vk = native.variant_kernels(variant)
+    assert isinstance(vk, list) and "portable" in vk
+    assert set(vk) <= set(native.kernels())
+    assert vk == sorted(vk, key=ALL_KERNELS.index)
+
+
+@pytest.mark.parametrize("bad", ["AEGIS-256", "", "AEGIS-128X8"])
+def test_variant_kernels_unknown_variant(bad):
+    with pytest.raises((ValueError, LookupError)):
+        native.variant_kernels(bad)
+
+
+def test_info_shape():
+    info = native.info()
+    assert {"cpu", "features", "selected", "forced"} <= set(info)
+    assert isinstance(info["cpu"], str)
+    assert isinstance(info["features"], list)
+    assert all(isinstance(f, str) for f in info["features"])
+    assert set(info["selected"]) == set(VARIANTS)
+    assert info["forced"] == (os.environ.get("SEALSTORE_KERNEL") or None)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_selected_kernel_is_runnable_and_best(variant):
+    info = native.info()
+    sel = info["selected"][variant]
+    vk = native.variant_kernels(variant)
+    assert sel in vk
+    if info["forced"] is None:
+        assert sel == vk[-1], f"{variant}: selected {sel}, best runnable is {vk[-1]}"
+    elif info["forced"] in vk:
+        assert sel == info["forced"]
+
+
+def test_info_is_stable():
+    assert native.info() == native.info()
+    assert native.kernels() == native.kernels()
+
+
+def _cpuinfo_flags() -> set[str]:
+    if platform.machine() not in ("x86_64", "AMD64"):
+        pytest.skip("CPU flag cross-check is for x86-64")
+    p = Path("/proc/cpuinfo")
+    if not p.exists():
+        pytest.skip("no /proc/cpuinfo")
+    for line in p.read_text().splitlines():
+        if line.startswith("flags"):
+            return set(line.split(":", 1)[1].split())
+    pytest.skip("no flags line in /proc/cpuinfo")
+
+
+def test_kernels_agree_with_cpuinfo():
+    # Linux lists avx/avx2/avx512f only when the OS has enabled the register state (XSAVE),
+    # so these flags are what the dispatcher's cpuid + xgetbv check should conclude.
+    flags = _cpuinfo_flags()
+    want = {"portable"}
+    if "aes" in flags:
+        want.add("aesni")
+    if {"aes", "avx2", "vaes"} <= flags:
+        want.add("avx2")
+    if {"aes", "avx512f", "vaes"} <= flags:
+        want.add("avx512")
+    assert set(native.kernels()) == want, (
+        native.kernels(),
+        sorted(flags & {"aes", "avx2", "vaes", "avx512f"}),
+    )
+
+
+def test_features_agree_with_cpuinfo():
+    flags = _cpuinfo_flags()
+    feats = {f.lower().replace("-", "").replace("_", "") for f in native.info()["features"]}
+    pairs = {
+        "aes": ("aes", "aesni"),
+        "avx2": ("avx2",),
+        "vaes": ("vaes",),
+        "avx512f": ("avx512f", "avx512"),
+    }
+    for flag, names in pairs.items():
+        assert (flag in flags) == any(n in feats for n in names), (flag, sorted(feats))
+
+
+def test_x4_has_a_wide_kernel_where_the_cpu_has_one():
+    # AEGIS-128X4 is the variant the wide kernels exist for.
+    ks = native.kernels()
+    vk = native.variant_kernels("AEGIS-128X4")
+    for k in ("avx2", "avx512"):
+        if k in ks:
+            assert k in vk
