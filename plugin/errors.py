@@ -1,0 +1,80 @@
+"""Every exception sealstore raises.
+
+One base class, :class:`SealstoreError`, then one class per condition, so callers can catch
+exactly what they mean.  Argument errors also inherit from the matching built-in
+(``ValueError``, ``TypeError``, ``LookupError``, ``PermissionError``) so generic handlers keep
+working.  No exception message ever contains key material or plaintext.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "SealstoreError",
+    "InvalidTag",
+    "KernelUnavailable",
+    "InternalError",
+    "MalformedCiphertext",
+    "UnknownKeyId",
+    "KeyNotUsable",
+    "InvalidKeyring",
+    "UnknownKeyring",
+    "ConfigError",
+    "InsecureKeyFile",
+    "KeySourceError",
+]
+
+
+class SealstoreError(Exception):
+    """Base class of every sealstore exception (never raised directly)."""
+
+
+class InvalidTag(SealstoreError):
+    """Authentication failed: wrong key, wrong associated data, or modified/truncated input.
+
+    Raised bare, without a message, so a forged and a truncated ciphertext look the same.
+    """
+
+
+class KernelUnavailable(SealstoreError, RuntimeError):
+    """A native kernel was requested (``SEALSTORE_KERNEL`` or ``kernel=``) that this CPU
+    or this build cannot run."""
+
+
+class InternalError(SealstoreError, RuntimeError):
+    """The native layer reported a state that should be impossible; please report it."""
+
+
+class MalformedCiphertext(SealstoreError, ValueError):
+    """A sealed value is too short or has a bad version, suite or flags (checked before decrypting)."""
+
+
+class UnknownKeyId(SealstoreError, LookupError):
+    """A sealed value names a key id that is not in the keyring (``.key_id`` holds it)."""
+
+    def __init__(self, key_id: int) -> None:
+        super().__init__(f"unknown key id {key_id:08x}")
+        self.key_id = key_id
+
+
+class KeyNotUsable(SealstoreError):
+    """The key exists but its state forbids the operation (retired, destroyed, or keyring closed)."""
+
+
+class InvalidKeyring(SealstoreError, ValueError):
+    """A keyring operation would break an invariant (one primary, unique ids, legal state change)."""
+
+
+class UnknownKeyring(SealstoreError, LookupError):
+    """No keyring is registered under the requested name (see ``sealstore.use_keyring``)."""
+
+
+class ConfigError(SealstoreError, ValueError):
+    """Configuration or a key file is malformed; the message names the field and the problem."""
+
+
+class InsecureKeyFile(SealstoreError, PermissionError):
+    """A key file is readable or writable by group or others and was refused."""
+
+
+class KeySourceError(SealstoreError):
+    """A key source cannot load or store the keyring (missing, already present, or KMS failed)."""
