@@ -1,0 +1,111 @@
+/*
+ * sealstore native API: AEGIS-128L / AEGIS-128X2 / AEGIS-128X4 kernels behind a run-time
+ * dispatcher.  Everything exported carries the sealstore_ prefix; everything else is static.
+ *
+ * Functions return 0 on success and -1 on failure.  A failed decryption wipes the whole
+ * output buffer, so no unauthenticated plaintext escapes.
+ */
+#ifndef SEALSTORE_H
+#define SEALSTORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SEALSTORE_KEYBYTES 16
+#define SEALSTORE_NPUBBYTES 16
+
+/* variants */
+#define SEALSTORE_AEGIS128L 0
+#define SEALSTORE_AEGIS128X2 1
+#define SEALSTORE_AEGIS128X4 2
+#define SEALSTORE_NVARIANTS 3
+
+/* kernels, in increasing order of preference */
+#define SEALSTORE_KERNEL_PORTABLE 0
+#define SEALSTORE_KERNEL_AESNI 1
+#define SEALSTORE_KERNEL_AVX2 2
+#define SEALSTORE_KERNEL_AVX512 3
+#define SEALSTORE_NKERNELS 4
+
+/* CPU features seen (bits of sealstore_cpu_features()) */
+#define SEALSTORE_CPU_AESNI (1u << 0)
+#define SEALSTORE_CPU_PCLMUL (1u << 1)
+#define SEALSTORE_CPU_AVX (1u << 2)
+#define SEALSTORE_CPU_AVX2 (1u << 3)
+#define SEALSTORE_CPU_VAES (1u << 4)
+#define SEALSTORE_CPU_AVX512F (1u << 5)
+#define SEALSTORE_CPU_OS_YMM (1u << 6)
+#define SEALSTORE_CPU_OS_ZMM (1u << 7)
+
+/* One kernel's entry points for one variant (detached tag; maclen is 16 or 32). */
+typedef int (*sealstore_encrypt_fn)(uint8_t *c, uint8_t *mac, size_t maclen, const uint8_t *m,
+                                    size_t mlen, const uint8_t *ad, size_t adlen,
+                                    const uint8_t *npub, const uint8_t *k);
+typedef int (*sealstore_decrypt_fn)(uint8_t *m, const uint8_t *c, size_t clen,
+                                    const uint8_t *mac, size_t maclen, const uint8_t *ad,
+                                    size_t adlen, const uint8_t *npub, const uint8_t *k);
+
+typedef struct sealstore_aead_impl {
+    sealstore_encrypt_fn encrypt;
+    sealstore_decrypt_fn decrypt;
+    const char *name;
+} sealstore_aead_impl;
+
+/* A keyed cipher: the kernel picked once, the key in memory this struct owns (wiped on free). */
+typedef struct sealstore_ctx {
+    const sealstore_aead_impl *impl;
+    size_t maclen;
+    int variant;
+    int kernel;
+    uint8_t key[SEALSTORE_KEYBYTES];
+} sealstore_ctx;
+
+/* ---- CPU features and dispatch (dispatch.c) ---- */
+
+/* Features seen by cpuid/xgetbv, read once, as SEALSTORE_CPU_* bits. */
+uint32_t sealstore_cpu_features(void);
+/* Tests only: pretend the CPU lacks every feature not in keep (~0u restores). */
+void sealstore_cpu_mask(uint32_t keep);
+/* 1 if this build and CPU can run the kernel (for any variant). */
+int sealstore_kernel_supported(int kernel);
+/* 1 if the variant has that kernel in this build and the CPU can run it. */
+int sealstore_variant_has_kernel(int variant, int kernel);
+/* Force a kernel for every variant that has it (-1: none); -1 if the CPU cannot run it. */
+int sealstore_force_kernel(int kernel);
+/* The kernel new contexts of a variant get: the forced one if it has it, else its best. */
+int sealstore_selected_kernel(int variant);
+/* The entry points of (variant, kernel), or NULL when unavailable. */
+const sealstore_aead_impl *sealstore_impl(int variant, int kernel);
+
+/* A keyed context on (variant, kernel); kernel -1 picks sealstore_selected_kernel().
+   NULL if the kernel is unavailable, the variant unknown or maclen not 16/32. */
+sealstore_ctx *sealstore_ctx_new(int variant, int kernel, const uint8_t *k, size_t maclen);
+/* Wipe the key and free. */
+void sealstore_ctx_free(sealstore_ctx *ctx);
+
+/* Attached tag: c receives mlen + maclen bytes; decrypt reads clen (>= maclen) bytes. */
+int sealstore_encrypt(const sealstore_ctx *ctx, uint8_t *c, const uint8_t *m, size_t mlen,
+                      const uint8_t *ad, size_t adlen, const uint8_t *npub);
+int sealstore_decrypt(const sealstore_ctx *ctx, uint8_t *m, const uint8_t *c, size_t clen,
+                      const uint8_t *ad, size_t adlen, const uint8_t *npub);
+/* Detached tag of ctx->maclen bytes. */
+int sealstore_encrypt_detached(const sealstore_ctx *ctx, uint8_t *c, uint8_t *mac,
+                               const uint8_t *m, size_t mlen, const uint8_t *ad, size_t adlen,
+                               const uint8_t *npub);
+int sealstore_decrypt_detached(const sealstore_ctx *ctx, uint8_t *m, const uint8_t *c,
+                               size_t clen, const uint8_t *mac, const uint8_t *ad, size_t adlen,
+                               const uint8_t *npub);
+
+/* ---- prefixed values (calls.c) ----
+   A prefixed value is prefix || npub || ciphertext || tag, authenticated with
+   AD = prefix || ad.  The sealed-value format of sealstore is built on it. */
+int sealstore_seal_prefixed(const sealstore_ctx *ctx, uint8_t *out, const uint8_t *prefix,
+                            size_t prefixlen, const uint8_t *npub, const uint8_t *m, size_t mlen,
+                            const uint8_t *ad, size_t adlen);
+/* m receives inlen - prefixlen - 16 - maclen bytes; -1 (m wiped) if too short or forged. */
+int sealstore_open_prefixed(const sealstore_ctx *ctx, uint8_t *m, const uint8_t *in,
+                            size_t inlen, size_t prefixlen, const uint8_t *ad, size_t adlen);
+
+void sealstore_memzero(void *p, size_t n);
+
+#endif

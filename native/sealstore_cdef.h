@@ -1,0 +1,52 @@
+/* What cffi sees of include/sealstore.h (cffi's parser takes no expressions in #define). */
+#define SEALSTORE_KEYBYTES 16
+#define SEALSTORE_NPUBBYTES 16
+#define SEALSTORE_NVARIANTS 3
+#define SEALSTORE_NKERNELS 4
+
+typedef int (*sealstore_encrypt_fn)(uint8_t *c, uint8_t *mac, size_t maclen, const uint8_t *m,
+                                    size_t mlen, const uint8_t *ad, size_t adlen,
+                                    const uint8_t *npub, const uint8_t *k);
+typedef int (*sealstore_decrypt_fn)(uint8_t *m, const uint8_t *c, size_t clen,
+                                    const uint8_t *mac, size_t maclen, const uint8_t *ad,
+                                    size_t adlen, const uint8_t *npub, const uint8_t *k);
+typedef struct sealstore_aead_impl {
+    sealstore_encrypt_fn encrypt;
+    sealstore_decrypt_fn decrypt;
+    const char *name;
+} sealstore_aead_impl;
+typedef struct sealstore_ctx {
+    const sealstore_aead_impl *impl;
+    size_t maclen;
+    int variant;
+    int kernel;
+    ...;
+} sealstore_ctx;
+
+uint32_t sealstore_cpu_features(void);
+void sealstore_cpu_mask(uint32_t keep);
+int sealstore_kernel_supported(int kernel);
+int sealstore_variant_has_kernel(int variant, int kernel);
+int sealstore_force_kernel(int kernel);
+int sealstore_selected_kernel(int variant);
+const sealstore_aead_impl *sealstore_impl(int variant, int kernel);
+
+sealstore_ctx *sealstore_ctx_new(int variant, int kernel, const uint8_t *k, size_t maclen);
+void sealstore_ctx_free(sealstore_ctx *ctx);
+
+int sealstore_encrypt(const sealstore_ctx *ctx, uint8_t *c, const uint8_t *m, size_t mlen,
+                      const uint8_t *ad, size_t adlen, const uint8_t *npub);
+int sealstore_decrypt(const sealstore_ctx *ctx, uint8_t *m, const uint8_t *c, size_t clen,
+                      const uint8_t *ad, size_t adlen, const uint8_t *npub);
+int sealstore_encrypt_detached(const sealstore_ctx *ctx, uint8_t *c, uint8_t *mac,
+                               const uint8_t *m, size_t mlen, const uint8_t *ad, size_t adlen,
+                               const uint8_t *npub);
+int sealstore_decrypt_detached(const sealstore_ctx *ctx, uint8_t *m, const uint8_t *c,
+                               size_t clen, const uint8_t *mac, const uint8_t *ad, size_t adlen,
+                               const uint8_t *npub);
+int sealstore_seal_prefixed(const sealstore_ctx *ctx, uint8_t *out, const uint8_t *prefix,
+                            size_t prefixlen, const uint8_t *npub, const uint8_t *m, size_t mlen,
+                            const uint8_t *ad, size_t adlen);
+int sealstore_open_prefixed(const sealstore_ctx *ctx, uint8_t *m, const uint8_t *in,
+                            size_t inlen, size_t prefixlen, const uint8_t *ad, size_t adlen);
+void sealstore_memzero(void *p, size_t n);

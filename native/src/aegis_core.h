@@ -1,0 +1,218 @@
+/*
+ * AEGIS-128L / AEGIS-128X{2,4}, written once against a block abstraction
+ * (draft-irtf-cfrg-aegis-aead-18, sections on AEGIS-128L and AEGIS-128X).
+ *
+ * A kernel file defines, before including this header:
+ *   LANES                  the degree D (1 for AEGIS-128L)
+ *   blk                    one state word for all D lanes (16*D bytes)
+ *   blk_xor, blk_and, blk_load, blk_store, blk_dup (broadcast 16 bytes to every lane)
+ *   blk_aesround(in, rk)   AESRound on every lane, unless AEGIS_CUSTOM_UPDATE is defined and
+ *                          the kernel provides aegis_update() itself
+ *   AEGIS_IMPL             the name of the sealstore_aead_impl this file exports
+ *   AEGIS_KERNEL_NAME      its kernel name ("aesni", ...)
+ * Everything here is static and force-inlined into the two exported functions, so each
+ * kernel's loop keeps the state in registers.
+ */
+#include "common.h"
+
+#define BLKBYTES (16 * LANES)
+#define RATE (2 * BLKBYTES)
+
+#ifndef AEGIS_CUSTOM_UPDATE
+/* Update(M0, M1): S'i = AESRound(S(i-1), Si), with M0 into S0 and M1 into S4. */
+SEALSTORE_INLINE void aegis_update(blk s[8], const blk m0, const blk m1)
+{
+    const blk t = s[7];
+    s[7] = blk_aesround(s[6], s[7]);
+    s[6] = blk_aesround(s[5], s[6]);
+    s[5] = blk_aesround(s[4], s[5]);
+    s[4] = blk_aesround(s[3], blk_xor(s[4], m1));
+    s[3] = blk_aesround(s[2], s[3]);
+    s[2] = blk_aesround(s[1], s[2]);
+    s[1] = blk_aesround(s[0], s[1]);
+    s[0] = blk_aesround(t, blk_xor(s[0], m0));
+}
+#endif
+
+SEALSTORE_INLINE void aegis_init(blk s[8], const uint8_t *k, const uint8_t *npub)
+{
+    const blk c0 = blk_dup(sealstore_aegis_c0);
+    const blk c1 = blk_dup(sealstore_aegis_c1);
+    const blk kb = blk_dup(k);
+    const blk nb = blk_dup(npub);
+    const blk kn = blk_xor(kb, nb);
+
+    s[0] = kn;
+    s[1] = c1;
+    s[2] = c0;
+    s[3] = c1;
+    s[4] = kn;
+    s[5] = blk_xor(kb, c0);
+    s[6] = blk_xor(kb, c1);
+    s[7] = blk_xor(kb, c0);
+#if LANES > 1
+    /* ctx[i] = Byte(i) || Byte(D - 1) || zeros, folded into S3 and S7 before every round */
+    SEALSTORE_ALIGN(64) uint8_t ctxb[BLKBYTES];
+    memset(ctxb, 0, sizeof ctxb);
+    for (int i = 0; i < LANES; i++) {
+        ctxb[16 * i] = (uint8_t)i;
+        ctxb[16 * i + 1] = (uint8_t)(LANES - 1);
+    }
+    const blk ctx = blk_load(ctxb);
+#endif
+    for (int i = 0; i < 10; i++) {
+#if LANES > 1
+        s[3] = blk_xor(s[3], ctx);
+        s[7] = blk_xor(s[7], ctx);
+#endif
+        aegis_update(s, nb, kb);
+    }
+}
+
+SEALSTORE_INLINE void aegis_absorb(blk s[8], const uint8_t *src)
+{
+    aegis_update(s, blk_load(src), blk_load(src + BLKBYTES));
+}
+
+SEALSTORE_INLINE void aegis_enc(blk s[8], uint8_t *dst, const uint8_t *src)
+{
+    const blk z0 = blk_xor(blk_xor(s[6], s[1]), blk_and(s[2], s[3]));
+    const blk z1 = blk_xor(blk_xor(s[2], s[5]), blk_and(s[6], s[7]));
+    const blk t0 = blk_load(src);
+    const blk t1 = blk_load(src + BLKBYTES);
+    blk_store(dst, blk_xor(t0, z0));
+    blk_store(dst + BLKBYTES, blk_xor(t1, z1));
+    aegis_update(s, t0, t1);
+}
+
+SEALSTORE_INLINE void aegis_dec(blk s[8], uint8_t *dst, const uint8_t *src)
+{
+    const blk z0 = blk_xor(blk_xor(s[6], s[1]), blk_and(s[2], s[3]));
+    const blk z1 = blk_xor(blk_xor(s[2], s[5]), blk_and(s[6], s[7]));
+    const blk x0 = blk_xor(blk_load(src), z0);
+    const blk x1 = blk_xor(blk_load(src + BLKBYTES), z1);
+    blk_store(dst, x0);
+    blk_store(dst + BLKBYTES, x1);
+    aegis_update(s, x0, x1);
+}
+
+/* DecPartial: decrypt the zero-padded last block, then absorb the zero-padded plaintext. */
+SEALSTORE_INLINE void aegis_dec_partial(blk s[8], uint8_t *dst, const uint8_t *src, size_t len)
+{
+    SEALSTORE_ALIGN(64) uint8_t pad[RATE];
+    const blk z0 = blk_xor(blk_xor(s[6], s[1]), blk_and(s[2], s[3]));
+    const blk z1 = blk_xor(blk_xor(s[2], s[5]), blk_and(s[6], s[7]));
+
+    memset(pad, 0, sizeof pad);
+    memcpy(pad, src, len);
+    blk_store(pad, blk_xor(blk_load(pad), z0));
+    blk_store(pad + BLKBYTES, blk_xor(blk_load(pad + BLKBYTES), z1));
+    memcpy(dst, pad, len);
+    memset(pad + len, 0, RATE - len);
+    aegis_absorb(s, pad);
+    sealstore_memzero(pad, sizeof pad);
+}
+
+/* XOR the D lanes of a stored word into 16 bytes. */
+SEALSTORE_INLINE void aegis_fold(uint8_t out[16], const blk x)
+{
+    SEALSTORE_ALIGN(64) uint8_t buf[BLKBYTES];
+    blk_store(buf, x);
+    memcpy(out, buf, 16);
+    for (int i = 1; i < LANES; i++) {
+        for (int j = 0; j < 16; j++) {
+            out[j] ^= buf[16 * i + j];
+        }
+    }
+}
+
+SEALSTORE_INLINE void aegis_mac(blk s[8], uint8_t *mac, size_t maclen, uint64_t adlen,
+                                uint64_t mlen)
+{
+    uint8_t u[16];
+    sealstore_store64_le(u, adlen << 3);
+    sealstore_store64_le(u + 8, mlen << 3);
+    const blk t = blk_xor(s[2], blk_dup(u));
+    for (int i = 0; i < 7; i++) {
+        aegis_update(s, t, t);
+    }
+    if (maclen == 16) {
+        blk x = blk_xor(blk_xor(s[0], s[1]), blk_xor(s[2], s[3]));
+        x = blk_xor(x, blk_xor(blk_xor(s[4], s[5]), s[6]));
+        aegis_fold(mac, x);
+    } else {
+        aegis_fold(mac, blk_xor(blk_xor(s[0], s[1]), blk_xor(s[2], s[3])));
+        aegis_fold(mac + 16, blk_xor(blk_xor(s[4], s[5]), blk_xor(s[6], s[7])));
+    }
+}
+
+SEALSTORE_INLINE void aegis_absorb_ad(blk s[8], const uint8_t *ad, size_t adlen)
+{
+    size_t i;
+    for (i = 0; i + RATE <= adlen; i += RATE) {
+        aegis_absorb(s, ad + i);
+    }
+    if (adlen % RATE) {
+        SEALSTORE_ALIGN(64) uint8_t pad[RATE];
+        memset(pad, 0, sizeof pad);
+        memcpy(pad, ad + i, adlen % RATE);
+        aegis_absorb(s, pad);
+    }
+}
+
+static int aegis_encrypt_detached(uint8_t *c, uint8_t *mac, size_t maclen, const uint8_t *m,
+                                  size_t mlen, const uint8_t *ad, size_t adlen,
+                                  const uint8_t *npub, const uint8_t *k)
+{
+    blk s[8];
+    size_t i;
+
+    if (maclen != 16 && maclen != 32) {
+        return -1;
+    }
+    aegis_init(s, k, npub);
+    aegis_absorb_ad(s, ad, adlen);
+    for (i = 0; i + RATE <= mlen; i += RATE) {
+        aegis_enc(s, c + i, m + i);
+    }
+    if (mlen % RATE) {
+        SEALSTORE_ALIGN(64) uint8_t pad[RATE];
+        memset(pad, 0, sizeof pad);
+        memcpy(pad, m + i, mlen % RATE);
+        aegis_enc(s, pad, pad);
+        memcpy(c + i, pad, mlen % RATE);
+        sealstore_memzero(pad, sizeof pad);
+    }
+    aegis_mac(s, mac, maclen, adlen, mlen);
+    return 0;
+}
+
+static int aegis_decrypt_detached(uint8_t *m, const uint8_t *c, size_t clen, const uint8_t *mac,
+                                  size_t maclen, const uint8_t *ad, size_t adlen,
+                                  const uint8_t *npub, const uint8_t *k)
+{
+    blk s[8];
+    size_t i;
+    uint8_t computed[32];
+
+    if (maclen != 16 && maclen != 32) {
+        return -1;
+    }
+    aegis_init(s, k, npub);
+    aegis_absorb_ad(s, ad, adlen);
+    for (i = 0; i + RATE <= clen; i += RATE) {
+        aegis_dec(s, m + i, c + i);
+    }
+    if (clen % RATE) {
+        aegis_dec_partial(s, m + i, c + i, clen % RATE);
+    }
+    aegis_mac(s, computed, maclen, adlen, clen);
+    if (sealstore_verify(computed, mac, maclen) != 0) {
+        sealstore_memzero(m, clen);
+        return -1;
+    }
+    return 0;
+}
+
+const sealstore_aead_impl AEGIS_IMPL = {aegis_encrypt_detached, aegis_decrypt_detached,
+                                        AEGIS_KERNEL_NAME};

@@ -1,0 +1,62 @@
+/* The block abstraction on 128-bit AES-NI registers: LANES (1, 2 or 4) registers per word. */
+#ifndef SEALSTORE_AESNI_BLK_H
+#define SEALSTORE_AESNI_BLK_H
+
+typedef struct {
+    __m128i v[LANES];
+} blk;
+
+SEALSTORE_INLINE blk blk_xor(const blk a, const blk b)
+{
+    blk r;
+    for (int i = 0; i < LANES; i++) {
+        r.v[i] = _mm_xor_si128(a.v[i], b.v[i]);
+    }
+    return r;
+}
+
+SEALSTORE_INLINE blk blk_and(const blk a, const blk b)
+{
+    blk r;
+    for (int i = 0; i < LANES; i++) {
+        r.v[i] = _mm_and_si128(a.v[i], b.v[i]);
+    }
+    return r;
+}
+
+SEALSTORE_INLINE blk blk_load(const uint8_t *p)
+{
+    blk r;
+    for (int i = 0; i < LANES; i++) {
+        r.v[i] = _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * i));
+    }
+    return r;
+}
+
+SEALSTORE_INLINE void blk_store(uint8_t *p, const blk x)
+{
+    for (int i = 0; i < LANES; i++) {
+        _mm_storeu_si128((__m128i *)(void *)(p + 16 * i), x.v[i]);
+    }
+}
+
+SEALSTORE_INLINE blk blk_dup(const uint8_t *p)
+{
+    blk r;
+    const __m128i x = _mm_loadu_si128((const __m128i *)(const void *)p);
+    for (int i = 0; i < LANES; i++) {
+        r.v[i] = x;
+    }
+    return r;
+}
+
+SEALSTORE_INLINE blk blk_aesround(const blk in, const blk rk)
+{
+    blk r;
+    for (int i = 0; i < LANES; i++) {
+        r.v[i] = _mm_aesenc_si128(in.v[i], rk.v[i]);
+    }
+    return r;
+}
+
+#endif

@@ -1,0 +1,202 @@
+/*
+ * CPU feature detection and kernel dispatch.  Features are read once (cpuid, and xgetbv for
+ * the register state the OS saves); a context binds one kernel's entry points when it is
+ * created, so every call costs one indirect call and nothing per block.
+ */
+#include <stdlib.h>
+
+#include "implementations.h"
+
+#if SEALSTORE_X86 && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#define SEALSTORE_HAVE_CPUID 1
+#else
+#define SEALSTORE_HAVE_CPUID 0
+#endif
+
+#if SEALSTORE_X86
+#define X86_IMPL(name) (&(name))
+#else
+#define X86_IMPL(name) NULL
+#endif
+
+static const sealstore_aead_impl *const impls[SEALSTORE_NVARIANTS][SEALSTORE_NKERNELS] = {
+    [SEALSTORE_AEGIS128L] = {&sealstore_aegis128l_portable, X86_IMPL(sealstore_aegis128l_aesni),
+                             NULL, NULL},
+    [SEALSTORE_AEGIS128X2] = {&sealstore_aegis128x2_portable,
+                              X86_IMPL(sealstore_aegis128x2_aesni),
+                              X86_IMPL(sealstore_aegis128x2_avx2), NULL},
+    [SEALSTORE_AEGIS128X4] = {&sealstore_aegis128x4_portable,
+                              X86_IMPL(sealstore_aegis128x4_aesni),
+                              X86_IMPL(sealstore_aegis128x4_avx2),
+                              X86_IMPL(sealstore_aegis128x4_avx512)},
+};
+
+/* What each kernel needs from the CPU and the OS. */
+static const uint32_t kernel_needs[SEALSTORE_NKERNELS] = {
+    [SEALSTORE_KERNEL_PORTABLE] = 0,
+    [SEALSTORE_KERNEL_AESNI] = SEALSTORE_CPU_AESNI,
+    [SEALSTORE_KERNEL_AVX2] = SEALSTORE_CPU_AESNI | SEALSTORE_CPU_AVX | SEALSTORE_CPU_AVX2 |
+                              SEALSTORE_CPU_VAES | SEALSTORE_CPU_OS_YMM,
+    [SEALSTORE_KERNEL_AVX512] = SEALSTORE_CPU_AESNI | SEALSTORE_CPU_AVX | SEALSTORE_CPU_AVX2 |
+                                SEALSTORE_CPU_VAES | SEALSTORE_CPU_AVX512F |
+                                SEALSTORE_CPU_OS_YMM | SEALSTORE_CPU_OS_ZMM,
+};
+
+static int detected;
+static uint32_t features;
+static uint32_t features_keep = ~0u;
+static int forced = -1;
+
+#if SEALSTORE_HAVE_CPUID
+static uint64_t xgetbv0(void)
+{
+    uint32_t eax, edx;
+    __asm__ __volatile__("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
+    return ((uint64_t)edx << 32) | eax;
+}
+#endif
+
+static uint32_t detect(void)
+{
+    uint32_t f = 0;
+#if SEALSTORE_HAVE_CPUID
+    unsigned int eax, ebx, ecx, edx;
+    unsigned int max = __get_cpuid_max(0, NULL);
+
+    if (max < 1) {
+        return 0;
+    }
+    __cpuid_count(1, 0, eax, ebx, ecx, edx);
+    if (ecx & (1u << 25)) {
+        f |= SEALSTORE_CPU_AESNI;
+    }
+    if (ecx & (1u << 1)) {
+        f |= SEALSTORE_CPU_PCLMUL;
+    }
+    /* AVX registers are usable only if the OS saves them (OSXSAVE, then XCR0) */
+    if ((ecx & (1u << 27)) && (ecx & (1u << 28))) {
+        const uint64_t xcr0 = xgetbv0();
+        if ((xcr0 & 0x6) == 0x6) {
+            f |= SEALSTORE_CPU_OS_YMM | SEALSTORE_CPU_AVX;
+            if ((xcr0 & 0xe0) == 0xe0) {
+                f |= SEALSTORE_CPU_OS_ZMM;
+            }
+        }
+    }
+    if (max >= 7) {
+        __cpuid_count(7, 0, eax, ebx, ecx, edx);
+        if (ebx & (1u << 5)) {
+            f |= SEALSTORE_CPU_AVX2;
+        }
+        if (ebx & (1u << 16)) {
+            f |= SEALSTORE_CPU_AVX512F;
+        }
+        if (ecx & (1u << 9)) {
+            f |= SEALSTORE_CPU_VAES;
+        }
+    }
+#endif
+    return f;
+}
+
+uint32_t sealstore_cpu_features(void)
+{
+    /* racing first calls compute the same value; plain stores of an int are enough */
+    if (!detected) {
+        features = detect();
+        detected = 1;
+    }
+    return features & features_keep;
+}
+
+void sealstore_cpu_mask(uint32_t keep)
+{
+    features_keep = keep;
+}
+
+int sealstore_kernel_supported(int kernel)
+{
+    if (kernel < 0 || kernel >= SEALSTORE_NKERNELS) {
+        return 0;
+    }
+    if (kernel != SEALSTORE_KERNEL_PORTABLE && !SEALSTORE_X86) {
+        return 0;
+    }
+    return (sealstore_cpu_features() & kernel_needs[kernel]) == kernel_needs[kernel];
+}
+
+int sealstore_variant_has_kernel(int variant, int kernel)
+{
+    if (variant < 0 || variant >= SEALSTORE_NVARIANTS || !sealstore_kernel_supported(kernel)) {
+        return 0;
+    }
+    return impls[variant][kernel] != NULL;
+}
+
+int sealstore_force_kernel(int kernel)
+{
+    if (kernel == -1) {
+        forced = -1;
+        return 0;
+    }
+    if (!sealstore_kernel_supported(kernel)) {
+        return -1;
+    }
+    forced = kernel;
+    return 0;
+}
+
+int sealstore_selected_kernel(int variant)
+{
+    if (forced >= 0 && sealstore_variant_has_kernel(variant, forced)) {
+        return forced;
+    }
+    for (int k = SEALSTORE_NKERNELS - 1; k > 0; k--) {
+        if (sealstore_variant_has_kernel(variant, k)) {
+            return k;
+        }
+    }
+    return SEALSTORE_KERNEL_PORTABLE;
+}
+
+const sealstore_aead_impl *sealstore_impl(int variant, int kernel)
+{
+    if (!sealstore_variant_has_kernel(variant, kernel)) {
+        return NULL;
+    }
+    return impls[variant][kernel];
+}
+
+sealstore_ctx *sealstore_ctx_new(int variant, int kernel, const uint8_t *k, size_t maclen)
+{
+    sealstore_ctx *ctx;
+
+    if (variant < 0 || variant >= SEALSTORE_NVARIANTS || (maclen != 16 && maclen != 32)) {
+        return NULL;
+    }
+    if (kernel < 0) {
+        kernel = sealstore_selected_kernel(variant);
+    }
+    if (!sealstore_variant_has_kernel(variant, kernel)) {
+        return NULL;
+    }
+    ctx = (sealstore_ctx *)malloc(sizeof *ctx);
+    if (ctx == NULL) {
+        return NULL;
+    }
+    ctx->impl = impls[variant][kernel];
+    ctx->maclen = maclen;
+    ctx->variant = variant;
+    ctx->kernel = kernel;
+    memcpy(ctx->key, k, SEALSTORE_KEYBYTES);
+    return ctx;
+}
+
+void sealstore_ctx_free(sealstore_ctx *ctx)
+{
+    if (ctx != NULL) {
+        sealstore_memzero(ctx, sizeof *ctx);
+        free(ctx);
+    }
+}

@@ -1,0 +1,206 @@
+"""The AEAD classes: AEGIS-128L, AEGIS-128X2, AEGIS-128X4 (native kernels) and AES-GCM.
+
+They mirror ``cryptography.hazmat.primitives.ciphers.aead``: the key goes to the constructor,
+``encrypt(nonce, data, associated_data)`` returns the ciphertext with the tag appended, and
+``decrypt`` raises :class:`sealstore.errors.InvalidTag` on any authentication failure.  Any
+contiguous buffer is accepted without a copy.
+
+Beyond cryptography's API, every class has ``encrypt_into``/``decrypt_into`` (write into a
+caller's buffer) and the prefixed-value calls the sealed-value format is built on:
+``seal_prefixed(prefix, plaintext, ad)`` returns ``prefix || nonce || ciphertext || tag`` with a
+fresh random nonce and ``prefix || ad`` authenticated, and ``open_prefixed`` reverses it.
+"""
+
+from __future__ import annotations
+
+import os
+
+from cryptography.hazmat.primitives.ciphers import aead as _crypto_aead
+from cryptography.exceptions import InvalidTag as _CryptoInvalidTag
+
+from . import _speedups, native
+from .errors import InvalidTag
+
+__all__ = ["AEGIS128L", "AEGIS128X2", "AEGIS128X4", "AESGCM"]
+
+
+def _key_bytes(key, sizes: tuple[int, ...]) -> memoryview:
+    try:
+        view = memoryview(key)
+    except TypeError:
+        raise TypeError(f"key must be a bytes-like object, not {type(key).__name__}") from None
+    if view.nbytes not in sizes:
+        expected = " or ".join(str(s) for s in sizes)
+        raise ValueError(f"key must be {expected} bytes, got {view.nbytes}")
+    return view.cast("B") if view.format != "B" or view.ndim != 1 else view
+
+
+class _AEGIS:
+    """An AEGIS-128L/128X cipher bound to one key and one native kernel.
+
+    ``tag_size`` is 16 or 32 bytes (32 gives key commitment).  ``kernel`` names a native
+    kernel (``"portable"``, ``"aesni"``, ``"avx2"``, ``"avx512"``) for tests and benchmarks;
+    by default the best one this CPU runs (or ``SEALSTORE_KERNEL``) is used.  One object is
+    safe to use from many threads.
+    """
+
+    _variant = ""
+    key_size = 16
+    nonce_size = 16
+
+    def __init__(self, key, tag_size: int = 16, *, kernel: str | None = None) -> None:
+        view = _key_bytes(key, (self.key_size,))
+        if tag_size not in (16, 32):
+            raise ValueError(f"tag_size must be 16 or 32 bytes, got {tag_size!r}")
+        self.tag_size = tag_size
+        self._ctx = native.new_ctx(self._variant, view, tag_size, kernel)
+        self.kernel = native.ctx_kernel(self._ctx)
+        fast = _speedups.Context(native.ctx_address(self._ctx), self._ctx)
+        self._fast = fast
+        # The hot entry points are the C methods themselves: no Python frame per call.
+        self.encrypt = fast.encrypt
+        self.decrypt = fast.decrypt
+        self.encrypt_into = fast.encrypt_into
+        self.decrypt_into = fast.decrypt_into
+        self.seal_prefixed = fast.seal
+        self.open_prefixed = fast.open
+        self.seal_prefixed_many = fast.seal_many
+        self.open_prefixed_many = fast.open_many
+
+    @classmethod
+    def generate_key(cls) -> bytes:
+        """A fresh random key from the OS CSPRNG."""
+        return os.urandom(cls.key_size)
+
+    def __repr__(self) -> str:
+        return f"<sealstore.{type(self).__name__} tag_size={self.tag_size} kernel={self.kernel!r}>"
+
+    def __reduce__(self):
+        raise TypeError(f"{type(self).__name__} objects hold a key and cannot be pickled")
+
+    # The methods below document the API; instances replace them with the C entry points.
+
+    def encrypt(self, nonce, data, associated_data=None) -> bytes:  # noqa: F811
+        """Encrypt ``data``; returns the ciphertext with the tag appended."""
+        return self._fast.encrypt(nonce, data, associated_data)
+
+    def decrypt(self, nonce, data, associated_data=None) -> bytes:  # noqa: F811
+        """Decrypt and verify ``data`` (ciphertext || tag); raises InvalidTag."""
+        return self._fast.decrypt(nonce, data, associated_data)
+
+    def encrypt_into(self, out, nonce, data, associated_data=None) -> int:  # noqa: F811
+        """Write ciphertext || tag into ``out``; returns the number of bytes written."""
+        return self._fast.encrypt_into(out, nonce, data, associated_data)
+
+    def decrypt_into(self, out, nonce, data, associated_data=None) -> int:  # noqa: F811
+        """Write the plaintext into ``out``; on failure ``out`` is wiped and InvalidTag raised."""
+        return self._fast.decrypt_into(out, nonce, data, associated_data)
+
+    def seal_prefixed(self, prefix, plaintext, associated_data=None) -> bytes:  # noqa: F811
+        """``prefix || nonce || ciphertext || tag`` with a random nonce; AD = prefix || ad."""
+        return self._fast.seal(prefix, plaintext, associated_data)
+
+    def open_prefixed(self, prefix_len, sealed, associated_data=None) -> bytes:  # noqa: F811
+        """Open a value made by :meth:`seal_prefixed`; raises InvalidTag."""
+        return self._fast.open(prefix_len, sealed, associated_data)
+
+    def seal_prefixed_many(self, prefix, plaintexts, associated_data=None) -> list:  # noqa: F811
+        """:meth:`seal_prefixed` over a list, in one native call."""
+        return self._fast.seal_many(prefix, plaintexts, associated_data)
+
+    def open_prefixed_many(self, prefix_len, sealed, associated_data=None) -> list:  # noqa: F811
+        """:meth:`open_prefixed` over a list, in one native call; InvalidTag has ``.index``."""
+        return self._fast.open_many(prefix_len, sealed, associated_data)
+
+
+class AEGIS128L(_AEGIS):
+    __doc__ = "AEGIS-128L (one lane). " + _AEGIS.__doc__
+    _variant = "AEGIS-128L"
+
+
+class AEGIS128X2(_AEGIS):
+    __doc__ = "AEGIS-128X2 (two lanes). " + _AEGIS.__doc__
+    _variant = "AEGIS-128X2"
+
+
+class AEGIS128X4(_AEGIS):
+    __doc__ = "AEGIS-128X4 (four lanes). " + _AEGIS.__doc__
+    _variant = "AEGIS-128X4"
+
+
+class AESGCM:
+    """AES-128/192/256-GCM through ``cryptography`` (OpenSSL): the baseline and the
+    compatibility suite.  12-byte nonces are the norm (cryptography accepts 8 to 128); the
+    tag is 16 bytes."""
+
+    nonce_size = 12
+    tag_size = 16
+    kernel = "openssl"
+
+    def __init__(self, key) -> None:
+        view = _key_bytes(key, (16, 24, 32))
+        self.key_size = view.nbytes
+        self._aead = _crypto_aead.AESGCM(view)
+
+    @classmethod
+    def generate_key(cls, bit_length: int = 256) -> bytes:
+        if bit_length not in (128, 192, 256):
+            raise ValueError(f"bit_length must be 128, 192 or 256, got {bit_length!r}")
+        return os.urandom(bit_length // 8)
+
+    def __repr__(self) -> str:
+        return f"<sealstore.AESGCM key_size={self.key_size}>"
+
+    def __reduce__(self):
+        raise TypeError("AESGCM objects hold a key and cannot be pickled")
+
+    def encrypt(self, nonce, data, associated_data=None) -> bytes:
+        return self._aead.encrypt(nonce, data, associated_data)
+
+    def decrypt(self, nonce, data, associated_data=None) -> bytes:
+        try:
+            return self._aead.decrypt(nonce, data, associated_data)
+        except _CryptoInvalidTag:
+            raise InvalidTag() from None
+
+    def encrypt_into(self, out, nonce, data, associated_data=None) -> int:
+        return self._aead.encrypt_into(nonce, data, associated_data, out)
+
+    def decrypt_into(self, out, nonce, data, associated_data=None) -> int:
+        try:
+            return self._aead.decrypt_into(nonce, data, associated_data, out)
+        except _CryptoInvalidTag:
+            memoryview(out).cast("B")[:] = bytes(memoryview(out).nbytes)
+            raise InvalidTag() from None
+
+    def seal_prefixed(self, prefix, plaintext, associated_data=None) -> bytes:
+        prefix = bytes(prefix)
+        nonce = os.urandom(self.nonce_size)
+        ad = prefix + bytes(associated_data or b"")
+        return prefix + nonce + self._aead.encrypt(nonce, plaintext, ad)
+
+    def open_prefixed(self, prefix_len, sealed, associated_data=None) -> bytes:
+        view = memoryview(sealed)
+        if prefix_len < 0:
+            raise ValueError("prefix_len must be >= 0")
+        if view.nbytes < prefix_len + self.nonce_size + self.tag_size:
+            raise InvalidTag()
+        ad = bytes(view[:prefix_len]) + bytes(associated_data or b"")
+        nonce = view[prefix_len : prefix_len + self.nonce_size]
+        try:
+            return self._aead.decrypt(nonce, view[prefix_len + self.nonce_size :], ad)
+        except _CryptoInvalidTag:
+            raise InvalidTag() from None
+
+    def seal_prefixed_many(self, prefix, plaintexts, associated_data=None) -> list:
+        return [self.seal_prefixed(prefix, p, associated_data) for p in plaintexts]
+
+    def open_prefixed_many(self, prefix_len, sealed, associated_data=None) -> list:
+        out = []
+        for i, s in enumerate(sealed):
+            try:
+                out.append(self.open_prefixed(prefix_len, s, associated_data))
+            except InvalidTag as e:
+                e.index = i
+                raise
+        return out

@@ -1,0 +1,140 @@
+"""The one module that talks to the native library (``sealstore._native``, built with cffi).
+
+It reads ``SEALSTORE_KERNEL`` once at import, reports what the CPU offers and which kernel each
+variant runs on, and creates keyed contexts.  The cipher classes call into it; nothing else
+imports ``ffi`` or ``lib``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from . import _native
+from .errors import KernelUnavailable
+
+ffi = _native.ffi
+lib = _native.lib
+
+__all__ = ["KERNELS", "VARIANTS", "info", "kernels", "variant_kernels"]
+
+#: Kernel names, from the least to the most preferred.
+KERNELS = ("portable", "aesni", "avx2", "avx512")
+#: Variant names and their native ids.
+VARIANTS = {"AEGIS-128L": 0, "AEGIS-128X2": 1, "AEGIS-128X4": 2}
+
+_FEATURES = (
+    "aesni",
+    "pclmul",
+    "avx",
+    "avx2",
+    "vaes",
+    "avx512f",
+    "os_ymm",
+    "os_zmm",
+)
+
+
+def _kernel_id(name: str) -> int:
+    try:
+        return KERNELS.index(name)
+    except ValueError:
+        raise KernelUnavailable(
+            f"unknown kernel {name!r}; expected one of {', '.join(KERNELS)}"
+        ) from None
+
+
+def features() -> list[str]:
+    """CPU features seen (cpuid, and xgetbv for the register state the OS saves)."""
+    bits = lib.sealstore_cpu_features()
+    return [name for i, name in enumerate(_FEATURES) if bits & (1 << i)]
+
+
+def kernels() -> list[str]:
+    """The kernels this build and CPU can run."""
+    return [k for i, k in enumerate(KERNELS) if lib.sealstore_kernel_supported(i)]
+
+
+def variant_kernels(variant: str) -> list[str]:
+    """The kernels ``variant`` (e.g. ``"AEGIS-128X4"``) has that this CPU can run."""
+    v = VARIANTS[variant]
+    return [k for i, k in enumerate(KERNELS) if lib.sealstore_variant_has_kernel(v, i)]
+
+
+def selected_kernel(variant: str) -> str:
+    """The kernel a new cipher of ``variant`` gets when none is named."""
+    return KERNELS[lib.sealstore_selected_kernel(VARIANTS[variant])]
+
+
+def force_kernel(name: str | None) -> None:
+    """Make ``name`` the kernel of every variant that has it (``None`` restores the best)."""
+    if name is None:
+        lib.sealstore_force_kernel(-1)
+        return
+    kid = _kernel_id(name)
+    if lib.sealstore_force_kernel(kid) != 0:
+        raise KernelUnavailable(
+            f"kernel {name!r} cannot run on this CPU/build; runnable: {', '.join(kernels())}"
+        )
+    global _forced
+    _forced = name
+
+
+def info() -> dict:
+    """CPU features seen, the kernels runnable, and the kernel chosen per variant."""
+    import platform
+
+    return {
+        "machine": platform.machine(),
+        "cpu": _cpu_name(),
+        "features": features(),
+        "kernels": kernels(),
+        "forced": _forced,
+        "selected": {v: selected_kernel(v) for v in VARIANTS},
+    }
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or platform.machine()
+
+
+def new_ctx(variant: str, key, tag_size: int, kernel: str | None):
+    """A keyed native context (freed and wiped when garbage-collected)."""
+    v = VARIANTS[variant]
+    if kernel is None:
+        kid = -1
+    else:
+        kid = _kernel_id(kernel)
+        if not lib.sealstore_variant_has_kernel(v, kid):
+            raise KernelUnavailable(
+                f"{variant} has no {kernel!r} kernel this CPU can run; "
+                f"available: {', '.join(variant_kernels(variant))}"
+            )
+    ctx = lib.sealstore_ctx_new(v, kid, ffi.from_buffer(key), tag_size)
+    if ctx == ffi.NULL:
+        raise MemoryError("sealstore: could not allocate a cipher context")
+    return ffi.gc(ctx, lib.sealstore_ctx_free)
+
+
+def ctx_kernel(ctx) -> str:
+    return KERNELS[ctx.kernel]
+
+
+_forced: str | None = None
+_env = os.environ.get("SEALSTORE_KERNEL", "").strip().lower()
+if _env:
+    force_kernel(_env)
+del _env
+
+
+def ctx_address(ctx) -> int:
+    """The context's address, for sealstore._speedups (which keeps ``ctx`` alive)."""
+    return int(ffi.cast("uintptr_t", ctx))
