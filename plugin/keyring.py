@@ -1,0 +1,710 @@
+"""Keyrings: keys with ids, suites and states, and the seal/open entry points on top of them.
+
+A :class:`Keyring` holds :class:`Key` objects (32 bytes of root material each) and exactly one
+primary.  Values are sealed under a per-(key, suite, tag size) subkey derived with HKDF-SHA256
+and kept as a ready cipher object, so the per-value path is one dictionary look-up and one C
+call.  The format is in :mod:`sealstore.format` and ``docs/FORMAT.md``.
+
+Key states: ``primary`` seals and opens; ``active`` opens; ``retired`` opens only when asked
+explicitly (``allow_retired``); ``destroyed`` has no material left.
+
+Thread safety: seal/open read immutable snapshots and never lock; changes (rotate, state
+changes, first use of a key) build new snapshots under a lock and swap them in.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import threading
+from datetime import datetime, timezone
+from typing import Callable, Iterable
+
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+from .errors import (
+    InvalidKeyring,
+    InvalidTag,
+    KeyNotUsable,
+    MalformedCiphertext,
+    UnknownKeyId,
+    UnknownKeyring,
+)
+from .format import (
+    _DIGESTS,
+    HEADER_SIZE,
+    Suite,
+    context_digest,
+    pack_header,
+    parse_header,
+)
+
+__all__ = [
+    "KEY_SIZE",
+    "DEFAULT_SUITE",
+    "DEFAULT_TAG_SIZE",
+    "DEFAULT_ADAPTIVE_THRESHOLD",
+    "KeyState",
+    "Key",
+    "Keyring",
+    "use_keyring",
+    "get_keyring",
+    "forget_keyring",
+]
+
+KEY_SIZE = 32  # root material per key; subkeys are derived from it
+DEFAULT_SUITE = Suite.AEGIS_128X4
+DEFAULT_TAG_SIZE = 32
+# Below this many plaintext bytes an AEGIS-128X2/X4 key seals with AEGIS-128L (its own subkey):
+# the single-lane variant initialises faster, so it wins on small values (bench/keyring_bench.py).
+DEFAULT_ADAPTIVE_THRESHOLD = 1024
+_SUBKEY_INFO = b"sealstore/v1/subkey"
+
+KeyFactory = Callable[[int], "bytes | bytearray"]
+
+
+class KeyState(str, enum.Enum):
+    """Lifecycle of a key: primary -> active -> retired -> destroyed."""
+
+    PRIMARY = "primary"
+    ACTIVE = "active"
+    RETIRED = "retired"
+    DESTROYED = "destroyed"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc).replace(microsecond=0)
+
+
+class Key:
+    """One keyring key.  Its material is never shown by ``repr``/``str``."""
+
+    __slots__ = ("_key_id", "_suite", "_state", "_created_at", "_rotated_at", "_material")
+
+    def __init__(
+        self,
+        key_id: int,
+        suite: Suite | str | int,
+        material,
+        *,
+        state: KeyState | str = KeyState.ACTIVE,
+        created_at: datetime | None = None,
+        rotated_at: datetime | None = None,
+    ) -> None:
+        if not isinstance(key_id, int) or isinstance(key_id, bool) or not 0 <= key_id <= 0xFFFFFFFF:
+            raise InvalidKeyring("key_id must be an int in 0..0xffffffff")
+        self._key_id = key_id
+        self._suite = Suite.parse(suite)
+        try:
+            self._state = KeyState(state)
+        except ValueError:
+            raise InvalidKeyring(
+                f"key {key_id:08x}: unknown state {state!r}; expected one of "
+                + ", ".join(s.value for s in KeyState)
+            ) from None
+        if self._state is KeyState.DESTROYED:
+            self._material = None
+        else:
+            if material is None:
+                raise InvalidKeyring(f"key {key_id:08x}: material is required unless destroyed")
+            try:
+                buf = bytearray(memoryview(material).cast("B"))
+            except TypeError:
+                raise TypeError("key material must be a bytes-like object") from None
+            if len(buf) != KEY_SIZE:
+                size = len(buf)
+                buf[:] = bytes(size)
+                raise InvalidKeyring(
+                    f"key {key_id:08x}: material must be {KEY_SIZE} bytes, not {size}"
+                )
+            self._material = buf
+        self._created_at = created_at or _now()
+        self._rotated_at = rotated_at
+
+    key_id = property(lambda self: self._key_id, doc="32-bit key id stored in every value")
+    suite = property(lambda self: self._suite, doc="the suite this key seals with")
+    state = property(lambda self: self._state, doc="a KeyState")
+    created_at = property(lambda self: self._created_at, doc="when the key was created (UTC)")
+    rotated_at = property(
+        lambda self: self._rotated_at, doc="when the key stopped being primary (UTC), or None"
+    )
+
+    @property
+    def id_hex(self) -> str:
+        """The key id as 8 hex digits, as it appears at offset 2 of a value."""
+        return f"{self._key_id:08x}"
+
+    def reveal_material(self) -> bytes:
+        """Return a copy of the 32-byte root material (for key sources that persist it)."""
+        if self._material is None:
+            raise KeyNotUsable(f"key {self.id_hex} is destroyed: its material is gone")
+        return bytes(self._material)
+
+    def _wipe(self) -> None:
+        if self._material is not None:
+            self._material[:] = bytes(len(self._material))
+            self._material = None
+
+    def __repr__(self) -> str:
+        return (
+            f"Key(id={self.id_hex}, suite={self._suite}, state={self._state}, "
+            f"created_at={self._created_at.isoformat()})"
+        )
+
+    __str__ = __repr__
+
+
+class _Slot:
+    """A derived cipher for one (key, suite, tag size): the bound C entry points and prefix."""
+
+    __slots__ = ("key", "prefix", "overhead", "seal", "open", "seal_many", "open_many", "cipher")
+
+    def __init__(self, key: Key, suite: Suite, tag_size: int) -> None:
+        header = pack_header(suite, key.key_id, tag_size)
+        cipher = _make_cipher(suite, _derive_subkey(key, header, suite), tag_size)
+        self.key = key
+        self.prefix = header
+        self.overhead = parse_header(header + bytes(64)).overhead
+        self.cipher = cipher
+        self.seal = cipher.seal_prefixed
+        self.open = cipher.open_prefixed
+        self.seal_many = cipher.seal_prefixed_many
+        self.open_many = cipher.open_prefixed_many
+
+
+class _ClosedCipher:
+    def _closed(self, *args, **kwargs):
+        raise KeyNotUsable("the keyring is closed")
+
+    seal_prefixed = open_prefixed = seal_prefixed_many = open_prefixed_many = _closed
+
+
+class _ClosedSlot(_Slot):
+    def __init__(self) -> None:  # noqa: D401 - a slot that refuses everything
+        cipher = _ClosedCipher()
+        self.key = None
+        self.prefix = b""
+        self.overhead = 0
+        self.cipher = cipher
+        self.seal = self.open = self.seal_many = self.open_many = cipher._closed
+
+
+def _derive_subkey(key: Key, header: bytes, suite: Suite) -> bytes:
+    """HKDF-SHA256(root material, salt=none, info="sealstore/v1/subkey" || header)."""
+    length = 32 if suite is Suite.AES_256_GCM else 16
+    hkdf = HKDF(algorithm=hashes.SHA256(), length=length, salt=None, info=_SUBKEY_INFO + header)
+    return hkdf.derive(bytes(key._material))
+
+
+def _make_cipher(suite: Suite, subkey: bytes, tag_size: int):
+    from . import AEGIS128L, AEGIS128X2, AEGIS128X4, AESGCM  # lazy: the package imports us
+
+    if suite is Suite.AES_256_GCM:
+        return AESGCM(subkey)
+    cls = {Suite.AEGIS_128L: AEGIS128L, Suite.AEGIS_128X2: AEGIS128X2, Suite.AEGIS_128X4: AEGIS128X4}
+    return cls[suite](subkey, tag_size=tag_size)
+
+
+def _random_material(key_id: int) -> bytes:
+    return os.urandom(KEY_SIZE)
+
+
+def _with_index(exc: Exception, index: int) -> Exception:
+    exc.index = index
+    return exc
+
+
+class Keyring:
+    """Keys plus the seal/open/reseal entry points.  See the module docstring.
+
+    ``suite`` and ``tag_size`` apply to keys created by :meth:`rotate` and to new values (the
+    tag size; the suite of a value is its key's).  AES-256-GCM always uses a 16-byte tag.
+    ``adaptive_threshold``: an AEGIS-128X2/X4 primary seals plaintexts shorter than this with
+    AEGIS-128L under its own subkey (the suite is recorded per value; 0 disables).  An AEGIS
+    key opens values of every AEGIS variant, an AES-256-GCM key only AES-256-GCM values.
+    ``key_factory(key_id) -> material`` lets a key source supply new material, e.g. from KMS
+    ``GenerateDataKey``; the default draws 32 bytes from the OS CSPRNG.
+    """
+
+    def __init__(
+        self,
+        keys: Iterable[Key],
+        *,
+        suite: Suite | str | int | None = None,
+        tag_size: int = DEFAULT_TAG_SIZE,
+        allow_retired: bool = False,
+        key_factory: KeyFactory | None = None,
+        adaptive_threshold: int = DEFAULT_ADAPTIVE_THRESHOLD,
+    ) -> None:
+        self._lock = threading.RLock()
+        self._keys: dict[int, Key] = {}
+        for key in keys:
+            if not isinstance(key, Key):
+                raise TypeError(f"keys must be Key objects, not {type(key).__name__}")
+            if key.key_id in self._keys:
+                raise InvalidKeyring(f"duplicate key id {key.id_hex}")
+            self._keys[key.key_id] = key
+        primaries = [k for k in self._keys.values() if k.state is KeyState.PRIMARY]
+        if len(primaries) != 1:
+            raise InvalidKeyring(f"a keyring needs exactly one primary key, found {len(primaries)}")
+        if tag_size not in (16, 32):
+            raise ValueError(f"tag_size must be 16 or 32, not {tag_size!r}")
+        self._tag_size = tag_size
+        self._suite = Suite.parse(suite) if suite is not None else primaries[0].suite
+        self._allow_retired = bool(allow_retired)
+        if not isinstance(adaptive_threshold, int) or adaptive_threshold < 0:
+            raise ValueError("adaptive_threshold must be an int >= 0")
+        self._adaptive_threshold = adaptive_threshold
+        self._threshold = 0  # effective: 0 unless the primary is AEGIS-128X2/X4
+        self._key_factory = key_factory or _random_material
+        self._closed = False
+        self._derived: dict[bytes, _Slot] = {}  # every slot derived so far, by header
+        self._slots: dict[bytes, _Slot] = {}  # the ones open() may use without asking
+        self._seal: _Slot = _ClosedSlot()
+        self._seal_small: _Slot = self._seal
+        self._publish()
+
+    # ---- construction helpers ---------------------------------------------------------------
+
+    @classmethod
+    def generate(
+        cls,
+        suite: Suite | str | int = DEFAULT_SUITE,
+        tag_size: int = DEFAULT_TAG_SIZE,
+        *,
+        key_factory: KeyFactory | None = None,
+        allow_retired: bool = False,
+        adaptive_threshold: int = DEFAULT_ADAPTIVE_THRESHOLD,
+    ) -> "Keyring":
+        """A new keyring with one fresh primary key."""
+        factory = key_factory or _random_material
+        key_id = int.from_bytes(os.urandom(4), "big")
+        key = Key(key_id, suite, factory(key_id), state=KeyState.PRIMARY)
+        return cls(
+            [key],
+            suite=suite,
+            tag_size=tag_size,
+            allow_retired=allow_retired,
+            key_factory=factory,
+            adaptive_threshold=adaptive_threshold,
+        )
+
+    # ---- read-only views --------------------------------------------------------------------
+
+    @property
+    def primary(self) -> Key:
+        return self._primary_key()
+
+    @property
+    def keys(self) -> tuple[Key, ...]:
+        """All keys, oldest first."""
+        return tuple(sorted(self._keys.values(), key=lambda k: k.created_at))
+
+    @property
+    def suite(self) -> Suite:
+        return self._suite
+
+    @property
+    def tag_size(self) -> int:
+        """Tag size of new values (AEGIS suites; AES-256-GCM always uses 16)."""
+        return self._tag_size
+
+    @property
+    def allow_retired(self) -> bool:
+        """Whether :meth:`open` accepts values of retired keys without being asked per call."""
+        return self._allow_retired
+
+    @allow_retired.setter
+    def allow_retired(self, value: bool) -> None:
+        with self._lock:
+            self._allow_retired = bool(value)
+            if not self._closed:
+                self._publish()
+
+    @property
+    def adaptive_threshold(self) -> int:
+        """Plaintexts shorter than this are sealed with AEGIS-128L by an X2/X4 primary."""
+        return self._adaptive_threshold
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def get(self, key_id: int) -> Key:
+        try:
+            return self._keys[key_id]
+        except KeyError:
+            raise UnknownKeyId(key_id) from None
+
+    def __contains__(self, key_id: object) -> bool:
+        return key_id in self._keys
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __iter__(self):
+        return iter(self.keys)
+
+    def __repr__(self) -> str:
+        if self._closed:
+            return "<Keyring closed>"
+        p = self._primary_key()
+        return (
+            f"<Keyring keys={len(self._keys)} primary={p.id_hex} suite={p.suite} "
+            f"tag_size={self._tag_size}>"
+        )
+
+    __str__ = __repr__
+
+    # ---- the per-value path -----------------------------------------------------------------
+
+    def seal(self, plaintext, context=b"") -> bytes:
+        """Seal ``plaintext`` under the primary key, bound to ``context``."""
+        slot = self._seal if len(plaintext) >= self._threshold else self._seal_small
+        try:
+            ad = _DIGESTS[context]
+        except (KeyError, TypeError):
+            ad = context_digest(context)
+        return slot.seal(slot.prefix, plaintext, ad)
+
+    def open(self, sealed, context=b"", *, allow_retired: bool = False) -> bytes:
+        """Open a value sealed under any usable key of this keyring with the same ``context``.
+
+        Raises MalformedCiphertext, UnknownKeyId or KeyNotUsable before decrypting, and
+        InvalidTag if authentication fails (wrong context, edited header or body).
+        """
+        try:
+            slot = self._slots[sealed[:HEADER_SIZE]]
+        except (KeyError, TypeError):
+            slot = self._resolve(sealed, allow_retired)
+        if len(sealed) < slot.overhead:
+            parse_header(sealed)  # raises the precise "too short" error
+        try:
+            ad = _DIGESTS[context]
+        except (KeyError, TypeError):
+            ad = context_digest(context)
+        return slot.open(HEADER_SIZE, sealed, ad)
+
+    def seal_many(self, plaintexts, context=b"") -> list[bytes]:
+        """Seal every plaintext of a list under the primary key, in one native call per suite."""
+        large, small = self._seal, self._seal_small
+        if not isinstance(plaintexts, list):
+            plaintexts = list(plaintexts)
+        ad = context_digest(context)
+        if small is large or not plaintexts:
+            return large.seal_many(large.prefix, plaintexts, ad)
+        threshold = self._threshold
+        lengths = list(map(len, plaintexts))
+        if max(lengths) < threshold:
+            return small.seal_many(small.prefix, plaintexts, ad)
+        if min(lengths) >= threshold:
+            return large.seal_many(large.prefix, plaintexts, ad)
+        out: list = [None] * len(plaintexts)
+        for slot, idx in (
+            (small, [i for i, n in enumerate(lengths) if n < threshold]),
+            (large, [i for i, n in enumerate(lengths) if n >= threshold]),
+        ):
+            for i, v in zip(idx, slot.seal_many(slot.prefix, [plaintexts[i] for i in idx], ad)):
+                out[i] = v
+        return out
+
+    def open_many(self, sealed, context=b"", *, allow_retired: bool = False) -> list[bytes]:
+        """Open a list of values sharing one context; one native call per key involved.
+
+        Every header is checked before anything is decrypted.  On failure the exception
+        carries ``.index``, the position of the first failing value.
+        """
+        values = sealed if isinstance(sealed, list) else list(sealed)
+        if not values:
+            return []
+        ad = context_digest(context)
+        try:
+            heads = [v[:HEADER_SIZE] for v in values]
+        except TypeError:
+            for i, v in enumerate(values):
+                if not hasattr(v, "__getitem__"):
+                    raise _with_index(
+                        TypeError(f"sealed value must be bytes-like, not {type(v).__name__}"), i
+                    ) from None
+            raise
+        first = heads[0]
+        slot = self._slots.get(first) if isinstance(first, bytes) else None
+        if slot is not None and heads.count(first) == len(heads):
+            if min(map(len, values)) >= slot.overhead:
+                return slot.open_many(HEADER_SIZE, values, ad)
+        return self._open_groups(values, heads, ad, allow_retired)
+
+    def _open_groups(self, values, heads, ad, allow_retired) -> list[bytes]:
+        groups: dict[bytes, list[int]] = {}
+        for i, head in enumerate(heads):
+            try:
+                groups.setdefault(bytes(head), []).append(i)
+            except TypeError:
+                raise _with_index(
+                    TypeError(f"sealed value must be bytes-like, not {type(values[i]).__name__}"), i
+                ) from None
+        plan = []
+        for head, idx in groups.items():  # validate everything before decrypting anything
+            try:
+                slot = self._slots.get(head) or self._resolve(values[idx[0]], allow_retired)
+            except Exception as exc:
+                raise _with_index(exc, idx[0])
+            for i in idx:
+                if len(values[i]) < slot.overhead:
+                    try:
+                        parse_header(values[i])
+                    except MalformedCiphertext as exc:
+                        raise _with_index(exc, i) from None
+            plan.append((slot, idx))
+        out: list = [None] * len(values)
+        failed = None
+        for slot, idx in plan:
+            try:
+                opened = slot.open_many(HEADER_SIZE, [values[i] for i in idx], ad)
+            except InvalidTag as exc:
+                pos = idx[getattr(exc, "index", 0) or 0]
+                failed = pos if failed is None else min(failed, pos)
+                continue
+            for i, pt in zip(idx, opened):
+                out[i] = pt
+        if failed is not None:
+            raise _with_index(InvalidTag(), failed)
+        return out
+
+    def reseal(self, sealed, context=b"", *, allow_retired: bool = False):
+        """Open with whichever key sealed ``sealed`` and seal again under the primary.
+
+        A value already under the primary (same key and tag size, a suite the primary seals
+        with) is returned as it is, without being opened.
+        """
+        if not self.needs_reseal(sealed):
+            return sealed
+        return self.seal(self.open(sealed, context, allow_retired=allow_retired), context)
+
+    def reseal_many(self, sealed, context=b"", *, allow_retired: bool = False) -> list:
+        """:meth:`reseal` for a list sharing one context; values under the primary pass through."""
+        values = sealed if isinstance(sealed, list) else list(sealed)
+        current = (self._seal.prefix, self._seal_small.prefix)
+        stale = [i for i, v in enumerate(values) if v[:HEADER_SIZE] not in current]
+        if not stale:
+            return list(values)
+        try:
+            opened = self.open_many([values[i] for i in stale], context, allow_retired=allow_retired)
+        except Exception as exc:
+            if hasattr(exc, "index"):
+                exc.index = stale[exc.index]
+            raise
+        out = list(values)
+        for i, v in zip(stale, self.seal_many(opened, context)):
+            out[i] = v
+        return out
+
+    def needs_reseal(self, sealed) -> bool:
+        """True when ``sealed`` is not under the primary key (and its suites and tag size)."""
+        head = sealed[:HEADER_SIZE]
+        return head != self._seal.prefix and head != self._seal_small.prefix
+
+    def _resolve(self, sealed, allow_retired: bool) -> _Slot:
+        """Slow path of open(): diagnose the header precisely, derive and cache the subkey."""
+        if self._closed:
+            raise KeyNotUsable("the keyring is closed")
+        h = parse_header(sealed)
+        key = self._keys.get(h.key_id)
+        if key is None:
+            raise UnknownKeyId(h.key_id)
+        if (key.suite is Suite.AES_256_GCM) is not (h.suite is Suite.AES_256_GCM):
+            raise MalformedCiphertext(
+                f"value names suite {h.suite} but key {key.id_hex} is a {key.suite} key"
+            )
+        if key.state is KeyState.DESTROYED:
+            raise KeyNotUsable(f"key {key.id_hex} is destroyed")
+        if key.state is KeyState.RETIRED and not (allow_retired or self._allow_retired):
+            raise KeyNotUsable(
+                f"key {key.id_hex} is retired; pass allow_retired=True to open its values"
+            )
+        with self._lock:
+            return self._slot(key, h.suite, h.tag_size)
+
+    # ---- key management ---------------------------------------------------------------------
+
+    def _primary_key(self) -> Key:
+        for key in self._keys.values():
+            if key.state is KeyState.PRIMARY:
+                return key
+        raise KeyNotUsable("the keyring is closed")
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise KeyNotUsable("the keyring is closed")
+
+    def _slot(self, key: Key, suite: Suite, tag_size: int) -> _Slot:
+        # caller holds the lock
+        header = pack_header(suite, key.key_id, tag_size)
+        slot = self._derived.get(header)
+        if slot is None or slot.key is not key:
+            slot = _Slot(key, suite, tag_size)
+            derived = dict(self._derived)
+            derived[header] = slot
+            self._derived = derived
+        if key.state in (KeyState.PRIMARY, KeyState.ACTIVE) or (
+            key.state is KeyState.RETIRED and self._allow_retired
+        ):
+            if self._slots.get(header) is not slot:
+                slots = dict(self._slots)
+                slots[header] = slot
+                self._slots = slots
+        return slot
+
+    def _publish(self) -> None:
+        """Rebuild the snapshots after a change of keys or states (caller holds the lock)."""
+        with self._lock:
+            self._derived = {
+                h: s for h, s in self._derived.items() if s.key.state is not KeyState.DESTROYED
+            }
+            self._slots = {}
+            for slot in self._derived.values():
+                self._slot(slot.key, Suite(slot.prefix[1]), 32 if slot.prefix[6] & 1 else 16)
+            primary = self._primary_key()
+            tag = 16 if primary.suite is Suite.AES_256_GCM else self._tag_size
+            self._seal = self._slot(primary, primary.suite, tag)
+            if primary.suite in (Suite.AEGIS_128X2, Suite.AEGIS_128X4) and self._adaptive_threshold:
+                self._seal_small = self._slot(primary, Suite.AEGIS_128L, tag)
+                self._threshold = self._adaptive_threshold
+            else:
+                self._seal_small = self._seal
+                self._threshold = 0
+
+    def _new_key_id(self) -> int:
+        while True:
+            key_id = int.from_bytes(os.urandom(4), "big")
+            if key_id not in self._keys:
+                return key_id
+
+    def add(self, key: Key) -> Key:
+        """Add a non-primary key (e.g. staged on every server before it is promoted)."""
+        if not isinstance(key, Key):
+            raise TypeError(f"key must be a Key, not {type(key).__name__}")
+        with self._lock:
+            self._check_open()
+            if key.state is KeyState.PRIMARY:
+                raise InvalidKeyring("add() takes non-primary keys; use promote() afterwards")
+            if key.key_id in self._keys:
+                raise InvalidKeyring(f"duplicate key id {key.id_hex}")
+            keys = dict(self._keys)
+            keys[key.key_id] = key
+            self._keys = keys
+        return key
+
+    def new_key(self, *, suite: Suite | str | int | None = None) -> Key:
+        """Create and add a fresh ``active`` key (material from the key factory)."""
+        with self._lock:
+            self._check_open()
+            key_id = self._new_key_id()
+            material = self._key_factory(key_id)
+            key = Key(key_id, suite if suite is not None else self._suite, material)
+            return self.add(key)
+
+    def promote(self, key_id: int) -> Key:
+        """Make an active key the primary; the old primary becomes active (rotated now)."""
+        with self._lock:
+            self._check_open()
+            key = self.get(key_id)
+            if key.state is KeyState.PRIMARY:
+                return key
+            if key.state is not KeyState.ACTIVE:
+                raise InvalidKeyring(f"only an active key can become primary; {key.id_hex} is {key.state}")
+            old = self._primary_key()
+            old._state = KeyState.ACTIVE
+            old._rotated_at = _now()
+            key._state = KeyState.PRIMARY
+            self._publish()
+            return key
+
+    def rotate(self, *, suite: Suite | str | int | None = None) -> Key:
+        """Create a new primary key; the previous primary stays usable for opening (active)."""
+        with self._lock:
+            key = self.new_key(suite=suite)
+            return self.promote(key.key_id)
+
+    def retire(self, key_id: int) -> Key:
+        """Active -> retired: its values open only with ``allow_retired``."""
+        return self._transition(key_id, KeyState.RETIRED, (KeyState.ACTIVE,))
+
+    def reactivate(self, key_id: int) -> Key:
+        """Retired -> active."""
+        return self._transition(key_id, KeyState.ACTIVE, (KeyState.RETIRED,))
+
+    def destroy(self, key_id: int) -> Key:
+        """Active or retired -> destroyed: the material is wiped and its values never open again."""
+        return self._transition(key_id, KeyState.DESTROYED, (KeyState.ACTIVE, KeyState.RETIRED))
+
+    def _transition(self, key_id: int, to: KeyState, allowed: tuple[KeyState, ...]) -> Key:
+        with self._lock:
+            self._check_open()
+            key = self.get(key_id)
+            if key.state is to:
+                return key
+            if key.state not in allowed:
+                hint = "; rotate first" if key.state is KeyState.PRIMARY else ""
+                raise InvalidKeyring(f"key {key.id_hex} is {key.state}, cannot become {to}{hint}")
+            key._state = to
+            if to is KeyState.DESTROYED:
+                key._wipe()
+            self._publish()
+            return key
+
+    def close(self) -> None:
+        """Wipe all key material (best effort in Python; the C contexts wipe on free)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._seal = self._seal_small = _ClosedSlot()
+            self._threshold = 0
+            self._slots = {}
+            self._derived = {}
+            for key in self._keys.values():
+                key._wipe()
+
+    def __enter__(self) -> "Keyring":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+# ---- named keyrings, for adapters that refer to a keyring by name ---------------------------
+
+_NAMED: dict[str, Keyring] = {}
+_NAMED_LOCK = threading.Lock()
+
+
+def use_keyring(keyring: Keyring, name: str = "default") -> Keyring:
+    """Register ``keyring`` under ``name`` (replacing any previous one) and return it."""
+    if not isinstance(keyring, Keyring):
+        raise TypeError(f"keyring must be a Keyring, not {type(keyring).__name__}")
+    if not isinstance(name, str) or not name:
+        raise TypeError("name must be a non-empty str")
+    with _NAMED_LOCK:
+        _NAMED[name] = keyring
+    return keyring
+
+
+def get_keyring(name: str = "default") -> Keyring:
+    """The keyring registered under ``name``; UnknownKeyring if there is none."""
+    try:
+        return _NAMED[name]
+    except KeyError:
+        raise UnknownKeyring(
+            f"no keyring registered as {name!r}; call sealstore.use_keyring(keyring, name={name!r})"
+        ) from None
+
+
+def forget_keyring(name: str = "default") -> Keyring | None:
+    """Unregister ``name``; returns the keyring that was registered, if any."""
+    with _NAMED_LOCK:
+        return _NAMED.pop(name, None)
