@@ -1,0 +1,198 @@
+"""The local key file: a JSON keyring for development and the embedded default.
+
+Written with mode 0600 (atomically), refused when group or others can access it, validated on
+load with errors naming the field.  Material is stored in plain base64 unless a wrapper is
+given, in which case only wrapped blobs are stored (see ``docs/FORMAT.md``, "Key file")::
+
+    {"sealstore_keyring": 1,
+     "wrapping": {"type": "none"},
+     "keys": [{"id": "0a1b2c3d", "suite": "AEGIS-128X4", "state": "primary",
+               "created_at": "2025-01-01T00:00:00+00:00", "rotated_at": null,
+               "material": "<base64, 32 bytes>"}]}
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+
+from .errors import ConfigError, KeySourceError
+from .format import Suite
+from .keyring import KeyState
+from .keysource import KeyRecord, KeySource
+from .securefile import read_secret_file, write_secret_file
+from .wrapping import Wrapper
+
+__all__ = ["KeyFile", "validation_message"]
+
+_FORMAT = 1
+
+
+def _b64(value: Optional[str], size: Optional[int] = None) -> Optional[str]:
+    if value is None:
+        return None
+    try:
+        raw = base64.b64decode(value, validate=True)
+    except ValueError:
+        raise ValueError("not valid base64") from None
+    if size is not None and len(raw) != size:
+        raise ValueError(f"must decode to {size} bytes, not {len(raw)}")
+    return value
+
+
+class _KeyEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    suite: str
+    state: KeyState
+    created_at: datetime
+    rotated_at: Optional[datetime] = None
+    material: Optional[str] = None
+    wrapped: Optional[str] = None
+
+    @field_validator("id")
+    @classmethod
+    def _id(cls, v: str) -> str:
+        if len(v) != 8 or any(c not in "0123456789abcdef" for c in v):
+            raise ValueError("must be 8 lowercase hex digits")
+        return v
+
+    @field_validator("suite")
+    @classmethod
+    def _suite(cls, v: str) -> str:
+        return str(Suite.parse(v))
+
+    @field_validator("material")
+    @classmethod
+    def _material(cls, v):
+        return _b64(v, 32)
+
+    @field_validator("wrapped")
+    @classmethod
+    def _wrapped(cls, v):
+        return _b64(v)
+
+    @model_validator(mode="after")
+    def _one_form(self):
+        has = (self.material is not None) + (self.wrapped is not None)
+        if self.state is KeyState.DESTROYED and has:
+            raise ValueError("a destroyed key must not keep material or wrapped material")
+        if self.state is not KeyState.DESTROYED and has != 1:
+            raise ValueError("exactly one of 'material' or 'wrapped' is required")
+        return self
+
+
+class _KeyFileModel(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    sealstore_keyring: Literal[1]
+    wrapping: dict = {"type": "none"}
+    keys: list[_KeyEntry]
+
+    @field_validator("wrapping")
+    @classmethod
+    def _wrapping(cls, v: dict) -> dict:
+        if not isinstance(v.get("type"), str):
+            raise ValueError("needs a string 'type'")
+        return v
+
+
+def validation_message(where: str, err: ValidationError) -> str:
+    """One line per pydantic error: ``where: field.path: problem``."""
+    lines = []
+    for e in err.errors():
+        loc = ".".join(str(p) for p in e["loc"]) or "(top level)"
+        msg = e["msg"].removeprefix("Value error, ")
+        lines.append(f"{where}: {loc}: {msg}")
+    return "\n".join(lines)
+
+
+def _utc(dt: Optional[datetime]) -> Optional[datetime]:
+    if dt is None:
+        return None
+    return dt.replace(tzinfo=timezone.utc) if dt.tzinfo is None else dt.astimezone(timezone.utc)
+
+
+class KeyFile(KeySource):
+    """A keyring in a local JSON file (plain material, or wrapped by ``wrapper``)."""
+
+    def __init__(self, path: str | os.PathLike, wrapper: Wrapper | None = None) -> None:
+        super().__init__(wrapper)
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"KeyFile({str(self.path)!r})"
+
+    __str__ = __repr__
+
+    def exists(self) -> bool:
+        return self.path.exists()
+
+    def _read(self) -> list[KeyRecord]:
+        raw = read_secret_file(self.path)
+        try:
+            data = json.loads(raw)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise ConfigError(f"key file {self.path}: not valid JSON ({exc})") from None
+        try:
+            model = _KeyFileModel.model_validate(data)
+        except ValidationError as exc:
+            raise ConfigError(validation_message(f"key file {self.path}", exc)) from None
+        stored = model.wrapping["type"]
+        wanted = self.wrapper.kind if self.wrapper is not None else "none"
+        if stored != wanted:
+            raise KeySourceError(
+                f"key file {self.path} holds keys wrapped by {stored!r} but the configured "
+                f"wrapping is {wanted!r}"
+            )
+        field = "material" if stored == "none" else "wrapped"
+        for i, e in enumerate(model.keys):
+            if e.state is not KeyState.DESTROYED and getattr(e, field) is None:
+                raise ConfigError(
+                    f"key file {self.path}: keys.{i}.{field}: required when wrapping is {stored!r}"
+                )
+        ids = [e.id for e in model.keys]
+        if len(set(ids)) != len(ids):
+            raise ConfigError(f"key file {self.path}: keys: duplicate key id")
+        return [
+            KeyRecord(
+                key_id=int(e.id, 16),
+                suite=Suite.parse(e.suite),
+                state=e.state,
+                created_at=_utc(e.created_at),
+                rotated_at=_utc(e.rotated_at),
+                material=base64.b64decode(e.material) if e.material else None,
+                wrapped=base64.b64decode(e.wrapped) if e.wrapped else None,
+            )
+            for e in model.keys
+        ]
+
+    def _write(self, records: list[KeyRecord], *, create: bool) -> None:
+        if create and self.path.exists():
+            raise KeySourceError(f"{self.path} already exists; refusing to overwrite it")
+        if not create and not self.path.exists():
+            raise KeySourceError(f"{self.path} does not exist; run `sealstore keys init` first")
+        doc = {
+            "sealstore_keyring": _FORMAT,
+            "wrapping": self.wrapper.describe() if self.wrapper else {"type": "none"},
+            "keys": [
+                {
+                    "id": f"{r.key_id:08x}",
+                    "suite": str(r.suite),
+                    "state": r.state.value,
+                    "created_at": r.created_at.isoformat(),
+                    "rotated_at": r.rotated_at.isoformat() if r.rotated_at else None,
+                    **({"material": base64.b64encode(r.material).decode()} if r.material else {}),
+                    **({"wrapped": base64.b64encode(r.wrapped).decode()} if r.wrapped else {}),
+                }
+                for r in records
+            ],
+        }
+        write_secret_file(self.path, (json.dumps(doc, indent=2) + "\n").encode())

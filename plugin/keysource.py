@@ -1,0 +1,204 @@
+"""Key sources: where a keyring lives between processes (a key file, a database table).
+
+A :class:`KeySource` reads and writes :class:`KeyRecord` rows; a :class:`~sealstore.wrapping.Wrapper`
+(or none, for plain development key files) protects the material.  The shared logic here turns
+records into a :class:`~sealstore.keyring.Keyring` and back, creates, rotates, re-wraps (KEK
+rotation, no sealed value touched) and refreshes a live keyring from the store.
+"""
+
+from __future__ import annotations
+
+import os
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from datetime import datetime
+
+from .errors import KeySourceError
+from .keyring import DEFAULT_SUITE, DEFAULT_TAG_SIZE, KEY_SIZE, Key, Keyring, KeyState
+from .format import Suite
+from .wrapping import Wrapper
+
+__all__ = ["KeyRecord", "KeySource"]
+
+
+@dataclass
+class KeyRecord:
+    """One stored key: exactly one of ``material`` (plain) or ``wrapped`` unless destroyed."""
+
+    key_id: int
+    suite: Suite
+    state: KeyState
+    created_at: datetime
+    rotated_at: datetime | None
+    material: bytes | None = None
+    wrapped: bytes | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"KeyRecord(key_id={self.key_id:08x}, suite={self.suite}, state={self.state}, "
+            f"created_at={self.created_at.isoformat()})"
+        )
+
+
+class KeySource(ABC):
+    """Base of the key stores.  Subclasses implement :meth:`exists`, :meth:`_read`, :meth:`_write`."""
+
+    def __init__(self, wrapper: Wrapper | None = None) -> None:
+        self.wrapper = wrapper
+        self._wrapped: dict[int, bytes] = {}  # blobs this source read or made, by key id
+
+    @abstractmethod
+    def exists(self) -> bool:
+        """Whether the store already holds a keyring."""
+
+    @abstractmethod
+    def _read(self) -> list[KeyRecord]:
+        """All stored records (KeySourceError if there is no keyring)."""
+
+    @abstractmethod
+    def _write(self, records: list[KeyRecord], *, create: bool) -> None:
+        """Store ``records`` (``create``: the store must not hold a keyring yet)."""
+
+    # ---- records <-> keys ---------------------------------------------------------------------
+
+    def _key(self, r: KeyRecord, state: KeyState | None = None) -> Key:
+        state = state or r.state
+        material = None
+        if r.state is not KeyState.DESTROYED:
+            if self.wrapper is not None:
+                if r.wrapped is None:
+                    raise KeySourceError(
+                        f"{self}: key {r.key_id:08x} is stored in plain, but a "
+                        f"{self.wrapper.kind} wrapping is configured; re-wrap the store first"
+                    )
+                material = self.wrapper.unwrap(r.key_id, r.wrapped)
+                self._wrapped[r.key_id] = r.wrapped
+            elif r.material is None:
+                raise KeySourceError(
+                    f"{self}: key {r.key_id:08x} is stored wrapped; configure its wrapping"
+                )
+            else:
+                material = r.material
+        return Key(
+            r.key_id, r.suite, material, state=state, created_at=r.created_at, rotated_at=r.rotated_at
+        )
+
+    def _records(self, keyring: Keyring) -> list[KeyRecord]:
+        out = []
+        for key in keyring.keys:
+            rec = KeyRecord(key.key_id, key.suite, key.state, key.created_at, key.rotated_at)
+            if key.state is not KeyState.DESTROYED:
+                if self.wrapper is None:
+                    rec.material = key.reveal_material()
+                else:
+                    blob = self._wrapped.get(key.key_id)
+                    if blob is None:
+                        blob = self.wrapper.wrap(key.key_id, key.reveal_material())
+                        self._wrapped[key.key_id] = blob
+                    rec.wrapped = blob
+            else:
+                self._wrapped.pop(key.key_id, None)
+            out.append(rec)
+        return out
+
+    def new_material(self, key_id: int) -> bytes:
+        """Key factory for keyrings of this source: KMS/wrapper-generated material when wrapped."""
+        if self.wrapper is None:
+            return os.urandom(KEY_SIZE)
+        material, blob = self.wrapper.generate(key_id)
+        self._wrapped[key_id] = blob
+        return material
+
+    # ---- operations -----------------------------------------------------------------------------
+
+    def load(
+        self,
+        *,
+        suite: Suite | str | None = None,
+        tag_size: int = DEFAULT_TAG_SIZE,
+        allow_retired: bool = False,
+    ) -> Keyring:
+        """The stored keyring, material unwrapped once per key."""
+        keys = [self._key(r) for r in self._read()]
+        return Keyring(
+            keys,
+            suite=suite,
+            tag_size=tag_size,
+            allow_retired=allow_retired,
+            key_factory=self.new_material,
+        )
+
+    def save(self, keyring: Keyring) -> None:
+        """Store every key of ``keyring`` (new keys are wrapped on the way)."""
+        self._write(self._records(keyring), create=False)
+
+    def init(
+        self, *, suite: Suite | str = DEFAULT_SUITE, tag_size: int = DEFAULT_TAG_SIZE
+    ) -> Keyring:
+        """Create the store with a new keyring of one primary key."""
+        if self.exists():
+            raise KeySourceError(f"{self} already holds a keyring; refusing to overwrite it")
+        keyring = Keyring.generate(suite, tag_size, key_factory=self.new_material)
+        self._write(self._records(keyring), create=True)
+        return keyring
+
+    def rotate(self, keyring: Keyring | None = None, *, suite: Suite | str | None = None) -> Key:
+        """Make a new primary in ``keyring`` (loaded if not given) and store the result."""
+        keyring = keyring if keyring is not None else self.load()
+        key = keyring.rotate(suite=suite)
+        self.save(keyring)
+        return key
+
+    def rewrap(self, new: Wrapper) -> int:
+        """Re-wrap every stored key under ``new`` (KEK rotation); returns how many were re-wrapped.
+
+        Sealed values are untouched: the material stays the same, only its wrapping changes.
+        """
+        records = self._read()
+        old = self.wrapper
+        count = 0
+        for r in records:
+            if r.state is KeyState.DESTROYED:
+                continue
+            if old is None:
+                r.wrapped = new.wrap(r.key_id, r.material)
+            else:
+                r.wrapped = old.rewrap(r.key_id, r.wrapped, new)
+            r.material = None
+            count += 1
+        self.wrapper = new
+        try:
+            self._write(records, create=False)
+        except BaseException:
+            self.wrapper = old
+            raise
+        self._wrapped = {r.key_id: r.wrapped for r in records if r.wrapped is not None}
+        return count
+
+    def refresh(self, keyring: Keyring) -> None:
+        """Bring a live ``keyring`` up to date with the store, in place.
+
+        New keys are added (unwrapped once), a new primary is promoted, and retirements and
+        destructions are applied, so servers sharing a store converge without restarting.
+        """
+        records = {r.key_id: r for r in self._read()}
+        with keyring._lock:
+            for r in records.values():
+                if r.key_id not in keyring:
+                    start = KeyState.ACTIVE if r.state is KeyState.PRIMARY else r.state
+                    keyring.add(self._key(r, start))
+            for r in records.values():
+                if r.state is KeyState.PRIMARY:
+                    if keyring.get(r.key_id).state is KeyState.RETIRED:
+                        keyring.reactivate(r.key_id)
+                    keyring.promote(r.key_id)
+            for r in records.values():
+                key = keyring.get(r.key_id)
+                if r.state is key.state or r.state is KeyState.PRIMARY:
+                    continue
+                if r.state is KeyState.ACTIVE and key.state is KeyState.RETIRED:
+                    keyring.reactivate(r.key_id)
+                elif r.state is KeyState.RETIRED and key.state is KeyState.ACTIVE:
+                    keyring.retire(r.key_id)
+                elif r.state is KeyState.DESTROYED:
+                    keyring.destroy(r.key_id)

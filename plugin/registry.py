@@ -1,0 +1,136 @@
+"""The database key registry: the ``sealstore_keys`` table and the key source that uses it.
+
+Every application server reading the same table sees the same keyring.  Material is always
+stored wrapped (KMS or a master key); the table holds ids, suites, states, timestamps and the
+wrapped blobs, nothing else.  :data:`sealstore_keys` is the single definition of the table:
+the migrations import it (or :func:`sealstore_keys_columns` for ``op.create_table``).
+"""
+
+from __future__ import annotations
+
+from datetime import timezone
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    DateTime,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    create_engine,
+    func,
+    inspect,
+    select,
+)
+from sqlalchemy.engine import Engine
+
+from .errors import InvalidKeyring, KeySourceError
+from .format import Suite
+from .keyring import KeyState
+from .keysource import KeyRecord, KeySource
+from .wrapping import Wrapper
+
+__all__ = ["TABLE_NAME", "metadata", "sealstore_keys", "sealstore_keys_columns", "DatabaseKeySource"]
+
+TABLE_NAME = "sealstore_keys"
+
+
+def sealstore_keys_columns() -> list[Column]:
+    """Fresh Column objects of the ``sealstore_keys`` table (for ``op.create_table``)."""
+    return [
+        Column("key_id", BigInteger, primary_key=True, autoincrement=False),  # 0..2**32-1
+        Column("suite", String(16), nullable=False),  # "AEGIS-128X4", ...
+        Column("state", String(16), nullable=False),  # primary | active | retired | destroyed
+        Column("created_at", DateTime(timezone=True), nullable=False),
+        Column("rotated_at", DateTime(timezone=True), nullable=True),
+        Column("wrapped_key", LargeBinary, nullable=True),  # NULL once destroyed
+    ]
+
+
+metadata = MetaData()
+sealstore_keys = Table(TABLE_NAME, metadata, *sealstore_keys_columns())
+
+
+def _utc(dt):
+    if dt is None:
+        return None
+    return dt.replace(tzinfo=timezone.utc) if dt.tzinfo is None else dt.astimezone(timezone.utc)
+
+
+class DatabaseKeySource(KeySource):
+    """A keyring in the ``sealstore_keys`` table of ``engine`` (an Engine or a URL)."""
+
+    def __init__(self, engine: Engine | str, wrapper: Wrapper) -> None:
+        if wrapper is None:
+            raise ValueError("the database registry stores wrapped keys only: give a wrapper")
+        super().__init__(wrapper)
+        self.engine = create_engine(engine) if isinstance(engine, str) else engine
+
+    def __repr__(self) -> str:
+        return f"DatabaseKeySource({self.engine.url.render_as_string(hide_password=True)!r})"
+
+    __str__ = __repr__
+
+    def create_table(self) -> None:
+        """Create ``sealstore_keys`` if missing (applications normally use the migration)."""
+        metadata.create_all(self.engine, tables=[sealstore_keys])
+
+    def exists(self) -> bool:
+        if not inspect(self.engine).has_table(TABLE_NAME):
+            return False
+        with self.engine.connect() as conn:
+            return bool(conn.execute(select(func.count()).select_from(sealstore_keys)).scalar())
+
+    def _read(self) -> list[KeyRecord]:
+        if not inspect(self.engine).has_table(TABLE_NAME):
+            raise KeySourceError(f"{self}: table {TABLE_NAME} does not exist; run the migration")
+        with self.engine.connect() as conn:
+            rows = conn.execute(select(sealstore_keys).order_by(sealstore_keys.c.created_at)).all()
+        if not rows:
+            raise KeySourceError(f"{self}: no keys; run `sealstore keys init` first")
+        out = []
+        for row in rows:
+            try:
+                out.append(
+                    KeyRecord(
+                        key_id=row.key_id,
+                        suite=Suite.parse(row.suite),
+                        state=KeyState(row.state),
+                        created_at=_utc(row.created_at),
+                        rotated_at=_utc(row.rotated_at),
+                        wrapped=bytes(row.wrapped_key) if row.wrapped_key is not None else None,
+                    )
+                )
+            except ValueError as exc:
+                raise KeySourceError(f"{self}: key {row.key_id:08x}: {exc}") from None
+        return out
+
+    def _write(self, records: list[KeyRecord], *, create: bool) -> None:
+        if create:
+            self.create_table()
+        t = sealstore_keys
+        with self.engine.begin() as conn:
+            existing = set(conn.execute(select(t.c.key_id)).scalars())
+            if create and existing:
+                raise KeySourceError(f"{self} already holds a keyring; refusing to overwrite it")
+            for r in records:
+                values = {
+                    "suite": str(r.suite),
+                    "state": r.state.value,
+                    "created_at": r.created_at,
+                    "rotated_at": r.rotated_at,
+                    "wrapped_key": r.wrapped,
+                }
+                if r.key_id in existing:
+                    conn.execute(t.update().where(t.c.key_id == r.key_id).values(**values))
+                else:
+                    conn.execute(t.insert().values(key_id=r.key_id, **values))
+            primaries = conn.execute(
+                select(func.count()).select_from(t).where(t.c.state == KeyState.PRIMARY.value)
+            ).scalar()
+            if primaries != 1:  # a concurrent rotation on another server: roll back
+                raise InvalidKeyring(
+                    f"{self}: writing would leave {primaries} primary keys (concurrent rotation?); "
+                    "refresh the keyring and retry"
+                )

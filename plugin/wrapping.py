@@ -1,0 +1,112 @@
+"""Key wrapping: how a key source protects keyring material at rest.
+
+A :class:`Wrapper` turns a key's 32 bytes of material into an opaque ``wrapped`` blob and back,
+bound to the key id (a blob moved to another key id does not unwrap).  Two ship here and in
+:mod:`sealstore.kms`: :class:`MasterKeyWrapper` (AES-256-GCM under a local 32-byte master key)
+and ``KmsWrapper`` (AWS KMS envelope).  ``None`` as a wrapper means plain material (local
+development key files only).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from abc import ABC, abstractmethod
+from pathlib import Path
+
+from cryptography.exceptions import InvalidTag as _CryptoInvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from .errors import ConfigError, KeySourceError
+from .securefile import read_secret_file, write_secret_file
+
+__all__ = ["Wrapper", "MasterKeyWrapper", "wrap_context"]
+
+MATERIAL_SIZE = 32
+_WRAP_VERSION = b"\x01"
+_WRAP_AD = b"sealstore/v1/wrap"
+
+
+def wrap_context(key_id: int) -> bytes:
+    """Associated data binding a wrapped blob to its key id."""
+    return _WRAP_AD + key_id.to_bytes(4, "big")
+
+
+class Wrapper(ABC):
+    """Wraps and unwraps keyring material; subclasses name themselves with ``kind``."""
+
+    kind: str = ""
+
+    def generate(self, key_id: int) -> tuple[bytes, bytes]:
+        """New material for ``key_id`` and its wrapped form."""
+        material = os.urandom(MATERIAL_SIZE)
+        return material, self.wrap(key_id, material)
+
+    @abstractmethod
+    def wrap(self, key_id: int, material: bytes) -> bytes:
+        """The wrapped form of ``material``, bound to ``key_id``."""
+
+    @abstractmethod
+    def unwrap(self, key_id: int, wrapped: bytes) -> bytes:
+        """The material of a blob made by :meth:`wrap`; KeySourceError if it does not unwrap."""
+
+    def rewrap(self, key_id: int, wrapped: bytes, new: "Wrapper") -> bytes:
+        """``wrapped`` re-wrapped under ``new`` (subclasses may do it without exposing material)."""
+        return new.wrap(key_id, self.unwrap(key_id, wrapped))
+
+    def describe(self) -> dict:
+        """A secret-free description recorded next to the wrapped keys."""
+        return {"type": self.kind}
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.describe()}>"
+
+
+class MasterKeyWrapper(Wrapper):
+    """AES-256-GCM under a 32-byte master key: blob = 0x01 || nonce(12) || ciphertext || tag."""
+
+    kind = "master-key"
+
+    def __init__(self, master_key) -> None:
+        key = bytes(master_key)
+        if len(key) != MATERIAL_SIZE:
+            raise ValueError(f"master key must be {MATERIAL_SIZE} bytes, not {len(key)}")
+        self._aead = AESGCM(key)
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike) -> "MasterKeyWrapper":
+        """Read a master key file (base64 of 32 bytes; mode 0600 required)."""
+        text = read_secret_file(path).strip()
+        try:
+            key = base64.b64decode(text, validate=True)
+        except ValueError:
+            raise ConfigError(f"master key file {path}: not base64") from None
+        if len(key) != MATERIAL_SIZE:
+            raise ConfigError(
+                f"master key file {path}: must hold {MATERIAL_SIZE} bytes, found {len(key)}"
+            )
+        return cls(key)
+
+    @staticmethod
+    def create_file(path: str | os.PathLike) -> Path:
+        """Write a new random master key file with mode 0600 (refuses to overwrite)."""
+        path = Path(path)
+        if path.exists():
+            raise KeySourceError(f"{path} already exists; refusing to overwrite a master key")
+        write_secret_file(path, base64.b64encode(os.urandom(MATERIAL_SIZE)) + b"\n")
+        return path
+
+    def wrap(self, key_id: int, material: bytes) -> bytes:
+        nonce = os.urandom(12)
+        return _WRAP_VERSION + nonce + self._aead.encrypt(nonce, bytes(material), wrap_context(key_id))
+
+    def unwrap(self, key_id: int, wrapped: bytes) -> bytes:
+        wrapped = bytes(wrapped)
+        if len(wrapped) != 1 + 12 + MATERIAL_SIZE + 16 or wrapped[:1] != _WRAP_VERSION:
+            raise KeySourceError(f"key {key_id:08x}: wrapped material is not a master-key blob")
+        try:
+            return self._aead.decrypt(wrapped[1:13], wrapped[13:], wrap_context(key_id))
+        except _CryptoInvalidTag:
+            raise KeySourceError(
+                f"key {key_id:08x}: wrapped material does not unwrap with this master key"
+            ) from None
