@@ -49,4 +49,11 @@ int sealstore_seal_prefixed(const sealstore_ctx *ctx, uint8_t *out, const uint8_
                             const uint8_t *ad, size_t adlen);
 int sealstore_open_prefixed(const sealstore_ctx *ctx, uint8_t *m, const uint8_t *in,
                             size_t inlen, size_t prefixlen, const uint8_t *ad, size_t adlen);
+int sealstore_seal_segments(const sealstore_ctx *ctx, uint8_t *out, const uint8_t *in,
+                            size_t inlen, size_t seglen, const uint8_t *nonce_prefix,
+                            uint32_t first_index, int final, const uint8_t *ad, size_t adlen);
+int sealstore_open_segments(const sealstore_ctx *ctx, uint8_t *out, const uint8_t *in,
+                            size_t inlen, size_t seglen, const uint8_t *nonce_prefix,
+                            uint32_t first_index, int final, const uint8_t *ad, size_t adlen,
+                            size_t *bad_index);
 void sealstore_memzero(void *p, size_t n);

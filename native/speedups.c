@@ -382,26 +382,24 @@ static PyObject *crypt_into(ContextObject *self, PyObject *const *args, Py_ssize
     }
     {
         int rc;
-        Py_BEGIN_ALLOW_THREADS if (enc)
-        {
+        PyThreadState *ts = data.len >= SPEEDUPS_GIL_MIN ? PyEval_SaveThread() : NULL;
+        if (enc) {
             rc = sealstore_encrypt(self->ctx, out.buf, data.buf, (size_t)data.len, ad.buf,
                                    (size_t)ad.len, nonce.buf);
-        }
-        else
-        {
+        } else {
             rc = sealstore_decrypt(self->ctx, out.buf, data.buf, (size_t)data.len, ad.buf,
                                    (size_t)ad.len, nonce.buf);
         }
-        Py_END_ALLOW_THREADS if (rc != 0)
-        {
+        if (ts != NULL) {
+            PyEval_RestoreThread(ts);
+        }
+        if (rc != 0) {
             if (enc) {
                 PyErr_SetString(PyExc_RuntimeError, "sealstore: encryption failed");
             } else {
                 raise_invalid_tag(-1);
             }
-        }
-        else
-        {
+        } else {
             res = PyLong_FromSsize_t(need);
         }
     }
@@ -595,6 +593,131 @@ static PyObject *Context_open_many(ContextObject *self, PyObject *const *args, P
     return prefixed_call(self, args, nargs, kwnames, 0, 1);
 }
 
+/* ---- segmented streams ---- */
+
+static const char *const names_seg[] = {"out",         "data",  "segment_size", "nonce_prefix",
+                                        "first_index", "final", "associated_data"};
+
+static PyObject *segments_call(ContextObject *self, PyObject *const *args, Py_ssize_t nargs,
+                               PyObject *kwnames, int seal)
+{
+    PyObject *a[7];
+    Py_buffer out, data, prefix, ad;
+    PyObject *res = NULL;
+    const size_t T = self->ctx->maclen;
+    Py_ssize_t seg, first;
+    int final, rc;
+    size_t bad = 0, nseg, need;
+
+    if (parse_args(args, nargs, kwnames, 6, seal ? "seal_segments_into" : "open_segments_into", a,
+                   names_seg) != 0) {
+        return NULL;
+    }
+    seg = PyLong_AsSsize_t(a[2]);
+    if (seg == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    first = PyLong_AsSsize_t(a[4]);
+    if (first == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    final = PyObject_IsTrue(a[5]);
+    if (final < 0) {
+        return NULL;
+    }
+    if (seg <= 0 || first < 0 || (uint64_t)first > UINT32_MAX) {
+        PyErr_SetString(PyExc_ValueError,
+                        "segment_size must be > 0 and first_index in 0 .. 2**32 - 1");
+        return NULL;
+    }
+    if (get_buffer(a[0], &out, "out", 1) != 0) {
+        return NULL;
+    }
+    if (get_buffer(a[1], &data, "data", 0) != 0) {
+        goto out_out;
+    }
+    if (get_buffer(a[3], &prefix, "nonce_prefix", 0) != 0) {
+        goto out_data;
+    }
+    if (prefix.len != SEALSTORE_NPUBBYTES - 5) {
+        PyErr_Format(PyExc_ValueError, "nonce_prefix must be %d bytes, got %zd",
+                     SEALSTORE_NPUBBYTES - 5, prefix.len);
+        goto out_prefix;
+    }
+    if (get_ad(a[6], &ad) != 0) {
+        goto out_prefix;
+    }
+    if (seal) {
+        if (!final && data.len % seg != 0) {
+            PyErr_SetString(PyExc_ValueError,
+                            "a non-final buffer must hold whole segments");
+            goto out_ad;
+        }
+        nseg = (size_t)(data.len / seg) + (final ? 1 : 0);
+        need = (size_t)data.len + nseg * T;
+    } else {
+        const size_t sealed = (size_t)seg + T;
+        nseg = (size_t)data.len / sealed;
+        if (final) {
+            nseg += 1;
+        }
+        need = (size_t)data.len >= nseg * T ? (size_t)data.len - nseg * T : 0;
+    }
+    if ((size_t)out.len < need) {
+        PyErr_Format(PyExc_ValueError, "out must be at least %zu bytes, got %zd", need, out.len);
+        goto out_ad;
+    }
+    Py_BEGIN_ALLOW_THREADS if (seal)
+    {
+        rc = sealstore_seal_segments(self->ctx, out.buf, data.buf, (size_t)data.len, (size_t)seg,
+                                     prefix.buf, (uint32_t)first, final, ad.buf, (size_t)ad.len);
+    }
+    else
+    {
+        rc = sealstore_open_segments(self->ctx, out.buf, data.buf, (size_t)data.len, (size_t)seg,
+                                     prefix.buf, (uint32_t)first, final, ad.buf, (size_t)ad.len,
+                                     &bad);
+    }
+    Py_END_ALLOW_THREADS if (rc == 0)
+    {
+        res = PyLong_FromSize_t(need);
+    }
+    else if (rc == -1 && !seal)
+    {
+        raise_invalid_tag((Py_ssize_t)bad);
+    }
+    else if (seal)
+    {
+        PyErr_SetString(PyExc_ValueError, "segment index would pass 2**32 - 1");
+    }
+    else
+    {
+        /* framing: the buffer cannot be a sequence of sealed segments (truncated/extended) */
+        raise_invalid_tag((Py_ssize_t)first);
+    }
+out_ad:
+    release(&ad);
+out_prefix:
+    PyBuffer_Release(&prefix);
+out_data:
+    PyBuffer_Release(&data);
+out_out:
+    PyBuffer_Release(&out);
+    return res;
+}
+
+static PyObject *Context_seal_segments(ContextObject *self, PyObject *const *args,
+                                       Py_ssize_t nargs, PyObject *kwnames)
+{
+    return segments_call(self, args, nargs, kwnames, 1);
+}
+
+static PyObject *Context_open_segments(ContextObject *self, PyObject *const *args,
+                                       Py_ssize_t nargs, PyObject *kwnames)
+{
+    return segments_call(self, args, nargs, kwnames, 0);
+}
+
 #define FASTKW (METH_FASTCALL | METH_KEYWORDS)
 static PyMethodDef Context_methods[] = {
     {"encrypt", (PyCFunction)(void (*)(void))Context_encrypt, FASTKW,
@@ -613,6 +736,12 @@ static PyMethodDef Context_methods[] = {
      "seal_many(prefix, plaintexts, associated_data=None) -> list"},
     {"open_many", (PyCFunction)(void (*)(void))Context_open_many, FASTKW,
      "open_many(prefix_len, sealed, associated_data=None) -> list"},
+    {"seal_segments_into", (PyCFunction)(void (*)(void))Context_seal_segments, FASTKW,
+     "seal_segments_into(out, data, segment_size, nonce_prefix, first_index, final, "
+     "associated_data=None) -> bytes written"},
+    {"open_segments_into", (PyCFunction)(void (*)(void))Context_open_segments, FASTKW,
+     "open_segments_into(out, data, segment_size, nonce_prefix, first_index, final, "
+     "associated_data=None) -> bytes written"},
     {NULL, NULL, 0, NULL}};
 
 static PyTypeObject ContextType = {

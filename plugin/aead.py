@@ -66,6 +66,8 @@ class _AEGIS:
         self.open_prefixed = fast.open
         self.seal_prefixed_many = fast.seal_many
         self.open_prefixed_many = fast.open_many
+        self.seal_segments_into = fast.seal_segments_into
+        self.open_segments_into = fast.open_segments_into
 
     @classmethod
     def generate_key(cls) -> bytes:
@@ -111,6 +113,30 @@ class _AEGIS:
     def open_prefixed_many(self, prefix_len, sealed, associated_data=None) -> list:  # noqa: F811
         """:meth:`open_prefixed` over a list, in one native call; InvalidTag has ``.index``."""
         return self._fast.open_many(prefix_len, sealed, associated_data)
+
+    def seal_segments_into(  # noqa: F811
+        self, out, data, segment_size, nonce_prefix, first_index, final, associated_data=None
+    ) -> int:
+        """Seal ``data`` as segments ``first_index, ...`` of a stream, into ``out``.
+
+        Segment i uses nonce ``nonce_prefix (11 bytes) || BE32(i) || final flag``; each sealed
+        segment is ciphertext || tag.  A non-final buffer holds whole segments; a final one
+        ends with the stream's last segment (the remainder, possibly empty).  One native call
+        for the whole buffer, without the GIL.  Returns the bytes written.
+        """
+        return self._fast.seal_segments_into(
+            out, data, segment_size, nonce_prefix, first_index, final, associated_data
+        )
+
+    def open_segments_into(  # noqa: F811
+        self, out, data, segment_size, nonce_prefix, first_index, final, associated_data=None
+    ) -> int:
+        """Open what :meth:`seal_segments_into` wrote.  Any failing segment, or a length that
+        cannot be a segment sequence (truncation, extension), raises InvalidTag with
+        ``.index`` set to the segment; ``out`` is then wiped."""
+        return self._fast.open_segments_into(
+            out, data, segment_size, nonce_prefix, first_index, final, associated_data
+        )
 
 
 class AEGIS128L(_AEGIS):
@@ -195,6 +221,55 @@ class AESGCM:
     def seal_prefixed_many(self, prefix, plaintexts, associated_data=None) -> list:
         return [self.seal_prefixed(prefix, p, associated_data) for p in plaintexts]
 
+    def seal_segments_into(
+        self, out, data, segment_size, nonce_prefix, first_index, final, associated_data=None
+    ) -> int:
+        """As AEGIS's, with 12-byte nonces: ``nonce_prefix (7 bytes) || BE32(i) || flag``."""
+        data = memoryview(data).cast("B")
+        n, rest = divmod(data.nbytes, segment_size)
+        if not final and rest:
+            raise ValueError("a non-final buffer must hold whole segments")
+        sizes = [segment_size] * n + ([rest] if final else [])
+        dst = memoryview(out).cast("B")
+        need = data.nbytes + len(sizes) * self.tag_size
+        if dst.nbytes < need:
+            raise ValueError(f"out must be at least {need} bytes, got {dst.nbytes}")
+        pos = 0
+        for i, size in enumerate(sizes):
+            nonce = _gcm_segment_nonce(nonce_prefix, first_index + i, final and i == len(sizes) - 1)
+            off = i * segment_size
+            sealed = self._aead.encrypt(nonce, data[off : off + size], associated_data)
+            dst[pos : pos + len(sealed)] = sealed
+            pos += len(sealed)
+        return pos
+
+    def open_segments_into(
+        self, out, data, segment_size, nonce_prefix, first_index, final, associated_data=None
+    ) -> int:
+        data = memoryview(data).cast("B")
+        step = segment_size + self.tag_size
+        n, rest = divmod(data.nbytes, step)
+        if (final and rest < self.tag_size) or (not final and (rest or not n)):
+            e = InvalidTag()
+            e.index = first_index
+            raise e
+        sizes = [step] * n + ([rest] if final else [])
+        dst = memoryview(out).cast("B")
+        need = data.nbytes - len(sizes) * self.tag_size
+        if dst.nbytes < need:
+            raise ValueError(f"out must be at least {need} bytes, got {dst.nbytes}")
+        for i, size in enumerate(sizes):
+            nonce = _gcm_segment_nonce(nonce_prefix, first_index + i, final and i == len(sizes) - 1)
+            try:
+                plain = self._aead.decrypt(nonce, data[i * step : i * step + size], associated_data)
+            except _CryptoInvalidTag:
+                dst[:need] = bytes(need)
+                e = InvalidTag()
+                e.index = first_index + i
+                raise e from None
+            dst[i * segment_size : i * segment_size + len(plain)] = plain
+        return need
+
     def open_prefixed_many(self, prefix_len, sealed, associated_data=None) -> list:
         out = []
         for i, s in enumerate(sealed):
@@ -204,3 +279,10 @@ class AESGCM:
                 e.index = i
                 raise
         return out
+
+
+def _gcm_segment_nonce(prefix, index: int, final: bool) -> bytes:
+    prefix = bytes(prefix)
+    if len(prefix) != 7:
+        raise ValueError(f"nonce_prefix must be 7 bytes, got {len(prefix)}")
+    return prefix + index.to_bytes(4, "big") + (b"\x01" if final else b"\x00")

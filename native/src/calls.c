@@ -105,3 +105,98 @@ int sealstore_open_prefixed(const sealstore_ctx *ctx, uint8_t *m, const uint8_t 
     free(heap);
     return ret;
 }
+
+/* ---- segmented streams ----
+   Segment i is sealed with nonce = nonce_prefix (11 bytes) || BE32(i) || final flag, where the
+   flag is 1 on the stream's last segment only, and with the same AD for every segment.  A
+   buffer holds whole segments (segment_len plaintext bytes each); a final buffer ends with the
+   last segment, which holds the remainder (0 to segment_len - 1 bytes), so truncation,
+   reordering, duplication and extension all fail to open. */
+
+#define SEG_PREFIX (SEALSTORE_NPUBBYTES - 5)
+
+static void seg_nonce(uint8_t npub[SEALSTORE_NPUBBYTES], const uint8_t *prefix, uint32_t index,
+                      int final)
+{
+    memcpy(npub, prefix, SEG_PREFIX);
+    npub[SEG_PREFIX] = (uint8_t)(index >> 24);
+    npub[SEG_PREFIX + 1] = (uint8_t)(index >> 16);
+    npub[SEG_PREFIX + 2] = (uint8_t)(index >> 8);
+    npub[SEG_PREFIX + 3] = (uint8_t)index;
+    npub[SEG_PREFIX + 4] = (uint8_t)(final ? 1 : 0);
+}
+
+/* Number of segments in a plaintext buffer, or 0 when the framing is impossible. */
+static size_t seg_count(size_t inlen, size_t seglen, uint32_t first_index, int final)
+{
+    size_t n;
+    if (seglen == 0 || (!final && inlen % seglen != 0)) {
+        return 0;
+    }
+    n = inlen / seglen + (final ? 1 : 0);
+    if (n == 0 || n - 1 > (size_t)(UINT32_MAX - first_index)) {
+        return 0;
+    }
+    return n;
+}
+
+int sealstore_seal_segments(const sealstore_ctx *ctx, uint8_t *out, const uint8_t *in,
+                            size_t inlen, size_t seglen, const uint8_t *nonce_prefix,
+                            uint32_t first_index, int final, const uint8_t *ad, size_t adlen)
+{
+    const size_t n = seg_count(inlen, seglen, first_index, final);
+    uint8_t npub[SEALSTORE_NPUBBYTES];
+
+    if (n == 0) {
+        return -2;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const size_t mlen = (i + 1 < n || !final) ? seglen : inlen - i * seglen;
+        uint8_t *c = out + i * (seglen + ctx->maclen);
+        seg_nonce(npub, nonce_prefix, first_index + (uint32_t)i, final && i + 1 == n);
+        if (ctx->impl->encrypt(c, c + mlen, ctx->maclen, in + i * seglen, mlen, ad, adlen, npub,
+                               ctx->key) != 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int sealstore_open_segments(const sealstore_ctx *ctx, uint8_t *out, const uint8_t *in,
+                            size_t inlen, size_t seglen, const uint8_t *nonce_prefix,
+                            uint32_t first_index, int final, const uint8_t *ad, size_t adlen,
+                            size_t *bad_index)
+{
+    const size_t sealed = seglen + ctx->maclen;
+    size_t n, outlen;
+    uint8_t npub[SEALSTORE_NPUBBYTES];
+
+    if (seglen == 0) {
+        return -2;
+    }
+    n = inlen / sealed;
+    if (final) {
+        if (inlen - n * sealed < ctx->maclen) {
+            return -2; /* no room for the last segment's tag: truncated */
+        }
+        n += 1;
+    } else if (inlen % sealed != 0 || n == 0) {
+        return -2;
+    }
+    if (n - 1 > (size_t)(UINT32_MAX - first_index)) {
+        return -2;
+    }
+    outlen = inlen - n * ctx->maclen;
+    for (size_t i = 0; i < n; i++) {
+        const size_t clen = (i + 1 < n || !final) ? seglen : inlen - i * sealed - ctx->maclen;
+        const uint8_t *c = in + i * sealed;
+        seg_nonce(npub, nonce_prefix, first_index + (uint32_t)i, final && i + 1 == n);
+        if (ctx->impl->decrypt(out + i * seglen, c, clen, c + clen, ctx->maclen, ad, adlen, npub,
+                               ctx->key) != 0) {
+            sealstore_memzero(out, outlen);
+            *bad_index = first_index + i;
+            return -1;
+        }
+    }
+    return 0;
+}
