@@ -1,0 +1,230 @@
+"""Configuration (pydantic): which key source, how its keys are wrapped, suite and tag size.
+
+Read from a JSON or TOML file (``SEALSTORE_CONFIG`` or an explicit path) and from environment
+variables, which win over the file.  Environment names are ``SEALSTORE_`` followed by the field
+path in upper case joined with ``__``, e.g. ``SEALSTORE_SUITE``, ``SEALSTORE_TAG_SIZE``,
+``SEALSTORE_KEY_SOURCE__PATH``, ``SEALSTORE_KEY_SOURCE__WRAPPING__KMS_KEY_ID``.  A bad value
+raises :class:`~sealstore.errors.ConfigError` naming the file or variable, the field and the
+problem.  Relative paths are relative to the working directory.
+
+Example (TOML)::
+
+    suite = "AEGIS-128X4"
+    tag_size = 32
+    [key_source]
+    type = "database"
+    url = "postgresql+psycopg://app@db/app"
+    [key_source.wrapping]
+    type = "aws-kms"
+    kms_key_id = "alias/sealstore"
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tomllib
+from pathlib import Path
+from typing import Annotated, Literal, Mapping, Optional, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .errors import ConfigError
+from .format import Suite
+
+__all__ = [
+    "NoWrapping",
+    "KmsWrapping",
+    "MasterKeyWrapping",
+    "FileKeySourceConfig",
+    "DatabaseKeySourceConfig",
+    "SealstoreConfig",
+    "load_config",
+    "ENV_PREFIX",
+    "DEFAULT_KEY_FILE",
+]
+
+ENV_PREFIX = "SEALSTORE_"
+DEFAULT_KEY_FILE = "sealstore-keys.json"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class NoWrapping(_Model):
+    """Plain material (local development key files only)."""
+
+    type: Literal["none"] = "none"
+
+
+class KmsWrapping(_Model):
+    """AWS KMS envelope: material from GenerateDataKey, stored wrapped under ``kms_key_id``."""
+
+    type: Literal["aws-kms"]
+    kms_key_id: str = Field(min_length=1)
+    region: Optional[str] = None
+    endpoint_url: Optional[str] = None
+
+
+class MasterKeyWrapping(_Model):
+    """AES-256-GCM under a local master key file (base64 of 32 bytes, mode 0600)."""
+
+    type: Literal["master-key"]
+    path: Path
+
+
+class FileKeySourceConfig(_Model):
+    """A local JSON key file (the default: ``sealstore-keys.json``, plain material)."""
+
+    type: Literal["file"] = "file"
+    path: Path = Path(DEFAULT_KEY_FILE)
+    wrapping: Annotated[
+        Union[NoWrapping, KmsWrapping, MasterKeyWrapping], Field(discriminator="type")
+    ] = NoWrapping()
+
+
+class DatabaseKeySourceConfig(_Model):
+    """The ``sealstore_keys`` table behind a SQLAlchemy URL; keys are always wrapped."""
+
+    type: Literal["database"]
+    url: str = Field(min_length=1)
+    wrapping: Annotated[Union[KmsWrapping, MasterKeyWrapping], Field(discriminator="type")]
+
+
+class SealstoreConfig(_Model):
+    """Top-level configuration."""
+
+    key_source: Annotated[
+        Union[FileKeySourceConfig, DatabaseKeySourceConfig], Field(discriminator="type")
+    ] = FileKeySourceConfig()
+    suite: str = str(Suite.AEGIS_128X4)
+    tag_size: int = 32
+    allow_retired: bool = False
+
+    @field_validator("suite")
+    @classmethod
+    def _suite(cls, v: str) -> str:
+        return str(Suite.parse(v))
+
+    @field_validator("tag_size")
+    @classmethod
+    def _tag_size(cls, v: int) -> int:
+        if v not in (16, 32):
+            raise ValueError("must be 16 or 32 (bytes)")
+        return v
+
+    def wrapper(self):
+        """The configured :class:`~sealstore.wrapping.Wrapper`, or None for plain key files."""
+        w = self.key_source.wrapping
+        if isinstance(w, KmsWrapping):
+            from .kms import KmsWrapper
+
+            return KmsWrapper(w.kms_key_id, region_name=w.region, endpoint_url=w.endpoint_url)
+        if isinstance(w, MasterKeyWrapping):
+            from .wrapping import MasterKeyWrapper
+
+            return MasterKeyWrapper.from_file(w.path)
+        return None
+
+    def key_source_object(self):
+        """The configured :class:`~sealstore.keysource.KeySource`."""
+        src = self.key_source
+        if isinstance(src, DatabaseKeySourceConfig):
+            from .registry import DatabaseKeySource
+
+            return DatabaseKeySource(src.url, self.wrapper())
+        from .keyfile import KeyFile
+
+        return KeyFile(src.path, self.wrapper())
+
+    def load_keyring(self):
+        """Load the keyring from the configured source with this suite/tag size/retired policy."""
+        return self.key_source_object().load(
+            suite=self.suite, tag_size=self.tag_size, allow_retired=self.allow_retired
+        )
+
+
+_TAGS = {"file", "database", "none", "aws-kms", "master-key"}
+
+
+def _read_file(path: Path) -> dict:
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist") from None
+    try:
+        if path.suffix == ".toml":
+            data = tomllib.loads(raw.decode("utf-8"))
+        elif path.suffix == ".json":
+            data = json.loads(raw)
+        else:
+            raise ConfigError(f"config file {path}: use a .toml or .json file")
+    except (UnicodeDecodeError, json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"config file {path}: cannot parse ({exc})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"config file {path}: the top level must be a table/object")
+    return data
+
+
+def _env_overrides(env: Mapping[str, str]) -> tuple[dict, set[str]]:
+    """Nested dict from ``SEALSTORE_<FIELD>[__<SUB>...]`` variables naming a config field."""
+    out: dict = {}
+    used = set()
+    fields = {name.upper() for name in SealstoreConfig.model_fields}
+    for name, value in env.items():
+        if not name.startswith(ENV_PREFIX):
+            continue
+        path = name[len(ENV_PREFIX):].split("__")
+        if path[0] not in fields:
+            continue  # SEALSTORE_CONFIG, SEALSTORE_KERNEL, ...: not config fields
+        node = out
+        for part in path[:-1]:
+            node = node.setdefault(part.lower(), {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"{name}: conflicts with another SEALSTORE_ variable")
+        node[path[-1].lower()] = value
+        used.add(name)
+    return out, used
+
+
+def _merge(base: dict, top: dict) -> dict:
+    merged = dict(base)
+    for k, v in top.items():
+        if isinstance(v, dict) and isinstance(merged.get(k), dict):
+            merged[k] = _merge(merged[k], v)
+        else:
+            merged[k] = v
+    return merged
+
+
+def load_config(
+    path: str | os.PathLike | None = None, *, env: Mapping[str, str] | None = None
+) -> SealstoreConfig:
+    """Configuration from ``path`` (or ``$SEALSTORE_CONFIG``, if set), then the environment.
+
+    With neither, the defaults apply: a plain local key file ``sealstore-keys.json``.
+    """
+    env = os.environ if env is None else env
+    if path is None and env.get(ENV_PREFIX + "CONFIG"):
+        path = env[ENV_PREFIX + "CONFIG"]
+    data = _read_file(Path(path)) if path is not None else {}
+    overrides, used = _env_overrides(env)
+    merged = _merge(data, overrides)
+    source = merged.get("key_source")
+    if isinstance(source, dict):  # the discriminators default like the fields do
+        source.setdefault("type", "file")
+        if source["type"] == "file" and isinstance(source.get("wrapping"), dict):
+            source["wrapping"].setdefault("type", "none")
+    try:
+        return SealstoreConfig.model_validate(merged)
+    except ValidationError as exc:
+        lines = []
+        for e in exc.errors():
+            loc = [str(p) for p in e["loc"]]
+            loc = [p for i, p in enumerate(loc) if not (i and loc[i - 1] in ("key_source", "wrapping") and p in _TAGS)]
+            env_name = ENV_PREFIX + "__".join(loc).upper()
+            where = env_name if env_name in used else (f"config file {path}" if path else "config")
+            msg = e["msg"].removeprefix("Value error, ")
+            lines.append(f"{where}: {'.'.join(loc) or '(top level)'}: {msg}")
+        raise ConfigError("\n".join(lines)) from None
