@@ -1,0 +1,127 @@
+"""The ``sealstore keys`` commands: init, list, rotate; never printing material."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import stat
+import subprocess
+import sys
+
+import pytest
+
+from sealstore.cli import main
+from sealstore.keyfile import KeyFile
+
+
+@pytest.fixture
+def keyfile(tmp_path, monkeypatch):
+    path = tmp_path / "keys.json"
+    for name in list(os.environ):
+        if name.startswith("SEALSTORE_") and name != "SEALSTORE_KERNEL":
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("SEALSTORE_KEY_SOURCE__PATH", str(path))
+    return path
+
+
+def materials(path) -> list[str]:
+    keys = json.loads(path.read_text())["keys"]
+    out = []
+    for k in keys:
+        raw = base64.b64decode(k["material"])
+        out += [k["material"], raw.hex(), raw.hex().upper()]
+    return out
+
+
+def test_init_list_rotate(keyfile, capsys):
+    assert main(["keys", "init", "--suite", "AEGIS-128X2"]) == 0
+    out = capsys.readouterr().out
+    first = json.loads(keyfile.read_text())["keys"][0]["id"]
+    assert first in out and "AEGIS-128X2" in out
+    assert stat.S_IMODE(os.stat(keyfile).st_mode) == 0o600
+
+    assert main(["keys", "rotate"]) == 0
+    out = capsys.readouterr().out
+    doc = json.loads(keyfile.read_text())
+    second = [k for k in doc["keys"] if k["state"] == "primary"][0]
+    assert second["id"] in out and second["suite"] == "AEGIS-128X4"  # config default suite
+    assert f"{first} is now active" in out
+
+    assert main(["keys", "list"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].split() == ["ID", "SUITE", "STATE", "CREATED", "AGE", "ROTATED"]
+    rows = {line.split()[0]: line.split() for line in lines[1:]}
+    assert rows[first][1:3] == ["AEGIS-128X2", "active"]
+    assert rows[second["id"]][1:3] == ["AEGIS-128X4", "primary"]
+    assert rows[second["id"]][-1] == "-"
+    for secret in materials(keyfile):
+        assert secret not in out
+
+    assert main(["keys", "list", "--json"]) == 0
+    out = capsys.readouterr().out
+    rows = json.loads(out)
+    assert [r["state"] for r in rows] == ["active", "primary"]
+    assert set(rows[0]) == {"id", "suite", "state", "created_at", "age_seconds", "rotated_at"}
+    assert rows[0]["rotated_at"] is not None and rows[0]["age_seconds"] >= 0
+    for secret in materials(keyfile):
+        assert secret not in out
+
+
+def test_rotate_with_suite_and_keys_still_open(keyfile, capsys):
+    main(["keys", "init"])
+    kr = KeyFile(keyfile).load()
+    v = kr.seal(b"before rotation")
+    assert main(["keys", "rotate", "--suite", "AES-256-GCM"]) == 0
+    kr2 = KeyFile(keyfile).load()
+    assert str(kr2.primary.suite) == "AES-256-GCM"
+    assert kr2.open(v) == b"before rotation"
+
+
+def test_errors_exit_1_with_message(keyfile, capsys):
+    assert main(["keys", "list"]) == 1
+    assert "does not exist" in capsys.readouterr().err
+    assert main(["keys", "init"]) == 0
+    assert main(["keys", "init"]) == 1
+    assert "refusing to overwrite" in capsys.readouterr().err
+    os.chmod(keyfile, 0o644)
+    assert main(["keys", "list"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("sealstore: error: ") and "chmod 600" in err
+
+
+def test_config_file_option_and_bad_config(tmp_path, keyfile, capsys, monkeypatch):
+    monkeypatch.delenv("SEALSTORE_KEY_SOURCE__PATH")  # the environment would win over the file
+    cfg = tmp_path / "s.toml"
+    cfg.write_text(f'tag_size = 16\n[key_source]\npath = "{tmp_path / "other.json"}"\n')
+    assert main(["--config", str(cfg), "keys", "init"]) == 0
+    assert (tmp_path / "other.json").exists()
+    bad = tmp_path / "bad.toml"
+    bad.write_text("tag_size = 3\n")
+    assert main(["-c", str(bad), "keys", "list"]) == 1
+    assert "tag_size: must be 16 or 32" in capsys.readouterr().err
+
+
+def test_usage_errors_exit_2(keyfile, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["keys"])
+    assert info.value.code == 2
+    with pytest.raises(SystemExit) as info:
+        main(["keys", "init", "--suite", "ROT13"])
+    assert info.value.code == 2
+
+
+def test_python_dash_m(keyfile):
+    env = dict(os.environ)
+    r = subprocess.run(
+        [sys.executable, "-m", "sealstore", "keys", "init"], env=env, capture_output=True, text=True
+    )
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run(
+        [sys.executable, "-m", "sealstore", "keys", "list", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 0 and json.loads(r.stdout)[0]["state"] == "primary"
