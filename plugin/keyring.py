@@ -165,7 +165,11 @@ class _Slot:
 
     def __init__(self, key: Key, suite: Suite, tag_size: int) -> None:
         header = pack_header(suite, key.key_id, tag_size)
-        cipher = _make_cipher(suite, _derive_subkey(key, header, suite), tag_size)
+        subkey = _derive_subkey(key, header, suite)
+        try:
+            cipher = _make_cipher(suite, subkey, tag_size)  # the cipher keeps its own copy
+        finally:
+            subkey[:] = bytes(len(subkey))
         self.key = key
         self.prefix = header
         self.overhead = parse_header(header + bytes(64)).overhead
@@ -193,11 +197,17 @@ class _ClosedSlot(_Slot):
         self.seal = self.open = self.seal_many = self.open_many = cipher._closed
 
 
-def _derive_subkey(key: Key, header: bytes, suite: Suite) -> bytes:
-    """HKDF-SHA256(root material, salt=none, info="sealstore/v1/subkey" || header)."""
+def _derive_subkey(key: Key, header: bytes, suite: Suite) -> bytearray:
+    """HKDF-SHA256(root material, salt=none, info="sealstore/v1/subkey" || header), into a
+    bytearray the caller wipes once the cipher holds the key."""
     length = 32 if suite is Suite.AES_256_GCM else 16
     hkdf = HKDF(algorithm=hashes.SHA256(), length=length, salt=None, info=_SUBKEY_INFO + header)
-    return hkdf.derive(bytes(key._material))
+    out = bytearray(length)
+    if hasattr(hkdf, "derive_into"):  # cryptography >= 47: no immutable copy of the subkey
+        hkdf.derive_into(key._material, out)
+    else:  # pragma: no cover - older cryptography
+        out[:] = hkdf.derive(bytes(key._material))
+    return out
 
 
 def _make_cipher(suite: Suite, subkey: bytes, tag_size: int):
