@@ -5,7 +5,7 @@
 - Project Wycheproof's AEGIS-128L file through AEGIS128L;
 - Project Wycheproof's AES-GCM file through sealstore.AESGCM.
 
-Kernels the CPU (or the variant) cannot run are listed as skipped parameters with the reason.
+Kernels the CPU cannot run are listed as skipped parameters with the reason.
 """
 
 from __future__ import annotations
@@ -13,10 +13,9 @@ from __future__ import annotations
 import pytest
 
 from aead_cases import (
-    ALL_KERNELS,
     cipher_class,
     draft_aead_cases,
-    kernel_skip_reason,
+    kernel_matrix,
     load_wycheproof,
 )
 from sealstore import AESGCM
@@ -28,12 +27,11 @@ def h(s: str) -> bytes:
 
 
 def _with_kernels(cases: list, variant_of) -> list:
-    """Cross every case with every kernel name; unrunnable kernels become skipped params."""
+    """Cross every case with its variant's kernel matrix (unrunnable kernels skipped)."""
     out = []
     for case in cases:
         variant = variant_of(case)
-        for k in ALL_KERNELS:
-            reason = kernel_skip_reason(variant, k)
+        for k, reason in kernel_matrix(variant):
             marks = list(case.marks) + ([pytest.mark.skip(reason=reason)] if reason else [])
             out.append(pytest.param(*case.values, k, id=f"{case.id}-{k}", marks=marks))
     return out
