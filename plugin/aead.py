@@ -190,13 +190,19 @@ class AESGCM:
             raise InvalidTag() from None
 
     def encrypt_into(self, out, nonce, data, associated_data=None) -> int:
-        return self._aead.encrypt_into(nonce, data, associated_data, out)
+        n = memoryview(data).nbytes + self.tag_size
+        dst = _out_view(out, n)
+        return self._aead.encrypt_into(nonce, data, associated_data, dst[:n])
 
     def decrypt_into(self, out, nonce, data, associated_data=None) -> int:
+        n = memoryview(data).nbytes - self.tag_size
+        if n < 0:
+            raise InvalidTag()
+        dst = _out_view(out, n)
         try:
-            return self._aead.decrypt_into(nonce, data, associated_data, out)
+            return self._aead.decrypt_into(nonce, data, associated_data, dst[:n])
         except _CryptoInvalidTag:
-            memoryview(out).cast("B")[:] = bytes(memoryview(out).nbytes)
+            dst[:n] = bytes(n)
             raise InvalidTag() from None
 
     def seal_prefixed(self, prefix, plaintext, associated_data=None) -> bytes:
@@ -286,3 +292,16 @@ def _gcm_segment_nonce(prefix, index: int, final: bool) -> bytes:
     if len(prefix) != 7:
         raise ValueError(f"nonce_prefix must be 7 bytes, got {len(prefix)}")
     return prefix + index.to_bytes(4, "big") + (b"\x01" if final else b"\x00")
+
+
+def _out_view(out, need: int) -> memoryview:
+    try:
+        dst = memoryview(out)
+    except TypeError:
+        raise TypeError(f"out must be a writable bytes-like object, not {type(out).__name__}") from None
+    if dst.readonly:
+        raise TypeError("out must be a writable bytes-like object")
+    dst = dst.cast("B")
+    if dst.nbytes < need:
+        raise ValueError(f"out must be at least {need} bytes, got {dst.nbytes}")
+    return dst

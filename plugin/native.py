@@ -128,13 +128,56 @@ def ctx_kernel(ctx) -> str:
     return KERNELS[ctx.kernel]
 
 
+def hide_features(names) -> None:
+    """Tests only: behave as if the CPU lacked ``names`` (e.g. ``["vaes"]``); an empty list
+    restores what cpuid reported.  Contexts created before keep their kernel."""
+    keep = ~0
+    for name in names:
+        try:
+            keep &= ~(1 << _FEATURES.index(name))
+        except ValueError:
+            raise ValueError(f"unknown CPU feature {name!r}; expected one of {_FEATURES}") from None
+    lib.sealstore_cpu_mask(keep & 0xFFFFFFFF)
+
+
 _forced: str | None = None
+# _SEALSTORE_HIDE_CPU_FEATURES (comma-separated) lets tests play a CPU without some features.
+_hidden = os.environ.get("_SEALSTORE_HIDE_CPU_FEATURES", "").strip()
+if _hidden:
+    hide_features([f.strip() for f in _hidden.split(",") if f.strip()])
 _env = os.environ.get("SEALSTORE_KERNEL", "").strip().lower()
 if _env:
-    force_kernel(_env)
-del _env
+    try:
+        force_kernel(_env)
+    except KernelUnavailable as e:
+        raise KernelUnavailable(f"SEALSTORE_KERNEL={_env}: {e}") from None
+del _env, _hidden
 
 
 def ctx_address(ctx) -> int:
     """The context's address, for sealstore._speedups (which keeps ``ctx`` alive)."""
     return int(ffi.cast("uintptr_t", ctx))
+
+
+def cffi_encrypt(ctx, nonce, data, associated_data=None) -> bytes:
+    """Encrypt through cffi alone (no ``_speedups``): the reference path the benchmark
+    compares the CPython entry point against."""
+    n = len(data)
+    out = bytearray(n + ctx.maclen)
+    ad = b"" if associated_data is None else associated_data
+    lib.sealstore_encrypt(
+        ctx, ffi.from_buffer(out), ffi.from_buffer(data), n, ffi.from_buffer(ad), len(ad),
+        ffi.from_buffer(nonce),
+    )
+    return bytes(out)
+
+
+def cffi_encrypt_into(ctx, out, nonce, data, associated_data=None) -> int:
+    """``encrypt_into`` through cffi alone (see :func:`cffi_encrypt`)."""
+    n = len(data)
+    ad = b"" if associated_data is None else associated_data
+    lib.sealstore_encrypt(
+        ctx, ffi.from_buffer(out, require_writable=True), ffi.from_buffer(data), n,
+        ffi.from_buffer(ad), len(ad), ffi.from_buffer(nonce),
+    )
+    return n + ctx.maclen
