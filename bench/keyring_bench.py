@@ -70,8 +70,13 @@ def run(seconds: float) -> list[dict]:
             }
             for op, vps in results.items():
                 rows.append(
-                    {"suite": name, "size": size, "op": op, "values_per_s": vps,
-                     "gb_per_s": vps * size / 1e9}
+                    {
+                        "suite": name,
+                        "size": size,
+                        "op": op,
+                        "values_per_s": vps,
+                        "gb_per_s": vps * size / 1e9,
+                    }
                 )
     return rows
 
@@ -93,8 +98,10 @@ def report(rows: list[dict]) -> int:
     for size in SIZES:
         for op in ("seal", "open", "seal_many", "open_many"):
             checks.append(
-                (f"AEGIS ahead of AES-256-GCM: {op} {size} B",
-                 get[("AEGIS-128X4", size, op)] > get[("AES-256-GCM", size, op)])
+                (
+                    f"AEGIS ahead of AES-256-GCM: {op} {size} B",
+                    get[("AEGIS-128X4", size, op)] > get[("AES-256-GCM", size, op)],
+                )
             )
     for size in SIZES:
         a, f = get[("AEGIS-128X4", size, "seal")], get[("AEGIS-128X4 fixed", size, "seal")]

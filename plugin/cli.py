@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from .errors import SealstoreError
 from .format import Suite
 
-__all__ = ["main", "build_parser"]
+__all__ = ["build_parser", "main"]
 
 _SUITES = [str(s) for s in Suite]
 
@@ -98,7 +98,10 @@ def _cmd_rotate(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sealstore", description="sealstore administration")
     parser.add_argument(
-        "-c", "--config", metavar="PATH", help="config file (.toml/.json); default $SEALSTORE_CONFIG"
+        "-c",
+        "--config",
+        metavar="PATH",
+        help="config file (.toml/.json); default $SEALSTORE_CONFIG",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     keys = commands.add_parser("keys", help="manage the keyring").add_subparsers(

@@ -23,25 +23,26 @@ from __future__ import annotations
 
 import json
 import os
-import tomllib
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Literal, Mapping, Optional, Union
+from typing import Annotated, Literal
 
+import tomllib
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import ConfigError
 from .format import Suite
 
 __all__ = [
-    "NoWrapping",
+    "DEFAULT_KEY_FILE",
+    "ENV_PREFIX",
+    "DatabaseKeySourceConfig",
+    "FileKeySourceConfig",
     "KmsWrapping",
     "MasterKeyWrapping",
-    "FileKeySourceConfig",
-    "DatabaseKeySourceConfig",
+    "NoWrapping",
     "SealstoreConfig",
     "load_config",
-    "ENV_PREFIX",
-    "DEFAULT_KEY_FILE",
 ]
 
 ENV_PREFIX = "SEALSTORE_"
@@ -63,8 +64,8 @@ class KmsWrapping(_Model):
 
     type: Literal["aws-kms"]
     kms_key_id: str = Field(min_length=1)
-    region: Optional[str] = None
-    endpoint_url: Optional[str] = None
+    region: str | None = None
+    endpoint_url: str | None = None
 
 
 class MasterKeyWrapping(_Model):
@@ -80,7 +81,7 @@ class FileKeySourceConfig(_Model):
     type: Literal["file"] = "file"
     path: Path = Path(DEFAULT_KEY_FILE)
     wrapping: Annotated[
-        Union[NoWrapping, KmsWrapping, MasterKeyWrapping], Field(discriminator="type")
+        NoWrapping | KmsWrapping | MasterKeyWrapping, Field(discriminator="type")
     ] = NoWrapping()
 
 
@@ -89,14 +90,14 @@ class DatabaseKeySourceConfig(_Model):
 
     type: Literal["database"]
     url: str = Field(min_length=1)
-    wrapping: Annotated[Union[KmsWrapping, MasterKeyWrapping], Field(discriminator="type")]
+    wrapping: Annotated[KmsWrapping | MasterKeyWrapping, Field(discriminator="type")]
 
 
 class SealstoreConfig(_Model):
     """Top-level configuration."""
 
     key_source: Annotated[
-        Union[FileKeySourceConfig, DatabaseKeySourceConfig], Field(discriminator="type")
+        FileKeySourceConfig | DatabaseKeySourceConfig, Field(discriminator="type")
     ] = FileKeySourceConfig()
     suite: str = str(Suite.AEGIS_128X4)
     tag_size: int = 32
@@ -175,7 +176,7 @@ def _env_overrides(env: Mapping[str, str]) -> tuple[dict, set[str]]:
     for name, value in env.items():
         if not name.startswith(ENV_PREFIX):
             continue
-        path = name[len(ENV_PREFIX):].split("__")
+        path = name[len(ENV_PREFIX) :].split("__")
         if path[0] not in fields:
             continue  # SEALSTORE_CONFIG, SEALSTORE_KERNEL, ...: not config fields
         node = out
@@ -222,7 +223,11 @@ def load_config(
         lines = []
         for e in exc.errors():
             loc = [str(p) for p in e["loc"]]
-            loc = [p for i, p in enumerate(loc) if not (i and loc[i - 1] in ("key_source", "wrapping") and p in _TAGS)]
+            loc = [
+                p
+                for i, p in enumerate(loc)
+                if not (i and loc[i - 1] in ("key_source", "wrapping") and p in _TAGS)
+            ]
             env_name = ENV_PREFIX + "__".join(loc).upper()
             where = env_name if env_name in used else (f"config file {path}" if path else "config")
             msg = e["msg"].removeprefix("Value error, ")

@@ -27,23 +27,23 @@ from typing import NamedTuple
 from .errors import MalformedCiphertext
 
 __all__ = [
-    "VERSION",
+    "DIGEST_SIZE",
+    "FLAG_TAG256",
     "HEADER_SIZE",
     "KEY_ID_OFFSET",
     "KEY_ID_SIZE",
-    "FLAG_TAG256",
-    "DIGEST_SIZE",
-    "Suite",
+    "VERSION",
     "Header",
-    "nonce_size",
-    "tag_sizes",
-    "overhead",
-    "sealed_size",
-    "pack_header",
-    "parse_header",
-    "key_id_of",
+    "Suite",
     "column_context",
     "context_digest",
+    "key_id_of",
+    "nonce_size",
+    "overhead",
+    "pack_header",
+    "parse_header",
+    "sealed_size",
+    "tag_sizes",
 ]
 
 VERSION = 0x01
@@ -71,7 +71,7 @@ class Suite(enum.IntEnum):
         return _LABELS[self]
 
     @classmethod
-    def parse(cls, value: "Suite | str | int") -> "Suite":
+    def parse(cls, value: Suite | str | int) -> Suite:
         """Accept a Suite, its name (``"AEGIS-128X4"``, case-insensitive) or its byte value."""
         if isinstance(value, cls):
             return value

@@ -18,9 +18,15 @@ import json
 import os
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from .errors import ConfigError, KeySourceError
 from .format import Suite
@@ -34,7 +40,7 @@ __all__ = ["KeyFile", "validation_message"]
 _FORMAT = 1
 
 
-def _b64(value: Optional[str], size: Optional[int] = None) -> Optional[str]:
+def _b64(value: str | None, size: int | None = None) -> str | None:
     if value is None:
         return None
     try:
@@ -53,9 +59,9 @@ class _KeyEntry(BaseModel):
     suite: str
     state: KeyState
     created_at: datetime
-    rotated_at: Optional[datetime] = None
-    material: Optional[str] = None
-    wrapped: Optional[str] = None
+    rotated_at: datetime | None = None
+    material: str | None = None
+    wrapped: str | None = None
 
     @field_validator("id")
     @classmethod
@@ -114,7 +120,7 @@ def validation_message(where: str, err: ValidationError) -> str:
     return "\n".join(lines)
 
 
-def _utc(dt: Optional[datetime]) -> Optional[datetime]:
+def _utc(dt: datetime | None) -> datetime | None:
     if dt is None:
         return None
     return dt.replace(tzinfo=timezone.utc) if dt.tzinfo is None else dt.astimezone(timezone.utc)

@@ -17,8 +17,8 @@ from __future__ import annotations
 import enum
 import os
 import threading
+from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
-from typing import Callable, Iterable
 
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
@@ -41,16 +41,16 @@ from .format import (
 )
 
 __all__ = [
-    "KEY_SIZE",
+    "DEFAULT_ADAPTIVE_THRESHOLD",
     "DEFAULT_SUITE",
     "DEFAULT_TAG_SIZE",
-    "DEFAULT_ADAPTIVE_THRESHOLD",
-    "KeyState",
+    "KEY_SIZE",
     "Key",
+    "KeyState",
     "Keyring",
-    "use_keyring",
-    "get_keyring",
     "forget_keyring",
+    "get_keyring",
+    "use_keyring",
 ]
 
 KEY_SIZE = 32  # root material per key; subkeys are derived from it
@@ -83,7 +83,7 @@ def _now() -> datetime:
 class Key:
     """One keyring key.  Its material is never shown by ``repr``/``str``."""
 
-    __slots__ = ("_key_id", "_suite", "_state", "_created_at", "_rotated_at", "_material")
+    __slots__ = ("_created_at", "_key_id", "_material", "_rotated_at", "_state", "_suite")
 
     def __init__(
         self,
@@ -161,7 +161,7 @@ class Key:
 class _Slot:
     """A derived cipher for one (key, suite, tag size): the bound C entry points and prefix."""
 
-    __slots__ = ("key", "prefix", "overhead", "seal", "open", "seal_many", "open_many", "cipher")
+    __slots__ = ("cipher", "key", "open", "open_many", "overhead", "prefix", "seal", "seal_many")
 
     def __init__(self, key: Key, suite: Suite, tag_size: int) -> None:
         header = pack_header(suite, key.key_id, tag_size)
@@ -188,7 +188,7 @@ class _ClosedCipher:
 
 
 class _ClosedSlot(_Slot):
-    def __init__(self) -> None:  # noqa: D401 - a slot that refuses everything
+    def __init__(self) -> None:
         cipher = _ClosedCipher()
         self.key = None
         self.prefix = b""
@@ -211,11 +211,20 @@ def _derive_subkey(key: Key, header: bytes, suite: Suite) -> bytearray:
 
 
 def _make_cipher(suite: Suite, subkey: bytes, tag_size: int):
-    from . import AEGIS128L, AEGIS128X2, AEGIS128X4, AESGCM  # lazy: the package imports us
+    from . import (  # lazy: the package imports us
+        AEGIS128L,
+        AEGIS128X2,
+        AEGIS128X4,
+        AESGCM,
+    )
 
     if suite is Suite.AES_256_GCM:
         return AESGCM(subkey)
-    cls = {Suite.AEGIS_128L: AEGIS128L, Suite.AEGIS_128X2: AEGIS128X2, Suite.AEGIS_128X4: AEGIS128X4}
+    cls = {
+        Suite.AEGIS_128L: AEGIS128L,
+        Suite.AEGIS_128X2: AEGIS128X2,
+        Suite.AEGIS_128X4: AEGIS128X4,
+    }
     return cls[suite](subkey, tag_size=tag_size)
 
 
@@ -289,7 +298,7 @@ class Keyring:
         key_factory: KeyFactory | None = None,
         allow_retired: bool = False,
         adaptive_threshold: int = DEFAULT_ADAPTIVE_THRESHOLD,
-    ) -> "Keyring":
+    ) -> Keyring:
         """A new keyring with one fresh primary key."""
         factory = key_factory or _random_material
         key_id = int.from_bytes(os.urandom(4), "big")
@@ -503,7 +512,9 @@ class Keyring:
         if not stale:
             return list(values)
         try:
-            opened = self.open_many([values[i] for i in stale], context, allow_retired=allow_retired)
+            opened = self.open_many(
+                [values[i] for i in stale], context, allow_retired=allow_retired
+            )
         except Exception as exc:
             if hasattr(exc, "index"):
                 exc.index = stale[exc.index]
@@ -626,7 +637,9 @@ class Keyring:
             if key.state is KeyState.PRIMARY:
                 return key
             if key.state is not KeyState.ACTIVE:
-                raise InvalidKeyring(f"only an active key can become primary; {key.id_hex} is {key.state}")
+                raise InvalidKeyring(
+                    f"only an active key can become primary; {key.id_hex} is {key.state}"
+                )
             old = self._primary_key()
             old._state = KeyState.ACTIVE
             old._rotated_at = _now()
@@ -680,7 +693,7 @@ class Keyring:
             for key in self._keys.values():
                 key._wipe()
 
-    def __enter__(self) -> "Keyring":
+    def __enter__(self) -> Keyring:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from .errors import KeySourceError
-from .keyring import DEFAULT_SUITE, DEFAULT_TAG_SIZE, KEY_SIZE, Key, Keyring, KeyState
 from .format import Suite
+from .keyring import DEFAULT_SUITE, DEFAULT_TAG_SIZE, KEY_SIZE, Key, Keyring, KeyState
 from .wrapping import Wrapper
 
 __all__ = ["KeyRecord", "KeySource"]
@@ -80,7 +80,12 @@ class KeySource(ABC):
             else:
                 material = r.material
         return Key(
-            r.key_id, r.suite, material, state=state, created_at=r.created_at, rotated_at=r.rotated_at
+            r.key_id,
+            r.suite,
+            material,
+            state=state,
+            created_at=r.created_at,
+            rotated_at=r.rotated_at,
         )
 
     def _records(self, keyring: Keyring) -> list[KeyRecord]:

@@ -31,7 +31,13 @@ from .keyring import KeyState
 from .keysource import KeyRecord, KeySource
 from .wrapping import Wrapper
 
-__all__ = ["TABLE_NAME", "metadata", "sealstore_keys", "sealstore_keys_columns", "DatabaseKeySource"]
+__all__ = [
+    "TABLE_NAME",
+    "DatabaseKeySource",
+    "metadata",
+    "sealstore_keys",
+    "sealstore_keys_columns",
+]
 
 TABLE_NAME = "sealstore_keys"
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .errors import InsecureKeyFile, KeySourceError
 
-__all__ = ["read_secret_file", "write_secret_file", "check_permissions"]
+__all__ = ["check_permissions", "read_secret_file", "write_secret_file"]
 
 
 def check_permissions(path: str | os.PathLike) -> None:

@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from .errors import ConfigError, KeySourceError
 from .securefile import read_secret_file, write_secret_file
 
-__all__ = ["Wrapper", "MasterKeyWrapper", "wrap_context"]
+__all__ = ["MasterKeyWrapper", "Wrapper", "wrap_context"]
 
 MATERIAL_SIZE = 32
 _WRAP_VERSION = b"\x01"
@@ -50,7 +50,7 @@ class Wrapper(ABC):
     def unwrap(self, key_id: int, wrapped: bytes) -> bytes:
         """The material of a blob made by :meth:`wrap`; KeySourceError if it does not unwrap."""
 
-    def rewrap(self, key_id: int, wrapped: bytes, new: "Wrapper") -> bytes:
+    def rewrap(self, key_id: int, wrapped: bytes, new: Wrapper) -> bytes:
         """``wrapped`` re-wrapped under ``new`` (subclasses may do it without exposing material)."""
         return new.wrap(key_id, self.unwrap(key_id, wrapped))
 
@@ -74,7 +74,7 @@ class MasterKeyWrapper(Wrapper):
         self._aead = AESGCM(key)
 
     @classmethod
-    def from_file(cls, path: str | os.PathLike) -> "MasterKeyWrapper":
+    def from_file(cls, path: str | os.PathLike) -> MasterKeyWrapper:
         """Read a master key file (base64 of 32 bytes; mode 0600 required)."""
         text = read_secret_file(path).strip()
         try:
@@ -98,7 +98,9 @@ class MasterKeyWrapper(Wrapper):
 
     def wrap(self, key_id: int, material: bytes) -> bytes:
         nonce = os.urandom(12)
-        return _WRAP_VERSION + nonce + self._aead.encrypt(nonce, bytes(material), wrap_context(key_id))
+        return (
+            _WRAP_VERSION + nonce + self._aead.encrypt(nonce, bytes(material), wrap_context(key_id))
+        )
 
     def unwrap(self, key_id: int, wrapped: bytes) -> bytes:
         wrapped = bytes(wrapped)

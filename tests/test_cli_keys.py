@@ -10,7 +10,6 @@ import subprocess
 import sys
 
 import pytest
-
 from sealstore.cli import main
 from sealstore.keyfile import KeyFile
 

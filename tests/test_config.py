@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from sealstore.config import (
     DatabaseKeySourceConfig,
     FileKeySourceConfig,
@@ -68,7 +67,9 @@ def test_environment_overrides_file(tmp_path):
     cfg = load_config(p, env=env)
     assert cfg.suite == "AES-256-GCM" and cfg.tag_size == 16 and cfg.allow_retired
     assert cfg.key_source.path == Path("a.json")  # from the file, merged with env
-    assert cfg.key_source.wrapping == MasterKeyWrapping(type="master-key", path=Path("/etc/master.key"))
+    assert cfg.key_source.wrapping == MasterKeyWrapping(
+        type="master-key", path=Path("/etc/master.key")
+    )
 
 
 def test_env_only_key_source_path():
@@ -79,14 +80,19 @@ def test_env_only_key_source_path():
 @pytest.mark.parametrize(
     "text, expected",
     [
-        ('tag_size = 24\n', "tag_size: must be 16 or 32"),
+        ("tag_size = 24\n", "tag_size: must be 16 or 32"),
         ('suite = "AEGIS-256X"\n', "suite: unknown suite 'AEGIS-256X'"),
         ('sute = "AEGIS-128L"\n', "sute: Extra inputs are not permitted"),
         ('[key_source]\ntype = "database"\n', "key_source.url: Field required"),
         ('[key_source]\ntype = "s3"\n', "key_source: Input tag 's3'"),
-        ('[key_source]\ntype = "database"\nurl = "x"\n[key_source.wrapping]\ntype = "none"\n',
-         "key_source.wrapping: Input tag 'none'"),
-        ('[key_source.wrapping]\ntype = "aws-kms"\n', "key_source.wrapping.kms_key_id: Field required"),
+        (
+            '[key_source]\ntype = "database"\nurl = "x"\n[key_source.wrapping]\ntype = "none"\n',
+            "key_source.wrapping: Input tag 'none'",
+        ),
+        (
+            '[key_source.wrapping]\ntype = "aws-kms"\n',
+            "key_source.wrapping.kms_key_id: Field required",
+        ),
         ('allow_retired = "perhaps"\n', "allow_retired: Input should be a valid boolean"),
     ],
 )
@@ -133,15 +139,24 @@ def test_config_builds_sources_and_wrappers(tmp_path):
 
     mk = MasterKeyWrapper.create_file(tmp_path / "master.key")
     cfg = SealstoreConfig.model_validate(
-        {"key_source": {"type": "database", "url": f"sqlite:///{tmp_path}/d.db",
-                        "wrapping": {"type": "master-key", "path": str(mk)}}}
+        {
+            "key_source": {
+                "type": "database",
+                "url": f"sqlite:///{tmp_path}/d.db",
+                "wrapping": {"type": "master-key", "path": str(mk)},
+            }
+        }
     )
     src = cfg.key_source_object()
     assert isinstance(src, DatabaseKeySource) and isinstance(src.wrapper, MasterKeyWrapper)
 
     cfg = SealstoreConfig.model_validate(
-        {"key_source": {"type": "file", "wrapping": {"type": "aws-kms", "kms_key_id": "alias/x",
-                                                      "region": "us-east-1"}}}
+        {
+            "key_source": {
+                "type": "file",
+                "wrapping": {"type": "aws-kms", "kms_key_id": "alias/x", "region": "us-east-1"},
+            }
+        }
     )
     assert isinstance(cfg.wrapper(), KmsWrapper) and cfg.wrapper().kms_key_id == "alias/x"
 

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
-
 from sealstore import format as fmt
 from sealstore.errors import MalformedCiphertext, SealstoreError
 from sealstore.format import Suite
@@ -218,7 +217,9 @@ def test_golden_vectors_still_open(path):
         assert (header.suite, header.key_id, header.tag_size) == (suite, key_id, v["tag_size"])
         assert len(sealed) == fmt.sealed_size(len(plaintext), suite, v["tag_size"])
 
-        ring = Keyring([Key(key_id, suite, material, state=KeyState.PRIMARY)], tag_size=v["tag_size"])
+        ring = Keyring(
+            [Key(key_id, suite, material, state=KeyState.PRIMARY)], tag_size=v["tag_size"]
+        )
         assert ring.open(sealed, context) == plaintext
 
         hdr = sealed[:7]

@@ -7,7 +7,6 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-
 import sealstore
 from sealstore import format as fmt
 from sealstore.errors import (
@@ -20,7 +19,14 @@ from sealstore.errors import (
     UnknownKeyring,
 )
 from sealstore.format import Suite, column_context
-from sealstore.keyring import Key, Keyring, KeyState, forget_keyring, get_keyring, use_keyring
+from sealstore.keyring import (
+    Key,
+    Keyring,
+    KeyState,
+    forget_keyring,
+    get_keyring,
+    use_keyring,
+)
 
 SUITE_TAGS = [(s, t) for s in Suite for t in fmt.tag_sizes(s)]
 SUITE_IDS = [f"{s}-tag{t * 8}" for s, t in SUITE_TAGS]
@@ -230,7 +236,9 @@ def test_invalid_keyring_invariants():
     with pytest.raises(InvalidKeyring, match="exactly one primary"):
         Keyring([Key(1, "AEGIS-128L", m)])
     with pytest.raises(InvalidKeyring, match="exactly one primary"):
-        Keyring([Key(1, "AEGIS-128L", m, state="primary"), Key(2, "AEGIS-128L", m, state="primary")])
+        Keyring(
+            [Key(1, "AEGIS-128L", m, state="primary"), Key(2, "AEGIS-128L", m, state="primary")]
+        )
     with pytest.raises(InvalidKeyring, match="duplicate"):
         Keyring([Key(1, "AEGIS-128L", m, state="primary"), Key(1, "AEGIS-128L", m)])
     with pytest.raises(InvalidKeyring, match="32 bytes"):
@@ -273,7 +281,14 @@ def test_type_errors():
 
 
 def test_every_error_is_a_sealstore_error():
-    for cls in (MalformedCiphertext, UnknownKeyId, KeyNotUsable, InvalidKeyring, UnknownKeyring, InvalidTag):
+    for cls in (
+        MalformedCiphertext,
+        UnknownKeyId,
+        KeyNotUsable,
+        InvalidKeyring,
+        UnknownKeyring,
+        InvalidTag,
+    ):
         assert issubclass(cls, SealstoreError)
 
 
@@ -328,7 +343,9 @@ def test_reseal_many():
     out = kr.reseal_many(mixed, b"c")
     assert all(not kr.needs_reseal(v) for v in out)
     assert out[5:] == mixed[5:] and all(a is b for a, b in zip(out[5:], mixed[5:]))
-    assert kr.open_many(out, b"c") == [b"v0", b"v1", b"v2", b"v3", b"v4"] + [b"n%d" % i for i in range(5)]
+    assert kr.open_many(out, b"c") == [b"v0", b"v1", b"v2", b"v3", b"v4"] + [
+        b"n%d" % i for i in range(5)
+    ]
     bad = list(mixed)
     bad[3] = flip(bad[3], 30)
     with pytest.raises(InvalidTag) as info:

@@ -10,8 +10,6 @@ import stat
 import boto3
 import pytest
 from moto import mock_aws
-from sqlalchemy import create_engine, select
-
 from sealstore.errors import (
     ConfigError,
     InsecureKeyFile,
@@ -26,6 +24,7 @@ from sealstore.keyring import KeyState
 from sealstore.kms import KmsWrapper
 from sealstore.registry import DatabaseKeySource, sealstore_keys, sealstore_keys_columns
 from sealstore.wrapping import MasterKeyWrapper
+from sqlalchemy import create_engine, select
 
 posix_only = pytest.mark.skipif(os.name != "posix", reason="file modes are POSIX")
 
@@ -115,7 +114,10 @@ def _write(path, doc) -> None:
     "edit, match",
     [
         (lambda d: d["keys"][0].update(material="AAAA"), r"keys\.0\.material: .*32 bytes"),
-        (lambda d: d["keys"][0].update(material="!!notbase64"), r"keys\.0\.material: not valid base64"),
+        (
+            lambda d: d["keys"][0].update(material="!!notbase64"),
+            r"keys\.0\.material: not valid base64",
+        ),
         (lambda d: d["keys"][0].update(id="XYZ"), r"keys\.0\.id: must be 8 lowercase hex"),
         (lambda d: d["keys"][0].update(suite="AEGIS-256"), r"keys\.0\.suite: unknown suite"),
         (lambda d: d["keys"][0].update(state="sleeping"), r"keys\.0\.state"),
@@ -363,9 +365,12 @@ def test_database_registry_shared_by_two_servers(engine):
     b.refresh(ring_b)
     assert ring_b.get(old).state is KeyState.DESTROYED
     with engine.connect() as conn:
-        assert conn.execute(
-            select(sealstore_keys.c.wrapped_key).where(sealstore_keys.c.key_id == old)
-        ).scalar() is None
+        assert (
+            conn.execute(
+                select(sealstore_keys.c.wrapped_key).where(sealstore_keys.c.key_id == old)
+            ).scalar()
+            is None
+        )
     with pytest.raises(KeySourceError, match="already holds"):
         a.init()
 

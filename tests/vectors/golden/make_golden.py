@@ -19,7 +19,6 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
-
 from sealstore.format import Suite, column_context, tag_sizes
 from sealstore.keyring import Key, Keyring, KeyState
 
