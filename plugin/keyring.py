@@ -435,7 +435,8 @@ class Keyring:
         """Open a list of values sharing one context; one native call per key involved.
 
         Every header is checked before anything is decrypted.  On failure the exception
-        carries ``.index``, the position of the first failing value.
+        carries ``.index``: for InvalidTag the first position that fails to open, for header
+        errors a position with that error.
         """
         values = sealed if isinstance(sealed, list) else list(sealed)
         if not values:
@@ -444,28 +445,25 @@ class Keyring:
         try:
             heads = [v[:HEADER_SIZE] for v in values]
         except TypeError:
-            for i, v in enumerate(values):
-                if not hasattr(v, "__getitem__"):
-                    raise _with_index(
-                        TypeError(f"sealed value must be bytes-like, not {type(v).__name__}"), i
-                    ) from None
-            raise
-        first = heads[0]
-        slot = self._slots.get(first) if isinstance(first, bytes) else None
-        if slot is not None and heads.count(first) == len(heads):
-            if min(map(len, values)) >= slot.overhead:
-                return slot.open_many(HEADER_SIZE, values, ad)
-        return self._open_groups(values, heads, ad, allow_retired)
+            heads = None  # _open_groups names the offending position
+        if heads is not None:
+            first = heads[0]
+            slot = self._slots.get(first) if isinstance(first, bytes) else None
+            if slot is not None and heads.count(first) == len(heads):
+                if min(map(len, values)) >= slot.overhead:
+                    return slot.open_many(HEADER_SIZE, values, ad)
+        return self._open_groups(values, ad, allow_retired)
 
-    def _open_groups(self, values, heads, ad, allow_retired) -> list[bytes]:
+    def _open_groups(self, values, ad, allow_retired) -> list[bytes]:
         groups: dict[bytes, list[int]] = {}
-        for i, head in enumerate(heads):
+        for i, v in enumerate(values):
             try:
-                groups.setdefault(bytes(head), []).append(i)
+                head = bytes(v[:HEADER_SIZE])
             except TypeError:
                 raise _with_index(
-                    TypeError(f"sealed value must be bytes-like, not {type(values[i]).__name__}"), i
+                    TypeError(f"sealed value must be bytes-like, not {type(v).__name__}"), i
                 ) from None
+            groups.setdefault(head, []).append(i)
         plan = []
         for head, idx in groups.items():  # validate everything before decrypting anything
             try:
