@@ -395,3 +395,15 @@ def test_database_registry_with_kms_and_url(kms, tmp_path):
     assert "reg.db" in repr(DatabaseKeySource(url, KmsWrapper(kek, client=kms)))
     with pytest.raises(ValueError, match="wrapped keys only"):
         DatabaseKeySource(url, None)
+
+
+def test_wrapper_and_record_reprs_hold_no_secrets(tmp_path):
+    master = os.urandom(32)
+    w = MasterKeyWrapper(master)
+    source = KeyFile(tmp_path / "k.json", w)
+    kr = source.init()
+    material = kr.primary.reveal_material()
+    records = source._read()
+    for text in (repr(w), str(w), repr(source), repr(records), repr(kr)):
+        for secret in (master, material, records[0].wrapped):
+            assert secret.hex() not in text and repr(secret)[2:-1] not in text
