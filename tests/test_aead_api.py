@@ -194,6 +194,17 @@ def test_buffer_types(spec, kind):
     assert c2.decrypt(conv(spec.nonce), conv(want), conv(b"a" * 5)) == b"m" * 33
 
 
+def test_key_buffer_is_copied(spec):
+    # The cipher must not keep a view of the caller's key buffer: callers wipe or reuse it.
+    want = spec.make().encrypt(spec.nonce, b"m" * 50, None)
+    for key in (bytearray(KEY), np.frombuffer(KEY, dtype=np.uint8).copy()):
+        c = spec.cls(key)
+        memoryview(key).cast("B")[:] = bytes(16)
+        assert c.encrypt(spec.nonce, b"m" * 50, None) == want
+        del key
+        assert c.decrypt(spec.nonce, want, None) == b"m" * 50
+
+
 def test_non_contiguous_buffer_rejected_or_handled(spec):
     c = spec.make()
     backing = bytes(range(64))
@@ -387,7 +398,7 @@ def test_thread_safety_one_cipher_many_threads(variant):
     def worker(t):
         try:
             start.wait()
-            for _ in range(3):
+            for _ in range(10):
                 for j in range(t, len(jobs) + t):
                     nonce, m, ad = jobs[j % len(jobs)]
                     want = expected[j % len(jobs)]
