@@ -21,6 +21,10 @@ __all__ = [
     "ConfigError",
     "InsecureKeyFile",
     "KeySourceError",
+    "UnsupportedComparison",
+    "ColumnBindingError",
+    "ValueTooLong",
+    "BlindIndexError",
 ]
 
 
@@ -78,3 +82,19 @@ class InsecureKeyFile(SealstoreError, PermissionError):
 
 class KeySourceError(SealstoreError):
     """A key source cannot load or store the keyring (missing, already present, or KMS failed)."""
+
+
+class UnsupportedComparison(SealstoreError, TypeError):
+    """A SQL comparison on an encrypted column cannot work on randomized ciphertext."""
+
+
+class ColumnBindingError(SealstoreError, ValueError):
+    """An encrypted column cannot build its context (no table/column, or row binding without the row)."""
+
+
+class ValueTooLong(SealstoreError, ValueError):
+    """A value is longer than the encrypted column's declared length."""
+
+
+class BlindIndexError(SealstoreError, ValueError):
+    """A blind index cannot be computed (missing source, shared key with the encryption keyring)."""
