@@ -45,7 +45,7 @@ def test_info_shape():
     assert isinstance(info["features"], list)
     assert all(isinstance(f, str) for f in info["features"])
     assert set(info["selected"]) == set(VARIANTS)
-    assert info["forced"] == (os.environ.get("SEALSTORE_KERNEL") or None)
+    assert info["forced"] == (os.environ.get("SEALSTORE_KERNEL", "").lower() or None)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
@@ -114,3 +114,56 @@ def test_x4_has_a_wide_kernel_where_the_cpu_has_one():
     for k in ("avx2", "avx512"):
         if k in ks:
             assert k in vk
+
+
+# --- dispatch on a CPU with fewer features (native.hide_features, a test-only hook) ----------
+
+# hidden features -> kernels that must disappear from kernels()
+HIDDEN = [
+    (["avx512f"], {"avx512"}),
+    (["os_zmm"], {"avx512"}),  # CPU has AVX-512 but the OS does not save ZMM state
+    (["vaes"], {"avx2", "avx512"}),
+    (["os_ymm"], {"avx2", "avx512"}),
+    (["aesni"], {"aesni", "avx2", "avx512"}),
+]
+
+
+@pytest.fixture
+def hide():
+    yield native.hide_features
+    native.hide_features([])
+
+
+@pytest.mark.parametrize("hidden,gone", HIDDEN, ids=lambda x: "+".join(sorted(x)))
+def test_hidden_features_remove_kernels(hide, hidden, gone):
+    full = native.kernels()
+    hide(hidden)
+    ks = native.kernels()
+    assert set(ks) == set(full) - gone
+    for v in VARIANTS:
+        vk = native.variant_kernels(v)
+        assert "portable" in vk and set(vk) <= set(ks)
+        assert native.info()["selected"][v] in vk
+    hide([])
+    assert native.kernels() == full
+
+
+@pytest.mark.parametrize("hidden,gone", HIDDEN, ids=lambda x: "+".join(sorted(x)))
+def test_kernel_the_cpu_lacks_is_unavailable(hide, hidden, gone):
+    from sealstore import AEGIS128X4
+    from sealstore.errors import KernelUnavailable
+
+    before = AEGIS128X4(bytes(16))  # keeps the kernel it was created with
+    hide(hidden)
+    for k in gone & set(ALL_KERNELS):
+        with pytest.raises(KernelUnavailable) as e:
+            AEGIS128X4(bytes(16), kernel=k)
+        assert k in str(e.value)
+    now = AEGIS128X4(bytes(16))
+    assert now.kernel not in gone
+    assert now.encrypt(bytes(16), b"abc") == before.encrypt(bytes(16), b"abc")
+
+
+def test_unknown_feature_name_is_rejected(hide):
+    with pytest.raises(ValueError):
+        hide(["sse9"])
