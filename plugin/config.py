@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import tomllib
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import ConfigError
 from .format import Suite
@@ -36,6 +36,7 @@ from .format import Suite
 __all__ = [
     "DEFAULT_KEY_FILE",
     "ENV_PREFIX",
+    "SuiteName",
     "DatabaseKeySourceConfig",
     "FileKeySourceConfig",
     "KmsWrapping",
@@ -44,6 +45,9 @@ __all__ = [
     "SealstoreConfig",
     "load_config",
 ]
+
+# A suite name, validated and normalised ("aegis-128x4" -> "AEGIS-128X4").
+SuiteName = Annotated[str, AfterValidator(lambda v: str(Suite.parse(v)))]
 
 ENV_PREFIX = "SEALSTORE_"
 DEFAULT_KEY_FILE = "sealstore-keys.json"
@@ -99,14 +103,9 @@ class SealstoreConfig(_Model):
     key_source: Annotated[
         FileKeySourceConfig | DatabaseKeySourceConfig, Field(discriminator="type")
     ] = FileKeySourceConfig()
-    suite: str = str(Suite.AEGIS_128X4)
+    suite: SuiteName = str(Suite.AEGIS_128X4)
     tag_size: int = 32
     allow_retired: bool = False
-
-    @field_validator("suite")
-    @classmethod
-    def _suite(cls, v: str) -> str:
-        return str(Suite.parse(v))
 
     @field_validator("tag_size")
     @classmethod

@@ -274,26 +274,18 @@ def context_digest(context=b"") -> bytes:
     """
     try:
         return _DIGESTS[context]
-    except KeyError:
+    except (KeyError, TypeError):  # a new context, or an unhashable buffer (bytearray, numpy)
         pass
-    except TypeError:  # unhashable buffer (bytearray, writable memoryview, numpy)
-        try:
-            return hashlib.sha256(context).digest()
-        except TypeError:
-            raise TypeError(
-                f"context must be a bytes-like object, not {type(context).__name__}"
-            ) from None
-    if not isinstance(context, bytes):
-        if isinstance(context, str):
-            raise TypeError("context must be bytes, not str (encode it first)")
-        try:
-            return hashlib.sha256(context).digest()
-        except TypeError:
-            raise TypeError(
-                f"context must be a bytes-like object, not {type(context).__name__}"
-            ) from None
-    digest = hashlib.sha256(context).digest()
-    if len(_DIGESTS) >= _DIGEST_CACHE_LIMIT:
-        _DIGESTS.clear()
-    _DIGESTS[context] = digest
+    if isinstance(context, str):
+        raise TypeError("context must be bytes, not str (encode it first)")
+    try:
+        digest = hashlib.sha256(context).digest()
+    except TypeError:
+        raise TypeError(
+            f"context must be a bytes-like object, not {type(context).__name__}"
+        ) from None
+    if type(context) is bytes:
+        if len(_DIGESTS) >= _DIGEST_CACHE_LIMIT:
+            _DIGESTS.clear()
+        _DIGESTS[context] = digest
     return digest

@@ -16,7 +16,7 @@ from __future__ import annotations
 import base64
 import json
 import os
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
@@ -28,6 +28,7 @@ from pydantic import (
     model_validator,
 )
 
+from .config import SuiteName
 from .errors import ConfigError, KeySourceError
 from .format import Suite
 from .keyring import KeyState
@@ -56,7 +57,7 @@ class _KeyEntry(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     id: str
-    suite: str
+    suite: SuiteName
     state: KeyState
     created_at: datetime
     rotated_at: datetime | None = None
@@ -69,11 +70,6 @@ class _KeyEntry(BaseModel):
         if len(v) != 8 or any(c not in "0123456789abcdef" for c in v):
             raise ValueError("must be 8 lowercase hex digits")
         return v
-
-    @field_validator("suite")
-    @classmethod
-    def _suite(cls, v: str) -> str:
-        return str(Suite.parse(v))
 
     @field_validator("material")
     @classmethod
@@ -118,12 +114,6 @@ def validation_message(where: str, err: ValidationError) -> str:
         msg = e["msg"].removeprefix("Value error, ")
         lines.append(f"{where}: {loc}: {msg}")
     return "\n".join(lines)
-
-
-def _utc(dt: datetime | None) -> datetime | None:
-    if dt is None:
-        return None
-    return dt.replace(tzinfo=timezone.utc) if dt.tzinfo is None else dt.astimezone(timezone.utc)
 
 
 class KeyFile(KeySource):
@@ -172,8 +162,8 @@ class KeyFile(KeySource):
                 key_id=int(e.id, 16),
                 suite=Suite.parse(e.suite),
                 state=e.state,
-                created_at=_utc(e.created_at),
-                rotated_at=_utc(e.rotated_at),
+                created_at=e.created_at,
+                rotated_at=e.rotated_at,
                 material=base64.b64decode(e.material) if e.material else None,
                 wrapped=base64.b64decode(e.wrapped) if e.wrapped else None,
             )

@@ -529,8 +529,7 @@ class Keyring:
 
     def _resolve(self, sealed, allow_retired: bool) -> _Slot:
         """Slow path of open(): diagnose the header precisely, derive and cache the subkey."""
-        if self._closed:
-            raise KeyNotUsable("the keyring is closed")
+        self._check_open()
         h = parse_header(sealed)
         key = self._keys.get(h.key_id)
         if key is None:

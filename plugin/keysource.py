@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 
 from .errors import KeySourceError
 from .format import Suite
@@ -19,6 +19,12 @@ from .keyring import DEFAULT_SUITE, DEFAULT_TAG_SIZE, KEY_SIZE, Key, Keyring, Ke
 from .wrapping import Wrapper
 
 __all__ = ["KeyRecord", "KeySource"]
+
+
+def _utc(dt: datetime | None) -> datetime | None:
+    if dt is None:
+        return None
+    return dt.replace(tzinfo=timezone.utc) if dt.tzinfo is None else dt.astimezone(timezone.utc)
 
 
 @dataclass
@@ -32,6 +38,10 @@ class KeyRecord:
     rotated_at: datetime | None
     material: bytes | None = None
     wrapped: bytes | None = None
+
+    def __post_init__(self) -> None:  # stores may hand back naive datetimes (SQLite): UTC
+        self.created_at = _utc(self.created_at)
+        self.rotated_at = _utc(self.rotated_at)
 
     def __repr__(self) -> str:
         return (

@@ -8,8 +8,6 @@ the migrations import it (or :func:`sealstore_keys_columns` for ``op.create_tabl
 
 from __future__ import annotations
 
-from datetime import timezone
-
 from sqlalchemy import (
     BigInteger,
     Column,
@@ -58,12 +56,6 @@ metadata = MetaData()
 sealstore_keys = Table(TABLE_NAME, metadata, *sealstore_keys_columns())
 
 
-def _utc(dt):
-    if dt is None:
-        return None
-    return dt.replace(tzinfo=timezone.utc) if dt.tzinfo is None else dt.astimezone(timezone.utc)
-
-
 class DatabaseKeySource(KeySource):
     """A keyring in the ``sealstore_keys`` table of ``engine`` (an Engine or a URL)."""
 
@@ -103,8 +95,8 @@ class DatabaseKeySource(KeySource):
                         key_id=row.key_id,
                         suite=Suite.parse(row.suite),
                         state=KeyState(row.state),
-                        created_at=_utc(row.created_at),
-                        rotated_at=_utc(row.rotated_at),
+                        created_at=row.created_at,
+                        rotated_at=row.rotated_at,
                         wrapped=bytes(row.wrapped_key) if row.wrapped_key is not None else None,
                     )
                 )
