@@ -27,11 +27,22 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Literal
 
-import tomllib
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
 
 from .errors import ConfigError
 from .format import Suite
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: JSON config files only
+    tomllib = None
 
 __all__ = [
     "DEFAULT_KEY_FILE",
@@ -153,14 +164,14 @@ def _read_file(path: Path) -> dict:
         raw = path.read_bytes()
     except FileNotFoundError:
         raise ConfigError(f"config file {path} does not exist") from None
+    if path.suffix not in (".toml", ".json"):
+        raise ConfigError(f"config file {path}: use a .toml or .json file")
+    if path.suffix == ".toml" and tomllib is None:
+        raise ConfigError(f"config file {path}: TOML needs Python 3.11+; use a .json file")
     try:
-        if path.suffix == ".toml":
-            data = tomllib.loads(raw.decode("utf-8"))
-        elif path.suffix == ".json":
-            data = json.loads(raw)
-        else:
-            raise ConfigError(f"config file {path}: use a .toml or .json file")
-    except (UnicodeDecodeError, json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
+        text = raw.decode("utf-8")
+        data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
+    except ValueError as exc:  # UnicodeDecodeError, JSONDecodeError, TOMLDecodeError
         raise ConfigError(f"config file {path}: cannot parse ({exc})") from None
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path}: the top level must be a table/object")
