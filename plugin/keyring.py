@@ -36,6 +36,7 @@ from .format import (
     HEADER_SIZE,
     Suite,
     context_digest,
+    overhead,
     pack_header,
     parse_header,
 )
@@ -172,7 +173,7 @@ class _Slot:
             subkey[:] = bytes(len(subkey))
         self.key = key
         self.prefix = header
-        self.overhead = parse_header(header + bytes(64)).overhead
+        self.overhead = overhead(suite, tag_size)
         self.cipher = cipher
         self.seal = cipher.seal_prefixed
         self.open = cipher.open_prefixed
@@ -180,21 +181,20 @@ class _Slot:
         self.open_many = cipher.open_prefixed_many
 
 
-class _ClosedCipher:
-    def _closed(self, *args, **kwargs):
-        raise KeyNotUsable("the keyring is closed")
-
-    seal_prefixed = open_prefixed = seal_prefixed_many = open_prefixed_many = _closed
+def _refuse(*args, **kwargs):
+    raise KeyNotUsable("the keyring is closed")
 
 
-class _ClosedSlot(_Slot):
-    def __init__(self) -> None:
-        cipher = _ClosedCipher()
-        self.key = None
-        self.prefix = b""
-        self.overhead = 0
-        self.cipher = cipher
-        self.seal = self.open = self.seal_many = self.open_many = cipher._closed
+class _ClosedSlot:
+    """Stands in for the sealing slots of a closed keyring: every call refuses."""
+
+    key = cipher = None
+    prefix = b""
+    overhead = 0
+    seal = open = seal_many = open_many = staticmethod(_refuse)
+
+
+_CLOSED = _ClosedSlot()
 
 
 def _derive_subkey(key: Key, header: bytes, suite: Suite) -> bytearray:
@@ -283,8 +283,8 @@ class Keyring:
         self._closed = False
         self._derived: dict[bytes, _Slot] = {}  # every slot derived so far, by header
         self._slots: dict[bytes, _Slot] = {}  # the ones open() may use without asking
-        self._seal: _Slot = _ClosedSlot()
-        self._seal_small: _Slot = self._seal
+        self._seal: _Slot | _ClosedSlot = _CLOSED
+        self._seal_small: _Slot | _ClosedSlot = _CLOSED
         self._publish()
 
     # ---- construction helpers ---------------------------------------------------------------
@@ -683,7 +683,7 @@ class Keyring:
             if self._closed:
                 return
             self._closed = True
-            self._seal = self._seal_small = _ClosedSlot()
+            self._seal = self._seal_small = _CLOSED
             self._threshold = 0
             self._slots = {}
             self._derived = {}
