@@ -25,16 +25,31 @@
 
 #define SPEEDUPS_GIL_MIN 2048
 
+/* Release the GIL around a native call when the input is large enough to pay for it. */
+static PyThreadState *nogil_begin(Py_ssize_t n)
+{
+    return n >= SPEEDUPS_GIL_MIN ? PyEval_SaveThread() : NULL;
+}
+
+static void nogil_end(PyThreadState *ts)
+{
+    if (ts != NULL) {
+        PyEval_RestoreThread(ts);
+    }
+}
+
 /* ---- nonces: the OS CSPRNG, fetched 4 KiB at a time (emptied in a forked child) ---- */
 
 #define RBUF_SIZE 4096
 static uint8_t rbuf[RBUF_SIZE];
 static size_t rpos = RBUF_SIZE; /* protected by the GIL */
 
+#if defined(SPEEDUPS_HAVE_GETRANDOM) || defined(SPEEDUPS_HAVE_ARC4RANDOM)
 static void rbuf_reset_after_fork(void)
 {
     rpos = RBUF_SIZE;
 }
+#endif
 
 static int fill_random(uint8_t *p, size_t n)
 {
@@ -276,16 +291,10 @@ static PyObject *Context_encrypt(ContextObject *self, PyObject *const *args, Py_
     res = PyBytes_FromStringAndSize(NULL, data.len + (Py_ssize_t)maclen);
     if (res != NULL) {
         uint8_t *c = (uint8_t *)PyBytes_AS_STRING(res);
-        int rc;
-        if (data.len >= SPEEDUPS_GIL_MIN) {
-            Py_BEGIN_ALLOW_THREADS rc = sealstore_encrypt(self->ctx, c, data.buf,
-                                                          (size_t)data.len, ad.buf,
-                                                          (size_t)ad.len, nonce.buf);
-            Py_END_ALLOW_THREADS
-        } else {
-            rc = sealstore_encrypt(self->ctx, c, data.buf, (size_t)data.len, ad.buf,
+        PyThreadState *ts = nogil_begin(data.len);
+        int rc = sealstore_encrypt(self->ctx, c, data.buf, (size_t)data.len, ad.buf,
                                    (size_t)ad.len, nonce.buf);
-        }
+        nogil_end(ts);
         if (rc != 0) {
             Py_CLEAR(res);
             PyErr_SetString(PyExc_RuntimeError, "sealstore: encryption failed");
@@ -323,16 +332,10 @@ static PyObject *Context_decrypt(ContextObject *self, PyObject *const *args, Py_
         res = PyBytes_FromStringAndSize(NULL, data.len - (Py_ssize_t)maclen);
         if (res != NULL) {
             uint8_t *m = (uint8_t *)PyBytes_AS_STRING(res);
-            int rc;
-            if (data.len >= SPEEDUPS_GIL_MIN) {
-                Py_BEGIN_ALLOW_THREADS rc = sealstore_decrypt(self->ctx, m, data.buf,
-                                                              (size_t)data.len, ad.buf,
-                                                              (size_t)ad.len, nonce.buf);
-                Py_END_ALLOW_THREADS
-            } else {
-                rc = sealstore_decrypt(self->ctx, m, data.buf, (size_t)data.len, ad.buf,
+            PyThreadState *ts = nogil_begin(data.len);
+            int rc = sealstore_decrypt(self->ctx, m, data.buf, (size_t)data.len, ad.buf,
                                        (size_t)ad.len, nonce.buf);
-            }
+            nogil_end(ts);
             if (rc != 0) {
                 Py_CLEAR(res);
                 raise_invalid_tag(-1);
@@ -382,7 +385,7 @@ static PyObject *crypt_into(ContextObject *self, PyObject *const *args, Py_ssize
     }
     {
         int rc;
-        PyThreadState *ts = data.len >= SPEEDUPS_GIL_MIN ? PyEval_SaveThread() : NULL;
+        PyThreadState *ts = nogil_begin(data.len);
         if (enc) {
             rc = sealstore_encrypt(self->ctx, out.buf, data.buf, (size_t)data.len, ad.buf,
                                    (size_t)ad.len, nonce.buf);
@@ -390,9 +393,7 @@ static PyObject *crypt_into(ContextObject *self, PyObject *const *args, Py_ssize
             rc = sealstore_decrypt(self->ctx, out.buf, data.buf, (size_t)data.len, ad.buf,
                                    (size_t)ad.len, nonce.buf);
         }
-        if (ts != NULL) {
-            PyEval_RestoreThread(ts);
-        }
+        nogil_end(ts);
         if (rc != 0) {
             if (enc) {
                 PyErr_SetString(PyExc_RuntimeError, "sealstore: encryption failed");
@@ -448,15 +449,10 @@ static PyObject *seal_one(ContextObject *self, const Py_buffer *prefix, PyObject
                                               (Py_ssize_t)maclen);
     if (res != NULL) {
         uint8_t *o = (uint8_t *)PyBytes_AS_STRING(res);
-        if (m.len >= SPEEDUPS_GIL_MIN) {
-            Py_BEGIN_ALLOW_THREADS rc = sealstore_seal_prefixed(
-                self->ctx, o, prefix->buf, (size_t)prefix->len, npub, m.buf, (size_t)m.len,
-                ad->buf, (size_t)ad->len);
-            Py_END_ALLOW_THREADS
-        } else {
-            rc = sealstore_seal_prefixed(self->ctx, o, prefix->buf, (size_t)prefix->len, npub,
-                                         m.buf, (size_t)m.len, ad->buf, (size_t)ad->len);
-        }
+        PyThreadState *ts = nogil_begin(m.len);
+        rc = sealstore_seal_prefixed(self->ctx, o, prefix->buf, (size_t)prefix->len, npub, m.buf,
+                                     (size_t)m.len, ad->buf, (size_t)ad->len);
+        nogil_end(ts);
         if (rc != 0) {
             Py_CLEAR(res);
             PyErr_NoMemory();
@@ -485,14 +481,10 @@ static PyObject *open_one(ContextObject *self, size_t prefixlen, PyObject *item,
     res = PyBytes_FromStringAndSize(NULL, in.len - (Py_ssize_t)over);
     if (res != NULL) {
         uint8_t *m = (uint8_t *)PyBytes_AS_STRING(res);
-        if (in.len >= SPEEDUPS_GIL_MIN) {
-            Py_BEGIN_ALLOW_THREADS rc = sealstore_open_prefixed(
-                self->ctx, m, in.buf, (size_t)in.len, prefixlen, ad->buf, (size_t)ad->len);
-            Py_END_ALLOW_THREADS
-        } else {
-            rc = sealstore_open_prefixed(self->ctx, m, in.buf, (size_t)in.len, prefixlen, ad->buf,
-                                         (size_t)ad->len);
-        }
+        PyThreadState *ts = nogil_begin(in.len);
+        rc = sealstore_open_prefixed(self->ctx, m, in.buf, (size_t)in.len, prefixlen, ad->buf,
+                                     (size_t)ad->len);
+        nogil_end(ts);
         if (rc != 0) {
             Py_CLEAR(res);
             raise_invalid_tag(index);
@@ -667,31 +659,26 @@ static PyObject *segments_call(ContextObject *self, PyObject *const *args, Py_ss
         PyErr_Format(PyExc_ValueError, "out must be at least %zu bytes, got %zd", need, out.len);
         goto out_ad;
     }
-    Py_BEGIN_ALLOW_THREADS if (seal)
     {
-        rc = sealstore_seal_segments(self->ctx, out.buf, data.buf, (size_t)data.len, (size_t)seg,
-                                     prefix.buf, (uint32_t)first, final, ad.buf, (size_t)ad.len);
+        PyThreadState *ts = PyEval_SaveThread(); /* always bulk work */
+        if (seal) {
+            rc = sealstore_seal_segments(self->ctx, out.buf, data.buf, (size_t)data.len,
+                                         (size_t)seg, prefix.buf, (uint32_t)first, final, ad.buf,
+                                         (size_t)ad.len);
+        } else {
+            rc = sealstore_open_segments(self->ctx, out.buf, data.buf, (size_t)data.len,
+                                         (size_t)seg, prefix.buf, (uint32_t)first, final, ad.buf,
+                                         (size_t)ad.len, &bad);
+        }
+        nogil_end(ts);
     }
-    else
-    {
-        rc = sealstore_open_segments(self->ctx, out.buf, data.buf, (size_t)data.len, (size_t)seg,
-                                     prefix.buf, (uint32_t)first, final, ad.buf, (size_t)ad.len,
-                                     &bad);
-    }
-    Py_END_ALLOW_THREADS if (rc == 0)
-    {
+    if (rc == 0) {
         res = PyLong_FromSize_t(need);
-    }
-    else if (rc == -1 && !seal)
-    {
+    } else if (rc == -1 && !seal) {
         raise_invalid_tag((Py_ssize_t)bad);
-    }
-    else if (seal)
-    {
+    } else if (seal) {
         PyErr_SetString(PyExc_ValueError, "segment index would pass 2**32 - 1");
-    }
-    else
-    {
+    } else {
         /* framing: the buffer cannot be a sequence of sealed segments (truncated/extended) */
         raise_invalid_tag((Py_ssize_t)first);
     }
