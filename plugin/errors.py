@@ -98,3 +98,27 @@ class ValueTooLong(SealstoreError, ValueError):
 
 class BlindIndexError(SealstoreError, ValueError):
     """A blind index cannot be computed (missing source, shared key with the encryption keyring)."""
+
+
+class NotSealedObject(SealstoreError, ValueError):
+    """The object or stream does not start with a sealstore object header (not written by sealstore)."""
+
+
+class MalformedObject(MalformedCiphertext):
+    """An object header, its metadata or its length is invalid or inconsistent (checked before decrypting)."""
+
+
+class KeyCommitmentMismatch(InvalidTag):
+    """The object header's key commitment does not match the named key (another key, context or an edited header)."""
+
+
+class TruncatedObject(InvalidTag):
+    """A sealed stream ended before its final segment; ``.index`` is the segment that was missing."""
+
+
+class SourceChanged(SealstoreError, RuntimeError):
+    """The data being sealed changed when it was read again (e.g. on a retry); nothing changed was sent."""
+
+
+class UnsupportedOperation(SealstoreError, ValueError):
+    """A request cannot be sealed or opened as asked; the message says why and what to do instead."""

@@ -1,0 +1,882 @@
+"""The sealed object format: a header, then the body sealed in fixed-size segments.
+
+An object is ``header || segment_0 || ... || segment_{k}`` (specified byte by byte in
+``docs/FORMAT.md``, section "Objects")::
+
+    offset  size  field
+    0       4     magic      "SSOB"
+    4       1     version    0x01
+    5       1     suite      as in sealed values (0x01 AEGIS-128L ... 0x10 AES-256-GCM)
+    6       1     flags      bit0: 256-bit tag (AEGIS only); other bits reserved, 0
+    7       1     seg_log2   plaintext segment size = 2**seg_log2, 10..24
+    8       4     key_id     keyring key, big-endian
+    12      32    salt       random per object
+    44      32    commit     key commitment (third HKDF output below)
+
+One HKDF-SHA256 over the keyring key's root material, with ``salt`` as salt and
+``"sealstore/v1/object" || header[0:12] || SHA-256(context)`` as info, gives the object key, the
+nonce prefix (11 bytes for AEGIS, 7 for AES-GCM) and the 32-byte commitment.  Every plaintext
+segment is ``segment_size`` bytes except the last, which is shorter (possibly empty), so an object
+of ``n`` bytes has ``n // segment_size + 1`` segments.  Segment ``i`` is sealed with nonce
+``prefix || BE32(i) || final`` and the 76 header bytes as associated data: truncation,
+reordering, duplication, extension and any header edit fail.
+
+:class:`ObjectCipher` is the per-object key; :class:`SealingReader` turns plaintext (bytes, a file
+object or an iterable of chunks) into the sealed stream, :class:`OpeningReader` turns a sealed
+stream (or a run of its segments, for ranged reads) back into plaintext that was verified before it
+is released.  Both work in batches of segments, one native call per batch (GIL released), so memory
+stays at a few segments per stream.  Nothing here knows about S3.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import io
+import os
+import struct
+from typing import Iterable, Iterator, NamedTuple
+
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+from .errors import (
+    InvalidTag,
+    KeyCommitmentMismatch,
+    KeyNotUsable,
+    MalformedObject,
+    NotSealedObject,
+    SourceChanged,
+    TruncatedObject,
+    UnknownKeyId,
+)
+from .format import Suite, context_digest
+
+__all__ = [
+    "MAGIC",
+    "VERSION",
+    "HEADER_SIZE",
+    "MIN_SEGMENT_SIZE",
+    "MAX_SEGMENT_SIZE",
+    "DEFAULT_SEGMENT_SIZE",
+    "BATCH_BYTES",
+    "ObjectHeader",
+    "RangePlan",
+    "parse_object_header",
+    "sealed_size",
+    "plaintext_size",
+    "plan_range",
+    "ObjectCipher",
+    "SealingReader",
+    "OpeningReader",
+    "seal_stream",
+    "open_stream",
+]
+
+MAGIC = b"SSOB"
+VERSION = 0x01
+HEADER_SIZE = 76
+FLAG_TAG256 = 0x01
+MIN_SEGMENT_LOG2 = 10
+MAX_SEGMENT_LOG2 = 24
+MIN_SEGMENT_SIZE = 1 << MIN_SEGMENT_LOG2
+MAX_SEGMENT_SIZE = 1 << MAX_SEGMENT_LOG2
+#: Default plaintext segment size (see docs/FORMAT.md for the measurements behind it).
+DEFAULT_SEGMENT_SIZE = 1 << 20
+#: Plaintext bytes handed to the native segment loop per call (at least one segment).
+BATCH_BYTES = 4 << 20
+MAX_SEGMENTS = 1 << 32
+
+_FIXED = struct.Struct(">4sBBBBI32s32s")
+_INFO = b"sealstore/v1/object"
+_COMMIT_SIZE = 32
+
+
+def _segment_log2(segment_size: int) -> int:
+    if (
+        not isinstance(segment_size, int)
+        or isinstance(segment_size, bool)
+        or segment_size < MIN_SEGMENT_SIZE
+        or segment_size > MAX_SEGMENT_SIZE
+        or segment_size & (segment_size - 1)
+    ):
+        raise ValueError(
+            f"segment_size must be a power of two from {MIN_SEGMENT_SIZE} to {MAX_SEGMENT_SIZE}, "
+            f"not {segment_size!r}"
+        )
+    return segment_size.bit_length() - 1
+
+
+class ObjectHeader(NamedTuple):
+    """The parsed 76-byte object header (not trusted until its commitment checks)."""
+
+    version: int
+    suite: Suite
+    flags: int
+    seg_log2: int
+    key_id: int
+    salt: bytes
+    commit: bytes
+
+    @property
+    def segment_size(self) -> int:
+        return 1 << self.seg_log2
+
+    @property
+    def tag_size(self) -> int:
+        return 32 if self.flags & FLAG_TAG256 else 16
+
+    @property
+    def key_id_hex(self) -> str:
+        return f"{self.key_id:08x}"
+
+    def pack(self) -> bytes:
+        return _FIXED.pack(
+            MAGIC, self.version, self.suite, self.flags, self.seg_log2, self.key_id, self.salt,
+            self.commit,
+        )
+
+    def sealed_size(self, n: int) -> int:
+        """Bytes of the whole object (header included) for ``n`` plaintext bytes."""
+        return sealed_size(n, self.segment_size, self.tag_size)
+
+    def plaintext_size(self, sealed: int) -> int:
+        """Plaintext bytes of a whole object of ``sealed`` bytes (TruncatedObject if impossible)."""
+        return plaintext_size(sealed, self.segment_size, self.tag_size)
+
+
+def parse_object_header(data) -> ObjectHeader:
+    """Parse and validate the first 76 bytes of ``data``.
+
+    NotSealedObject if the magic is missing (fewer than 4 bytes, or other bytes); MalformedObject
+    for a short header or a version, suite, flag or segment size this version does not define.
+    """
+    view = memoryview(data).cast("B")
+    if len(view) < len(MAGIC) or view[: len(MAGIC)] != MAGIC:
+        raise NotSealedObject("data does not start with a sealstore object header")
+    if len(view) < HEADER_SIZE:
+        raise MalformedObject(f"object header truncated: {len(view)} of {HEADER_SIZE} bytes")
+    _, version, suite_id, flags, seg_log2, key_id, salt, commit = _FIXED.unpack_from(view)
+    if version != VERSION:
+        raise MalformedObject(f"unsupported object format version 0x{version:02x} (expected 0x01)")
+    try:
+        suite = Suite(suite_id)
+    except ValueError:
+        raise MalformedObject(f"unknown suite id 0x{suite_id:02x}") from None
+    if flags & ~FLAG_TAG256:
+        raise MalformedObject(f"reserved object flag bits set (flags 0x{flags:02x})")
+    if flags & FLAG_TAG256 and suite is Suite.AES_256_GCM:
+        raise MalformedObject("AES-256-GCM objects cannot carry a 256-bit tag flag")
+    if not MIN_SEGMENT_LOG2 <= seg_log2 <= MAX_SEGMENT_LOG2:
+        raise MalformedObject(f"segment size 2**{seg_log2} out of range")
+    return ObjectHeader(version, suite, flags, seg_log2, key_id, salt, commit)
+
+
+# ---- size arithmetic ---------------------------------------------------------------------------
+
+
+def sealed_size(n: int, segment_size: int, tag_size: int) -> int:
+    """Bytes of a sealed object (header included) holding ``n`` plaintext bytes."""
+    if n < 0:
+        raise ValueError("plaintext size must be >= 0")
+    return HEADER_SIZE + n + (n // segment_size + 1) * tag_size
+
+
+def plaintext_size(sealed: int, segment_size: int, tag_size: int) -> int:
+    """Inverse of :func:`sealed_size`; TruncatedObject when no plaintext size gives ``sealed``."""
+    body = sealed - HEADER_SIZE
+    full, rest = divmod(body, segment_size + tag_size) if body >= 0 else (0, -1)
+    if rest < tag_size:
+        exc = TruncatedObject(f"a sealed object cannot be {sealed} bytes long (truncated or extended)")
+        exc.index = max(full, 0)
+        raise exc
+    return full * segment_size + rest - tag_size
+
+
+class RangePlan(NamedTuple):
+    """Which segments and sealed bytes serve the plaintext bytes ``first..last`` (inclusive)."""
+
+    first_segment: int
+    last_segment: int
+    final: bool  #: the last segment is the object's final one
+    start: int  #: offset of the first sealed segment in the object
+    stop: int  #: offset one past the last sealed segment
+    skip: int  #: plaintext bytes to drop from the first segment
+    length: int  #: plaintext bytes to return
+
+    @property
+    def segments(self) -> int:
+        return self.last_segment - self.first_segment + 1
+
+
+def plan_range(first: int, last: int | None, size: int, segment_size: int, tag_size: int) -> RangePlan:
+    """Map plaintext bytes ``first..last`` (inclusive, ``last`` clipped to the end, None = to the
+    end) of an object of ``size`` plaintext bytes to its covering segments."""
+    if not 0 <= first < size:
+        raise ValueError(f"range start {first} is not inside an object of {size} bytes")
+    last = size - 1 if last is None or last >= size else last
+    if last < first:
+        raise ValueError(f"range end {last} is before its start {first}")
+    step = segment_size + tag_size
+    i0, i1 = first // segment_size, last // segment_size
+    final_index = size // segment_size
+    final = i1 == final_index
+    start = HEADER_SIZE + i0 * step
+    stop = HEADER_SIZE + i1 * step + (size - i1 * segment_size + tag_size if final else step)
+    return RangePlan(i0, i1, final, start, stop, first - i0 * segment_size, last - first + 1)
+
+
+# ---- the per-object key ------------------------------------------------------------------------
+
+
+def _usable_key(keyring, key_id: int, allow_retired: bool):
+    key = keyring.get(key_id)  # UnknownKeyId
+    state = str(key.state)
+    if state == "destroyed":
+        raise KeyNotUsable(f"key {key.id_hex} is destroyed")
+    if state == "retired" and not (allow_retired or keyring.allow_retired):
+        raise KeyNotUsable(f"key {key.id_hex} is retired; pass allow_retired=True to open its objects")
+    return key
+
+
+def _derive(material: bytes, header_head: bytes, salt: bytes, suite: Suite, context) -> tuple:
+    key_len, prefix_len = (32, 7) if suite is Suite.AES_256_GCM else (16, 11)
+    okm = HKDF(
+        algorithm=hashes.SHA256(),
+        length=key_len + prefix_len + _COMMIT_SIZE,
+        salt=salt,
+        info=_INFO + header_head + context_digest(context),
+    ).derive(material)
+    return okm[:key_len], okm[key_len : key_len + prefix_len], okm[key_len + prefix_len :]
+
+
+def _cipher(suite: Suite, key: bytes, tag_size: int):
+    from . import AEGIS128L, AEGIS128X2, AEGIS128X4, AESGCM  # lazy: the package imports us
+
+    if suite is Suite.AES_256_GCM:
+        return AESGCM(key)
+    cls = {Suite.AEGIS_128L: AEGIS128L, Suite.AEGIS_128X2: AEGIS128X2, Suite.AEGIS_128X4: AEGIS128X4}
+    return cls[suite](key, tag_size=tag_size)
+
+
+class ObjectCipher:
+    """The derived key of one object and its segment loop.
+
+    ``ObjectCipher.create(keyring)`` starts a new object under the primary key (fresh salt);
+    ``ObjectCipher.from_header(keyring, header)`` re-derives the key of an existing object and
+    checks its commitment before anything is decrypted (UnknownKeyId, KeyNotUsable,
+    MalformedObject or KeyCommitmentMismatch).  Safe to share between threads.
+    """
+
+    __slots__ = ("header", "header_bytes", "segment_size", "tag_size", "_cipher", "_prefix")
+
+    def __init__(self, header: ObjectHeader, cipher, prefix: bytes) -> None:
+        self.header = header
+        self.header_bytes = header.pack()
+        self.segment_size = header.segment_size
+        self.tag_size = header.tag_size
+        self._cipher = cipher
+        self._prefix = prefix
+
+    @classmethod
+    def create(cls, keyring, *, segment_size: int = DEFAULT_SEGMENT_SIZE, context=b"") -> "ObjectCipher":
+        seg_log2 = _segment_log2(segment_size)
+        key = keyring.primary
+        suite = key.suite
+        tag_size = 16 if suite is Suite.AES_256_GCM else keyring.tag_size
+        flags = FLAG_TAG256 if tag_size == 32 else 0
+        salt = os.urandom(32)
+        head = _FIXED.pack(MAGIC, VERSION, suite, flags, seg_log2, key.key_id, salt, b"")[:12]
+        okey, prefix, commit = _derive(key.reveal_material(), head, salt, suite, context)
+        header = ObjectHeader(VERSION, suite, flags, seg_log2, key.key_id, salt, commit)
+        return cls(header, _cipher(suite, okey, tag_size), prefix)
+
+    @classmethod
+    def from_header(cls, keyring, header, *, context=b"", allow_retired: bool = False) -> "ObjectCipher":
+        h = header if isinstance(header, ObjectHeader) else parse_object_header(header)
+        key = _usable_key(keyring, h.key_id, allow_retired)
+        if (key.suite is Suite.AES_256_GCM) is not (h.suite is Suite.AES_256_GCM):
+            raise MalformedObject(f"object names suite {h.suite} but key {key.id_hex} is a {key.suite} key")
+        okey, prefix, commit = _derive(key.reveal_material(), h.pack()[:12], h.salt, h.suite, context)
+        if not hmac.compare_digest(commit, h.commit):
+            raise KeyCommitmentMismatch(
+                f"object header does not match key {key.id_hex} (edited header, another key "
+                "with this id, or a different context)"
+            )
+        return cls(h, _cipher(h.suite, okey, h.tag_size), prefix)
+
+    def __repr__(self) -> str:
+        h = self.header
+        return (
+            f"<ObjectCipher suite={h.suite} key_id={h.key_id_hex} segment_size={self.segment_size} "
+            f"tag_size={self.tag_size}>"
+        )
+
+    def __reduce__(self):
+        raise TypeError("ObjectCipher objects hold a key and cannot be pickled")
+
+    @property
+    def kernel(self) -> str:
+        return self._cipher.kernel
+
+    def sealed_size(self, n: int) -> int:
+        return sealed_size(n, self.segment_size, self.tag_size)
+
+    def plaintext_size(self, sealed: int) -> int:
+        return plaintext_size(sealed, self.segment_size, self.tag_size)
+
+    def segments_size(self, n: int, final: bool) -> int:
+        """Sealed bytes of ``n`` plaintext bytes sealed as a run of segments (no header)."""
+        seg = self.segment_size
+        if not final and n % seg:
+            raise ValueError(f"a non-final run must hold whole segments of {seg} bytes, not {n}")
+        return n + (n // seg + (1 if final else 0)) * self.tag_size
+
+    def seal_into(self, out, data, first_index: int, final: bool) -> int:
+        """Seal ``data`` as segments ``first_index, ...`` into ``out`` (one native call)."""
+        return self._cipher.seal_segments_into(
+            out, data, self.segment_size, self._prefix, first_index, final, self.header_bytes
+        )
+
+    def open_into(self, out, data, first_index: int, final: bool) -> int:
+        """Open sealed segments ``first_index, ...`` into ``out``; InvalidTag has ``.index``."""
+        return self._cipher.open_segments_into(
+            out, data, self.segment_size, self._prefix, first_index, final, self.header_bytes
+        )
+
+    def seal(self, data, first_index: int = 0, final: bool = True) -> bytes:
+        """The sealed segments of ``data`` as bytes (no header)."""
+        view = memoryview(data).cast("B")
+        out = bytearray(self.segments_size(len(view), final))
+        self.seal_into(out, view, first_index, final)
+        return bytes(out)
+
+    def reader(self, source, length: int | None = None, **kwargs) -> "SealingReader":
+        """A :class:`SealingReader` of ``source`` under this key."""
+        return SealingReader(self, source, length, **kwargs)
+
+    def opener(self, source, **kwargs) -> "OpeningReader":
+        """An :class:`OpeningReader` of sealed segments read from ``source``."""
+        return OpeningReader(self, source, **kwargs)
+
+
+# ---- sources -----------------------------------------------------------------------------------
+
+
+class _Input:
+    """Fill caller buffers from bytes-like data, a binary file object or an iterable of chunks."""
+
+    __slots__ = ("_view", "_pos", "_file", "_readinto", "_it", "_pending")
+
+    def __init__(self, src) -> None:
+        self._view = self._file = self._readinto = self._it = None
+        self._pos = 0
+        self._pending = memoryview(b"")
+        if isinstance(src, (bytes, bytearray, memoryview)):
+            self._view = memoryview(src).cast("B")
+        elif hasattr(src, "readinto") and not isinstance(src, io.TextIOBase):
+            self._file = src
+            self._readinto = src.readinto
+        elif hasattr(src, "read"):
+            self._file = src
+        elif isinstance(src, str):
+            raise TypeError("the source must be bytes, not str (encode it first)")
+        else:
+            try:
+                self._view = memoryview(src).cast("B")
+            except TypeError:
+                try:
+                    self._it = iter(src)
+                except TypeError:
+                    raise TypeError(
+                        "the source must be bytes-like, a binary file object or an iterable of "
+                        f"bytes, not {type(src).__name__}"
+                    ) from None
+
+    @property
+    def seekable(self) -> bool:
+        if self._view is not None:
+            return True
+        f = self._file
+        try:
+            return f is not None and f.seekable()
+        except (AttributeError, ValueError):
+            return False
+
+    def remaining(self) -> int | None:
+        """Bytes left from the current position, if that can be known without reading."""
+        if self._view is not None:
+            return len(self._view) - self._pos
+        if self.seekable:
+            pos = self._file.tell()
+            end = self._file.seek(0, io.SEEK_END)
+            self._file.seek(pos)
+            return end - pos
+        return None
+
+    def tell(self) -> int:
+        return self._pos if self._view is not None else self._file.tell()
+
+    def seek(self, pos: int) -> None:
+        if self._view is not None:
+            self._pos = pos
+        else:
+            self._file.seek(pos)
+
+    def fill(self, buf: memoryview) -> int:
+        """Fill ``buf`` completely unless the source ends first; returns the bytes written."""
+        want = len(buf)
+        if self._view is not None:
+            n = min(want, len(self._view) - self._pos)
+            buf[:n] = self._view[self._pos : self._pos + n]
+            self._pos += n
+            return n
+        got = 0
+        if self._it is not None:
+            while got < want:
+                if not self._pending:
+                    try:
+                        chunk = next(self._it)
+                    except StopIteration:
+                        break
+                    if isinstance(chunk, str):
+                        raise TypeError("the iterable yielded str; it must yield bytes")
+                    self._pending = memoryview(chunk).cast("B")
+                n = min(want - got, len(self._pending))
+                buf[got : got + n] = self._pending[:n]
+                self._pending = self._pending[n:]
+                got += n
+            return got
+        while got < want:
+            if self._readinto is not None:
+                n = self._readinto(buf[got:])
+            else:
+                chunk = self._file.read(want - got)
+                if isinstance(chunk, str):
+                    raise TypeError("the file object returned str; open it in binary mode")
+                n = len(chunk) if chunk is not None else None
+                if n:
+                    buf[got : got + n] = chunk
+            if n is None:
+                raise BlockingIOError("non-blocking sources are not supported")
+            if n == 0:
+                break
+            got += n
+        return got
+
+    def close(self) -> None:
+        close = getattr(self._file, "close", None)
+        if close is not None:
+            close()
+
+
+def _batch_segments(segment_size: int) -> int:
+    return max(1, BATCH_BYTES // segment_size)
+
+
+# ---- sealing -----------------------------------------------------------------------------------
+
+
+class SealingReader(io.RawIOBase):
+    """A readable, binary file object whose content is the sealed form of ``source``.
+
+    ``source`` is bytes-like, a binary file object or an iterable of bytes.  With ``length``
+    (plaintext bytes from the current position; found by itself for bytes and seekable files)
+    and a seekable source, the reader knows its size (``len()``) and can seek: a re-read seals
+    the same segments again and raises SourceChanged, before returning anything, if a segment's
+    tag differs (the source changed), so no nonce ever covers two plaintexts.  Otherwise it reads
+    sequentially and finds the end by itself.
+
+    ``first_index``/``final``/``header`` produce a part of an object: segments from
+    ``first_index`` on, ending with the final segment or not, with or without the header.
+    """
+
+    def __init__(
+        self,
+        cipher: ObjectCipher,
+        source,
+        length: int | None = None,
+        *,
+        first_index: int = 0,
+        final: bool = True,
+        header: bool = True,
+    ) -> None:
+        super().__init__()
+        self._c = cipher
+        self._src = _Input(source)
+        self._first = first_index
+        self._final = final
+        self._head = cipher.header_bytes if header else b""
+        seg, tag = cipher.segment_size, cipher.tag_size
+        self._seg, self._step = seg, seg + tag
+        self._k = _batch_segments(seg)
+        self._pos = 0
+        self._base = 0
+        if length is None:
+            length = self._src.remaining()
+        self._random = length is not None and self._src.seekable
+        if self._random:
+            self._base = self._src.tell()
+        self._length = length
+        if length is not None:
+            body = cipher.segments_size(length, final)
+            nseg = length // seg + (1 if final else 0)
+            self._size = len(self._head) + body
+            self._batches = -(-nseg // self._k)
+            if first_index + nseg > MAX_SEGMENTS:
+                raise ValueError("too many segments for one object; use a larger segment size")
+        else:
+            self._size = None
+            self._batches = None
+        self._tags: dict[int, bytes] = {}
+        self._pt = bytearray(self._k * seg)
+        self._ct = bytearray(self._k * self._step + tag)
+        self._cur = -1  # batch held in _ct
+        self._cur_len = 0
+        self._off = 0  # read offset inside the current batch
+        self._seq_done = False  # sequential: the final batch was sealed
+        self._consumed = 0  # sequential: plaintext bytes read
+
+    # -- io plumbing --
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return self._random
+
+    def __len__(self) -> int:
+        if self._size is None:
+            raise TypeError("the sealed size is unknown until the source ends (no length given)")
+        return self._size
+
+    @property
+    def size(self) -> int | None:
+        """Total bytes this reader produces, when known."""
+        return self._size
+
+    def tell(self) -> int:
+        return self._pos
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        if whence == io.SEEK_CUR:
+            offset += self._pos
+        elif whence == io.SEEK_END:
+            if self._size is None:
+                raise io.UnsupportedOperation("cannot seek from the end of an unknown size")
+            offset += self._size
+        if offset < 0:
+            raise ValueError("negative seek position")
+        if not self._random and offset != self._pos:
+            raise io.UnsupportedOperation("this sealing reader only reads forward")
+        self._pos = offset
+        return offset
+
+    def readinto(self, b) -> int:
+        out = memoryview(b).cast("B")
+        done = 0
+        while done < len(out):
+            n = self._read_some(out[done:])
+            if n == 0:
+                break
+            done += n
+        return done
+
+    def read(self, size: int = -1) -> bytes:
+        if size is None or size < 0:
+            chunks = []
+            while True:
+                chunk = self.read(1 << 20)
+                if not chunk:
+                    return b"".join(chunks)
+                chunks.append(chunk)
+        buf = bytearray(size)
+        n = self.readinto(buf)
+        del buf[n:]
+        return bytes(buf)
+
+    # -- the work --
+    def _read_some(self, out: memoryview) -> int:
+        hl = len(self._head)
+        if self._pos < hl:
+            n = min(len(out), hl - self._pos)
+            out[:n] = self._head[self._pos : self._pos + n]
+            self._pos += n
+            return n
+        if not self._random:
+            if self._off >= self._cur_len:
+                if self._seq_done or not self._load_next(self._cur + 1):
+                    return 0
+                self._off = 0
+            off = self._off
+        else:
+            batch, off = divmod(self._pos - hl, self._k * self._step)
+            if batch != self._cur:
+                if batch >= self._batches:
+                    return 0
+                self._load_random(batch)
+        n = min(len(out), self._cur_len - off)
+        if n <= 0:
+            return 0
+        out[:n] = memoryview(self._ct)[off : off + n]
+        self._pos += n
+        self._off = off + n
+        return n
+
+    def _seal(self, batch: int, n: int, final: bool) -> None:
+        ct = memoryview(self._ct)
+        written = self._c.seal_into(ct, memoryview(self._pt)[:n], self._first + batch * self._k, final)
+        seg, step, tag = self._seg, self._step, self._c.tag_size
+        tags = b"".join(ct[i * step + seg : i * step + step] for i in range(n // seg))
+        if final:
+            tags += ct[written - tag : written]
+        old = self._tags.get(batch)
+        if old is not None and old != tags:
+            ct[:written] = bytes(written)
+            raise SourceChanged(
+                "the source changed between two reads of the same bytes; stopped before "
+                "sending anything sealed from the changed data"
+            )
+        self._tags[batch] = tags
+        self._cur, self._cur_len = batch, written
+
+    def _load_random(self, batch: int) -> None:
+        seg, k = self._seg, self._k
+        start = batch * k * seg
+        n = min(k * seg, self._length - start)
+        self._src.seek(self._base + start)
+        got = self._src.fill(memoryview(self._pt)[:n])
+        if got != n:
+            raise SourceChanged(f"the source ended after {start + got} of {self._length} bytes")
+        self._seal(batch, n, self._final and batch == self._batches - 1)
+
+    def _load_next(self, batch: int) -> bool:
+        want = self._k * self._seg
+        if self._length is not None:
+            want = min(want, self._length - self._consumed)
+        got = self._src.fill(memoryview(self._pt)[:want])
+        self._consumed += got
+        if self._length is not None:
+            if got < want:
+                raise SourceChanged(
+                    f"the source ended after {self._consumed} of {self._length} declared bytes"
+                )
+            last = self._consumed == self._length
+            if last and self._src.fill(memoryview(bytearray(1))):
+                raise SourceChanged(f"the source holds more than the {self._length} declared bytes")
+        else:
+            last = got < want
+        if last:
+            if not self._final and got % self._seg:
+                raise ValueError("a non-final run of segments must hold whole segments")
+            if got == 0 and not self._final:
+                self._seq_done = True
+                return False
+            self._seq_done = True
+        self._seal(batch, got, self._final and last)
+        if self._batches is None and last:
+            self._size = len(self._head) + batch * self._k * self._step + self._cur_len
+        return True
+
+
+def seal_stream(source, keyring, *, segment_size: int = DEFAULT_SEGMENT_SIZE, context=b"") -> Iterator[bytes]:
+    """Yield a new sealed object (header, then batches of segments) made from ``source``."""
+    reader = SealingReader(ObjectCipher.create(keyring, segment_size=segment_size, context=context), source)
+    while True:
+        chunk = reader.read(BATCH_BYTES)
+        if not chunk:
+            return
+        yield chunk
+
+
+# ---- opening -----------------------------------------------------------------------------------
+
+
+class OpeningReader(io.RawIOBase):
+    """A readable file object of the plaintext of sealed segments read from ``source``.
+
+    Plaintext is released one batch at a time, only after every segment in the batch verified.
+    A stream that ends without its final segment raises TruncatedObject; a bad segment raises
+    InvalidTag with ``.index``.
+
+    ``first_index``: index of the first segment in ``source``; ``final``: the run ends with the
+    object's final segment (a whole object always does); ``segments``: how many segments the run
+    holds, when known (ranged reads); ``skip``/``length``: plaintext bytes to drop at the start
+    and to return at most.  ``close_source``: close ``source`` when this reader is closed.
+    """
+
+    def __init__(
+        self,
+        cipher: ObjectCipher,
+        source,
+        *,
+        first_index: int = 0,
+        final: bool = True,
+        segments: int | None = None,
+        skip: int = 0,
+        length: int | None = None,
+        close_source: bool = True,
+    ) -> None:
+        super().__init__()
+        self._c = cipher
+        self._raw = source
+        self._src = _Input(source)
+        self._close_source = close_source
+        self._next = first_index
+        self._final = final
+        self._left = segments  # segments still expected, if known
+        self._skip = skip
+        self._limit = length
+        seg, tag = cipher.segment_size, cipher.tag_size
+        self._seg, self._step, self._tag = seg, seg + tag, tag
+        self._k = _batch_segments(seg)
+        self._ct = bytearray(self._k * self._step)
+        self._pt = bytearray(self._k * seg)
+        self._out = memoryview(b"")
+        self._done = False
+        self._delivered = 0
+
+    def readable(self) -> bool:
+        return True
+
+    @property
+    def delivered(self) -> int:
+        """Plaintext bytes returned so far."""
+        return self._delivered
+
+    def _truncated(self):
+        exc = TruncatedObject("the sealed stream ended before its final segment")
+        exc.index = self._next
+        return exc
+
+    def _next_batch(self) -> bool:
+        if self._done:
+            return False
+        k = self._k if self._left is None else min(self._k, self._left)
+        if k == 0:
+            self._done = True
+            return False
+        want = k * self._step
+        ct = memoryview(self._ct)
+        got = self._src.fill(ct[:want])
+        last_known = self._left is not None and k == self._left
+        if got == want and not last_known:
+            final = False  # a full batch: full-size segments are never the final one
+        elif last_known and not self._final:
+            if got != want:
+                raise self._truncated()
+            final = False
+        else:  # the source ended (or this is the known last batch of a final run)
+            if not self._final:
+                if got % self._step or got == 0:
+                    raise self._truncated()
+                final = False
+            elif got % self._step < self._tag:
+                if got == 0 or got % self._step == 0:
+                    self._next += got // self._step
+                raise self._truncated()
+            else:
+                final = True
+        try:
+            n = self._c.open_into(self._pt, ct[:got], self._next, final)
+        except InvalidTag:
+            self._done = True
+            raise
+        nseg = got // self._step + (1 if final else 0)
+        self._next += nseg
+        if self._left is not None:
+            self._left -= nseg
+        if final or (self._left == 0):
+            self._done = True
+        out = memoryview(self._pt)[:n]
+        if self._skip:
+            drop = min(self._skip, n)
+            out = out[drop:]
+            self._skip -= drop
+        if self._limit is not None:
+            out = out[: self._limit - self._delivered]
+        self._out = out
+        return True
+
+    def readinto(self, b) -> int:
+        dst = memoryview(b).cast("B")
+        done = 0
+        while done < len(dst):
+            if not self._out:
+                if self._limit is not None and self._delivered >= self._limit:
+                    break
+                if not self._next_batch():
+                    break
+                continue
+            n = min(len(dst) - done, len(self._out))
+            dst[done : done + n] = self._out[:n]
+            self._out = self._out[n:]
+            self._delivered += n
+            done += n
+        return done
+
+    def read(self, size: int = -1) -> bytes:
+        if size is None or size < 0:
+            chunks = []
+            while True:
+                chunk = self.read(1 << 20)
+                if not chunk:
+                    return b"".join(chunks)
+                chunks.append(chunk)
+        if not self._out and not (self._limit is not None and self._delivered >= self._limit):
+            self._next_batch()
+        n = min(size, len(self._out))
+        if n == len(self._out) and n < size:  # more wanted: fall back to the copying loop
+            buf = bytearray(size)
+            got = self.readinto(buf)
+            del buf[got:]
+            return bytes(buf)
+        chunk = bytes(self._out[:n])
+        self._out = self._out[n:]
+        self._delivered += n
+        return chunk
+
+    def close(self) -> None:
+        if not self.closed:
+            self._out = memoryview(b"")
+            self._pt[:] = bytes(len(self._pt))
+            if self._close_source:
+                self._src.close()
+        super().close()
+
+
+def read_header(source) -> tuple[bytes, "_Input"]:
+    """Read the 76 header bytes from ``source``; NotSealedObject/MalformedObject if absent."""
+    src = _Input(source)
+    buf = bytearray(HEADER_SIZE)
+    got = src.fill(memoryview(buf))
+    parse_object_header(memoryview(buf)[:got])
+    return bytes(buf), src
+
+
+def open_stream(source, keyring, *, context=b"", allow_retired: bool = False) -> Iterator[bytes]:
+    """Yield the verified plaintext of a whole sealed object read from ``source``."""
+    src = _Input(source)
+    head = bytearray(HEADER_SIZE)
+    got = src.fill(memoryview(head))
+    cipher = ObjectCipher.from_header(
+        keyring, parse_object_header(memoryview(head)[:got]), context=context, allow_retired=allow_retired
+    )
+    reader = OpeningReader(cipher, _Rest(src), close_source=False)
+    while True:
+        chunk = reader.read(BATCH_BYTES)
+        if not chunk:
+            return
+        yield chunk
+
+
+class _Rest:
+    """A file-like view of an :class:`_Input` that already consumed the header."""
+
+    def __init__(self, src: _Input) -> None:
+        self._src = src
+
+    def readinto(self, b) -> int:
+        return self._src.fill(memoryview(b).cast("B"))
+
+    def close(self) -> None:
+        self._src.close()
