@@ -1,0 +1,56 @@
+"""Encrypted SQLAlchemy columns with blind indexes (see docs/COLUMNS.md).
+
+::
+
+    from sealstore.adapters.sqlalchemy import (
+        BlindIndex, Encrypted, EncryptedBinary, EncryptedJSON, EncryptedString)
+
+    class User(Base):
+        __tablename__ = "users"
+        id: Mapped[int] = mapped_column(primary_key=True)
+        ssn: Mapped[str] = mapped_column(EncryptedString(11))
+        profile: Mapped[dict] = mapped_column(EncryptedJSON())
+        avatar: Mapped[bytes] = mapped_column(EncryptedBinary())
+        born: Mapped[date] = mapped_column(Encrypted(Date))
+        email: Mapped[str] = mapped_column(EncryptedString(320))
+        email_index: Mapped[bytes] = mapped_column(BlindIndex("email"), index=True)
+
+    sealstore.keyring.use_keyring(column_keyring)              # "default"
+    sealstore.keyring.use_keyring(index_keyring, name="index")  # blind-index keys
+
+    session.scalars(select(User).where(User.email == "a@example.org"))
+"""
+
+from . import orm as _orm  # noqa: F401  (registers the mapper hooks)
+from . import schema as _schema  # noqa: F401  (registers the Column attach listener)
+from .blind_index import INDEX_KEYRING, BlindIndex
+from .codecs import Codec, codec_for
+from .rows import PreSealed, SealedRowValue, seal_for_row
+from .types import (
+    DEFAULT_KEYRING,
+    MAX_OVERHEAD,
+    Encrypted,
+    EncryptedBinary,
+    EncryptedJSON,
+    EncryptedString,
+    EncryptedText,
+    EncryptedType,
+)
+
+__all__ = [
+    "DEFAULT_KEYRING",
+    "INDEX_KEYRING",
+    "MAX_OVERHEAD",
+    "EncryptedType",
+    "EncryptedString",
+    "EncryptedText",
+    "EncryptedBinary",
+    "EncryptedJSON",
+    "Encrypted",
+    "BlindIndex",
+    "PreSealed",
+    "SealedRowValue",
+    "seal_for_row",
+    "Codec",
+    "codec_for",
+]

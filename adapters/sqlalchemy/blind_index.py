@@ -1,0 +1,389 @@
+"""Blind indexes: equality lookups on encrypted columns through a keyed hash.
+
+A ``BlindIndex`` column stores, next to an encrypted column, ``key_id (4 bytes, big-endian) ||
+HMAC-SHA256(index_key, encoded value)[:size]``.  The index key is derived with HKDF-SHA256 from
+a key of a *separate* keyring (registered as ``"index"`` by default; it must not be the
+keyring that encrypts the column) with ``info = "sealstore/v1/blind-index" ||
+column_context(table, index column)``, so every index has its own key and equal values in two
+indexes do not match each other.  The encoded value is the source column's canonical encoding
+(see ``codecs.py``), so ``"a@x.org"`` and ``"A@x.org"`` are different; normalize before storing
+if lookups should ignore case.
+
+Writes use the index keyring's primary key; lookups query every primary and active key, so an
+index-key rotation keeps lookups working while rows are re-indexed (``needs_reindex``).
+
+Truncation (``size``, 1..32 bytes): with N rows, a lookup returns about ``N / 2**(8*size)``
+unrelated rows by collision.  The default 16 bytes makes that negligible for any table; sizes of
+4 bytes or less are the "fuzzy" choice (each index value hides among many rows) and then the
+caller must re-check the decrypted values.  See docs/COLUMNS.md.
+"""
+
+from __future__ import annotations
+
+import hmac
+import weakref
+from typing import Any
+
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from sqlalchemy import LargeBinary, event
+from sqlalchemy.engine import Engine
+from sqlalchemy.schema import ColumnDefault
+from sqlalchemy.sql import operators
+from sqlalchemy.sql.elements import BindParameter, ClauseElement
+from sqlalchemy.types import TypeDecorator
+
+from ...errors import BlindIndexError, UnsupportedComparison
+from ...format import column_context
+from ...keyring import Keyring, KeyState, get_keyring
+from .rows import PreSealed
+from .types import EncryptedType
+
+__all__ = [
+    "INDEX_KEYRING",
+    "KEY_ID_SIZE",
+    "BlindIndex",
+    "equality_via_index",
+    "find_blind_index",
+]
+
+INDEX_KEYRING = "index"
+KEY_ID_SIZE = 4
+DEFAULT_SIZE = 16
+_INFO = b"sealstore/v1/blind-index"
+TABLE_INFO_KEY = "sealstore.blind_indexes"  # Table.info[...] = {index column key: source name}
+
+# derived HMAC keys: keyring -> {(key_id, info): key}; entries die with their keyring
+_HKEYS: "weakref.WeakKeyDictionary[Keyring, dict[tuple[int, bytes], bytes]]" = weakref.WeakKeyDictionary()
+
+
+class BlindIndex(TypeDecorator):
+    """The type of a blind-index column: ``mapped_column(BlindIndex("email"), index=True)``.
+
+    ``source`` names the encrypted column of the same table (its key or its name); ``size`` is
+    the number of HMAC bytes kept (1..32, default 16); ``keyring`` names the index keyring.
+    The column is filled on every INSERT (a column default computed from the source value, so
+    ORM flushes, ``bulk_insert_mappings`` and Core ``executemany`` all work) and on UPDATEs that
+    set the source (an ORM flush hook, and an engine hook for Core ``update()``).
+    """
+
+    impl = LargeBinary
+    cache_ok = True
+
+    def __init__(
+        self,
+        source: str,
+        size: int = DEFAULT_SIZE,
+        *,
+        keyring: str = INDEX_KEYRING,
+        table: str | None = None,
+        column: str | None = None,
+    ) -> None:
+        if not isinstance(source, str) or not source:
+            raise TypeError("source must be the name of the encrypted column (a non-empty str)")
+        if not isinstance(size, int) or isinstance(size, bool) or not 1 <= size <= 32:
+            raise ValueError(f"size must be an int in 1..32 (HMAC-SHA256 bytes kept), not {size!r}")
+        if not isinstance(keyring, str) or not keyring:
+            raise TypeError("keyring must be a keyring name (a non-empty str)")
+        self.source = source
+        self.size = size
+        self.keyring = keyring
+        self.table = table
+        self.column = column
+        self._pinned = (table, column)
+        self._table_obj = None  # the Table this copy is attached to (set by attach())
+        self._info_memo: bytes | None = None
+        super().__init__(KEY_ID_SIZE + size)
+
+    # ---- copies and binding -----------------------------------------------------------------
+
+    def _rebuild(self, table: str | None, column: str | None) -> "BlindIndex":
+        new = BlindIndex(self.source, self.size, keyring=self.keyring, table=table, column=column)
+        new._pinned = self._pinned
+        return new
+
+    def copy(self, **kw: Any) -> "BlindIndex":
+        new = self._rebuild(self.table, self.column)
+        new._table_obj = self._table_obj
+        return new
+
+    def bound_to(self, table: str, column: str) -> "BlindIndex":
+        pinned_table, pinned_column = self._pinned
+        return self._rebuild(pinned_table or table, pinned_column or column)
+
+    def __repr__(self) -> str:
+        parts = [repr(self.source)]
+        if self.size != DEFAULT_SIZE:
+            parts.append(f"size={self.size}")
+        if self.keyring != INDEX_KEYRING:
+            parts.append(f"keyring={self.keyring!r}")
+        for name, value in zip(("table", "column"), self._pinned):
+            if value is not None:
+                parts.append(f"{name}={value!r}")
+        return f"BlindIndex({', '.join(parts)})"
+
+    @property
+    def python_type(self) -> type:
+        return bytes
+
+    @property
+    def storage_length(self) -> int:
+        return KEY_ID_SIZE + self.size
+
+    # ---- the source column --------------------------------------------------------------------
+
+    @property
+    def source_column(self):
+        """The encrypted Column this index is computed from (same table)."""
+        table = self._table_obj
+        if table is None:
+            raise BlindIndexError(
+                f"BlindIndex({self.source!r}) is not attached to a table column yet"
+            )
+        col = _column_named(table, self.source)
+        if col is None:
+            raise BlindIndexError(
+                f"BlindIndex source {self.source!r} is not a column of table {table.name}"
+            )
+        if not isinstance(col.type, EncryptedType):
+            raise BlindIndexError(
+                f"BlindIndex source {table.name}.{col.name} is not an encrypted column"
+            )
+        if col.type.keyring_name == self.keyring:
+            raise BlindIndexError(
+                f"the blind index on {table.name}.{col.name} uses keyring {self.keyring!r}, the "
+                "column's encryption keyring; index keys must be separate (keyring=...)"
+            )
+        return col
+
+    def _info(self) -> bytes:
+        info = self._info_memo
+        if info is None:
+            if self.table is None or self.column is None:
+                raise BlindIndexError("BlindIndex is not bound to a table column")
+            info = self._info_memo = _INFO + column_context(self.table, self.column)
+        return info
+
+    def _keyring(self, source_type: EncryptedType) -> Keyring:
+        keyring = get_keyring(self.keyring)
+        if keyring is get_keyring(source_type.keyring_name):
+            raise BlindIndexError(
+                f"keyrings {self.keyring!r} and {source_type.keyring_name!r} are the same object; "
+                "a blind index needs its own keyring"
+            )
+        return keyring
+
+    def _hkey(self, keyring: Keyring, key) -> bytes:
+        info = self._info()
+        cache = _HKEYS.get(keyring)
+        if cache is None:
+            cache = _HKEYS.setdefault(keyring, {})
+        slot = (key.key_id, info)
+        hkey = cache.get(slot)
+        if hkey is None:
+            hkdf = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=info)
+            hkey = cache[slot] = hkdf.derive(key.reveal_material())
+        return hkey
+
+    # ---- computing index values -------------------------------------------------------------
+
+    def compute(self, value: Any) -> bytes | None:
+        """The index value of ``value`` (a plaintext of the source column) under the primary key."""
+        if value is None:
+            return None
+        if type(value) is PreSealed:
+            value = value.plaintext
+        source_type = self.source_column.type
+        data = source_type.codec.encode(value)
+        keyring = self._keyring(source_type)
+        key = keyring.primary
+        mac = hmac.digest(self._hkey(keyring, key), data, "sha256")
+        return key.key_id.to_bytes(KEY_ID_SIZE, "big") + mac[: self.size]
+
+    def candidates(self, value: Any) -> list[bytes]:
+        """Index values of ``value`` under every key a lookup must try (primary first, then active)."""
+        if value is None:
+            return []
+        source_type = self.source_column.type
+        data = source_type.codec.encode(value)
+        keyring = self._keyring(source_type)
+        keys = [k for k in keyring.keys if k.state is KeyState.PRIMARY]
+        keys += [k for k in keyring.keys if k.state is KeyState.ACTIVE]
+        return [
+            k.key_id.to_bytes(KEY_ID_SIZE, "big")
+            + hmac.digest(self._hkey(keyring, k), data, "sha256")[: self.size]
+            for k in keys
+        ]
+
+    def key_id_of(self, stored: bytes) -> int:
+        """The index key id at the start of a stored index value."""
+        return int.from_bytes(bytes(stored[:KEY_ID_SIZE]), "big")
+
+    def needs_reindex(self, stored: bytes | None) -> bool:
+        """True when ``stored`` was not computed with the index keyring's primary key."""
+        if stored is None:
+            return False
+        return self.key_id_of(stored) != get_keyring(self.keyring).primary.key_id
+
+    def compute_from_params(self, params: dict) -> bytes | None:
+        return self.compute(params.get(self.source_column.key))
+
+
+def _column_named(table, name: str):
+    col = table.c.get(name)
+    if col is not None:
+        return col
+    for col in table.c:
+        if col.name == name:
+            return col
+    return None
+
+
+def _insert_default(context):
+    """Column default of every BlindIndex column: the index of the row's source value."""
+    return context.current_column.type.compute_from_params(context.get_current_parameters())
+
+
+def attach(column, table) -> None:
+    """Bind a BlindIndex column to its table: a bound type copy, the insert default, and the
+    ``Table.info`` entry the UPDATE hook reads."""
+    bound = column.type.bound_to(table.name, column.name)
+    bound._table_obj = table
+    column.type = bound
+    if column.default is None:
+        ColumnDefault(_insert_default)._set_parent_with_dispatch(column)
+    table.info.setdefault(TABLE_INFO_KEY, {})[column.key] = bound.source
+    _install_update_hook()
+
+
+# ---- equality lookups ------------------------------------------------------------------------
+
+
+def find_blind_index(expr):
+    """The BlindIndex column of the selectable holding ``expr`` (a table or an alias), or None."""
+    selectable = getattr(expr, "table", None)
+    if selectable is None:
+        return None
+    names = {getattr(expr, "key", None), getattr(expr, "name", None)} - {None}
+    for col in selectable.c:
+        if isinstance(col.type, BlindIndex) and col.type.source in names:
+            return col
+    return None
+
+
+def equality_via_index(expr, op, other, name: str):
+    """Rewrite ``expr == value`` (``!=``, ``in_``, ``not_in``) to the expression's blind index."""
+    index = find_blind_index(expr)
+    if index is None:
+        raise UnsupportedComparison(
+            f"{name} is encrypted with random nonces, so equality on its ciphertext never "
+            f"matches; add a blind index column, e.g. "
+            f"mapped_column(BlindIndex({getattr(expr, 'key', 'column')!r}), index=True)"
+        )
+    if op in (operators.eq, operators.ne):
+        values = [other]
+    elif isinstance(other, (list, tuple, set, frozenset)):
+        values = list(other)
+    else:
+        raise UnsupportedComparison(
+            f"{name}: in_()/not_in() through a blind index takes a list of literal values"
+        )
+    for value in values:
+        if isinstance(value, (ClauseElement, BindParameter)) or value is None:
+            raise UnsupportedComparison(
+                f"{name}: blind-index lookups compare literal values only (not SQL expressions, "
+                "bound parameters or NULL inside a list)"
+            )
+    itype: BlindIndex = index.type
+    found = [c for value in values for c in itype.candidates(value)]
+    if op is operators.eq:
+        return index == found[0] if len(found) == 1 else index.in_(found)
+    if op is operators.ne:
+        return index != found[0] if len(found) == 1 else index.not_in(found)
+    if op is operators.in_op:
+        return index.in_(found)
+    return index.not_in(found)
+
+
+# ---- keeping the index current on UPDATE -----------------------------------------------------
+
+_HOOK_INSTALLED = False
+
+
+def _install_update_hook() -> None:
+    global _HOOK_INSTALLED
+    if not _HOOK_INSTALLED:
+        event.listen(Engine, "before_execute", _before_execute, retval=True)
+        _HOOK_INSTALLED = True
+
+
+def _index_plan(table):
+    """[(source key, index column)] for a table with blind indexes, else None."""
+    info = getattr(table, "info", None)
+    entries = info.get(TABLE_INFO_KEY) if info else None
+    if not entries:
+        return None
+    plan = []
+    for index_key, source in entries.items():
+        index = table.c.get(index_key)
+        src = _column_named(table, source) if index is not None else None
+        if src is not None:
+            plan.append((src.key, index))
+    return plan or None
+
+
+def _before_execute(conn, elem, multiparams, params, execution_options):
+    """Engine hook: an UPDATE that sets an indexed column also sets its blind index.
+
+    ORM flushes set the index themselves (orm.py); this covers Core ``update()``, ORM bulk
+    updates by primary key, and ``update(...).values(...)`` with literal values.  It is a no-op
+    for every other statement (one attribute check).
+    """
+    if not getattr(elem, "is_update", False) or not getattr(elem, "is_dml", False):
+        return elem, multiparams, params
+    plan = _index_plan(getattr(elem, "table", None))
+    if plan is None:
+        return elem, multiparams, params
+
+    inline = getattr(elem, "_values", None) or {}
+    inline_keys = {k if isinstance(k, str) else getattr(k, "key", None): v for k, v in inline.items()}
+    ordered = getattr(elem, "_ordered_values", None) or ()
+    ordered_keys = {k if isinstance(k, str) else getattr(k, "key", None) for k, _ in ordered}
+    extra = {}
+    for src_key, index in plan:
+        if index.key in inline_keys or index.key in ordered_keys:
+            continue
+        if src_key in ordered_keys:
+            raise BlindIndexError(
+                f"UPDATE of {index.table.name}.{src_key} with ordered_values(): set "
+                f"{index.key} as well (BlindIndex.compute) or use values()"
+            )
+        if src_key in inline_keys:
+            value = inline_keys[src_key]
+            if isinstance(value, BindParameter) and value.callable is None:
+                extra[index] = index.type.compute(value.value)
+            else:
+                raise BlindIndexError(
+                    f"UPDATE sets {index.table.name}.{src_key} from a SQL expression, so its "
+                    f"blind index {index.key} cannot be computed; pass a literal value"
+                )
+    if extra:
+        elem = elem.values(extra)
+
+    def fix(row: dict) -> dict:
+        out = row
+        for src_key, index in plan:
+            if src_key in row and index.key not in row:
+                if out is row:
+                    out = dict(row)
+                out[index.key] = index.type.compute(row[src_key])
+        return out
+
+    if multiparams:
+        multiparams = [fix(row) for row in multiparams]
+    if params:
+        params = fix(params)
+    return elem, multiparams, params
+
+
+BlindIndex.__module__ = "sealstore.adapters.sqlalchemy"

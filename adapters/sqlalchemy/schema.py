@@ -1,0 +1,26 @@
+"""Binding encrypted and blind-index columns to their table when the column joins a Table.
+
+The listener gives every such column its own copy of its type carrying the table and column
+names (so one type object used in two places is never shared), and wires blind indexes.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Column, Table, event
+
+from . import blind_index
+from .blind_index import BlindIndex
+from .types import EncryptedType
+
+__all__: list[str] = []
+
+
+@event.listens_for(Column, "after_parent_attach")
+def _bind_to_table(column: Column, parent) -> None:
+    if not isinstance(parent, Table):
+        return
+    type_ = column.type
+    if isinstance(type_, EncryptedType):
+        column.type = type_.bound_to(parent.name, column.name)
+    elif isinstance(type_, BlindIndex):
+        blind_index.attach(column, parent)

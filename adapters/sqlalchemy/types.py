@@ -1,0 +1,417 @@
+"""Encrypted column types: ``EncryptedString``, ``EncryptedText``, ``EncryptedBinary``,
+``EncryptedJSON`` and ``Encrypted(inner_type)``.
+
+Each is a ``TypeDecorator`` over ``LargeBinary`` (BYTEA on PostgreSQL, BLOB on SQLite,
+VARBINARY/BLOB on MySQL) that seals on the way in and opens on the way out, through the keyring
+registered under the type's ``keyring`` name (``sealstore.keyring.use_keyring``; None means
+``"default"``), looked up on every value so a keyring can be swapped or rotated at run time.
+
+Every value is bound to its table and column: when a column with one of these types is attached
+to a ``Table``, the column gets its own copy of the type carrying the table and column names,
+and the value's context is ``sealstore.format.column_context(table, column)``.  Pass ``table=``
+and ``column=`` to pin the names (for example after renaming a column without re-sealing).
+With ``bind_row=True`` the context also includes the row's primary key (see ``rows.py``).
+
+The storage width is the declared length's worst-case encoding plus the largest sealed-value
+overhead of any suite (``MAX_OVERHEAD``, 55 bytes), so a declared length keeps its meaning
+whichever suite the keyring uses now or after a rotation.
+"""
+
+from __future__ import annotations
+
+import inspect as _inspect
+from typing import Any
+
+from sqlalchemy import VARBINARY, LargeBinary
+from sqlalchemy.sql import operators
+from sqlalchemy.sql.elements import Null
+from sqlalchemy.types import TypeDecorator, to_instance
+
+from ...errors import ColumnBindingError, UnsupportedComparison
+from ...format import Suite, column_context, overhead, tag_sizes
+from ...keyring import get_keyring
+from .codecs import Codec, binary_codec, codec_for, json_codec, string_codec
+
+__all__ = [
+    "DEFAULT_KEYRING",
+    "MAX_OVERHEAD",
+    "EncryptedType",
+    "EncryptedString",
+    "EncryptedText",
+    "EncryptedBinary",
+    "EncryptedJSON",
+    "Encrypted",
+]
+
+DEFAULT_KEYRING = "default"
+#: The largest overhead a sealed value can have, over every suite and tag size (55 bytes).
+MAX_OVERHEAD = max(overhead(s, t) for s in Suite for t in tag_sizes(s))
+#: MySQL/MariaDB: VARBINARY up to this many bytes, BLOB types above (row size limits).
+MYSQL_VARBINARY_LIMIT = 8192
+
+_PUBLIC_MODULE = "sealstore.adapters.sqlalchemy"
+
+
+class _EncryptedComparator(TypeDecorator.Comparator):
+    """Refuses comparisons that cannot work on randomized ciphertext.
+
+    ``IS NULL`` / ``IS NOT NULL`` pass through.  ``==``, ``!=``, ``in_()`` and ``not_in()``
+    with literal values are rewritten to the column's blind index when it has one; everything
+    else (ordering, ``LIKE``, arithmetic, comparing two columns) raises UnsupportedComparison.
+    """
+
+    __slots__ = ()
+
+    def operate(self, op, *other, **kwargs):
+        return _compare(self, op, other, kwargs, reverse=False)
+
+    def reverse_operate(self, op, other, **kwargs):
+        return _compare(self, op, (other,), kwargs, reverse=True)
+
+
+_PASS_THROUGH = frozenset({operators.is_, operators.is_not})
+_EQUALITY = frozenset({operators.eq, operators.ne, operators.in_op, operators.not_in_op})
+
+
+def _compare(comparator, op, other, kwargs, reverse):
+    expr = comparator.expr
+    if op in _PASS_THROUGH or (
+        op in (operators.eq, operators.ne) and len(other) == 1 and (other[0] is None or isinstance(other[0], Null))
+    ):
+        parent = super(_EncryptedComparator, comparator)
+        if reverse:
+            return parent.reverse_operate(op, other[0], **kwargs)
+        return parent.operate(op, *other, **kwargs)
+    name = _describe(expr)
+    if op in _EQUALITY:
+        from .blind_index import equality_via_index  # blind_index imports this module
+
+        return equality_via_index(expr, op, other[0] if other else None, name)
+    raise UnsupportedComparison(
+        f"{name} is encrypted with random nonces: the {getattr(op, '__name__', op)!s} operator "
+        "cannot work on its ciphertext; compare decrypted values in Python, or add a BlindIndex "
+        "for equality lookups"
+    )
+
+
+def _describe(expr) -> str:
+    table = getattr(getattr(expr, "table", None), "name", None)
+    col = getattr(expr, "name", None) or getattr(expr, "key", None) or "column"
+    return f"{table}.{col}" if table else str(col)
+
+
+class EncryptedType(TypeDecorator):
+    """Base class of the encrypted column types (not used directly).
+
+    Subclasses define ``_make_codec()``.  Constructor arguments are stored under their own names
+    (they form SQLAlchemy's cache key); none of them is secret: ``keyring`` is a *name*.
+    """
+
+    impl = LargeBinary
+    cache_ok = True
+    comparator_factory = _EncryptedComparator
+
+    #: the encrypted types' python_type is the one of the values they hold (set by subclasses)
+    _python_type: type = object
+
+    def __init__(
+        self,
+        length: int | None = None,
+        *,
+        keyring: str | None = None,
+        table: str | None = None,
+        column: str | None = None,
+        bind_row: bool = False,
+    ) -> None:
+        if length is not None and (not isinstance(length, int) or isinstance(length, bool) or length < 0):
+            raise ValueError(f"length must be a non-negative int or None, not {length!r}")
+        if keyring is not None and (not isinstance(keyring, str) or not keyring):
+            raise TypeError("keyring must be a keyring name (a non-empty str) or None")
+        for label, value in (("table", table), ("column", column)):
+            if value is not None and (not isinstance(value, str) or not value):
+                raise TypeError(f"{label} must be a non-empty str or None")
+        self.length = length
+        self.keyring = keyring
+        self.table = table
+        self.column = column
+        self.bind_row = bool(bind_row)
+        self._pinned = (table, column)
+        self._codec_memo: Codec | None = None
+        self._context_memo: bytes | None = None
+        super().__init__(self.storage_length)
+
+    # ---- construction, copies and binding ------------------------------------------------------
+
+    def _init_kwargs(self) -> dict[str, Any]:
+        params = _inspect.signature(type(self).__init__).parameters
+        return {name: getattr(self, name) for name in list(params)[1:]}
+
+    def _rebuild(self, table: str | None, column: str | None) -> "EncryptedType":
+        kwargs = self._init_kwargs()
+        kwargs["table"], kwargs["column"] = table, column
+        new = type(self)(**kwargs)
+        new._pinned = self._pinned
+        return new
+
+    def copy(self, **kw: Any) -> "EncryptedType":
+        return self._rebuild(self.table, self.column)
+
+    def bound_to(self, table: str, column: str) -> "EncryptedType":
+        """A copy bound to ``table.column``; names pinned in the constructor win."""
+        pinned_table, pinned_column = self._pinned
+        return self._rebuild(pinned_table or table, pinned_column or column)
+
+    @property
+    def bound(self) -> bool:
+        """True once the type knows its table and column names."""
+        return self.table is not None and self.column is not None
+
+    @property
+    def keyring_name(self) -> str:
+        """The registered keyring name this column seals with."""
+        return self.keyring or DEFAULT_KEYRING
+
+    @property
+    def storage_length(self) -> int | None:
+        """Bytes the stored value can take: worst-case plaintext bytes + MAX_OVERHEAD."""
+        size = self.codec.max_size
+        return None if size is None else size + MAX_OVERHEAD
+
+    @property
+    def codec(self) -> Codec:
+        codec = self._codec_memo
+        if codec is None:
+            codec = self._codec_memo = self._make_codec()
+        return codec
+
+    def _make_codec(self) -> Codec:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    @property
+    def python_type(self) -> type:
+        return self._python_type
+
+    def context(self, row: Any = None) -> bytes:
+        """The sealed-value context of this column (and of one row, for row binding)."""
+        if not self.bound:
+            raise ColumnBindingError(
+                f"{type(self).__name__} is not bound to a table column: use it on a Column of a "
+                "Table (or mapped class), or pass table= and column="
+            )
+        if row is not None:
+            return column_context(self.table, self.column, row)
+        ctx = self._context_memo
+        if ctx is None:
+            ctx = self._context_memo = column_context(self.table, self.column)
+        return ctx
+
+    def __repr__(self) -> str:
+        # Secret-free and evaluable (Alembic renders it): the constructor arguments that differ
+        # from their defaults, with table/column only when pinned by the user.
+        pinned = {"table": self._pinned[0], "column": self._pinned[1]}
+        parts = []
+        for p in list(_inspect.signature(type(self).__init__).parameters.values())[1:]:
+            value = pinned[p.name] if p.name in pinned else getattr(self, p.name)
+            if p.default is not p.empty and value == p.default:
+                continue
+            text = _repr_arg(value)
+            parts.append(text if p.kind is p.POSITIONAL_OR_KEYWORD else f"{p.name}={text}")
+        return f"{type(self).__name__}({', '.join(parts)})"
+
+    # ---- dialect storage --------------------------------------------------------------------
+
+    def load_dialect_impl(self, dialect):
+        size = self.storage_length
+        if dialect.name in ("mysql", "mariadb") and size is not None and size <= MYSQL_VARBINARY_LIMIT:
+            return dialect.type_descriptor(VARBINARY(size))
+        return dialect.type_descriptor(LargeBinary(size))
+
+    # ---- value processing -------------------------------------------------------------------
+
+    def bind_processor(self, dialect):
+        if self.bind_row:
+            from .rows import row_bind_processor
+
+            return row_bind_processor(self)
+        encode = self.codec.encode
+        ctx = self.context()
+        name = self.keyring_name
+
+        def process(value, _get=get_keyring):
+            if value is None:
+                return None
+            return _get(name).seal(encode(value), ctx)
+
+        return process
+
+    def result_processor(self, dialect, coltype):
+        if self.bind_row:
+            from .rows import row_result_processor
+
+            return row_result_processor(self)
+        decode = self.codec.decode
+        ctx = self.context()
+        name = self.keyring_name
+
+        def process(value, _get=get_keyring):
+            if value is None:
+                return None
+            if type(value) is not bytes:
+                value = bytes(value)
+            return decode(_get(name).open(value, ctx))
+
+        return process
+
+    def process_bind_param(self, value, dialect):
+        return self.bind_processor(dialect)(value)
+
+    def process_result_value(self, value, dialect):
+        return self.result_processor(dialect, None)(value)
+
+    def seal(self, value: Any, row: Any = None) -> bytes | None:
+        """Seal one Python value as this column stores it (``row`` for row-bound columns)."""
+        if value is None:
+            return None
+        return get_keyring(self.keyring_name).seal(self.codec.encode(value), self.context(row))
+
+    def open(self, sealed: bytes | None, row: Any = None) -> Any:
+        """Open one stored value of this column (``row`` for row-bound columns)."""
+        if sealed is None:
+            return None
+        return self.codec.decode(get_keyring(self.keyring_name).open(bytes(sealed), self.context(row)))
+
+
+def _repr_arg(value: Any) -> str:
+    if hasattr(value, "_static_cache_key") and hasattr(value, "compile"):  # an inner SQL type
+        module = type(value).__module__
+        prefix = "sa." if module.startswith("sqlalchemy.") else f"{module}."
+        return prefix + repr(value)
+    return repr(value)
+
+
+class EncryptedString(EncryptedType):
+    """A ``str`` column; ``length`` counts characters (UTF-8, so storage is 4*length + 55)."""
+
+    _python_type = str
+
+    def _make_codec(self) -> Codec:
+        return string_codec(self.length, type(self).__name__)
+
+    def bind_processor(self, dialect):
+        if self.bind_row:
+            return super().bind_processor(dialect)
+        ctx = self.context()
+        name = self.keyring_name
+        length = self.length
+        encode = self.codec.encode
+
+        if length is None:
+
+            def process(value, _get=get_keyring, _str=str):
+                if value is None:
+                    return None
+                if type(value) is _str:
+                    return _get(name).seal(value.encode(), ctx)
+                return _get(name).seal(encode(value), ctx)
+
+        else:
+
+            def process(value, _get=get_keyring, _str=str):
+                if value is None:
+                    return None
+                if type(value) is _str and len(value) <= length:
+                    return _get(name).seal(value.encode(), ctx)
+                return _get(name).seal(encode(value), ctx)  # raises the precise error
+
+        return process
+
+    def result_processor(self, dialect, coltype):
+        if self.bind_row:
+            return super().result_processor(dialect, coltype)
+        ctx = self.context()
+        name = self.keyring_name
+
+        def process(value, _get=get_keyring, _bytes=bytes):
+            if value is None:
+                return None
+            if type(value) is not _bytes:
+                value = _bytes(value)
+            return _get(name).open(value, ctx).decode()
+
+        return process
+
+
+class EncryptedText(EncryptedString):
+    """An unbounded ``str`` column (``length`` optional, as for ``Text``)."""
+
+
+class EncryptedBinary(EncryptedType):
+    """A ``bytes`` column; ``length`` counts bytes (storage is length + 55)."""
+
+    _python_type = bytes
+
+    def _make_codec(self) -> Codec:
+        return binary_codec(self.length, type(self).__name__)
+
+
+class EncryptedJSON(EncryptedType):
+    """A JSON document (dict, list, str, number, bool); Python ``None`` is SQL NULL.
+
+    Like ``sqlalchemy.JSON``, in-place changes of a loaded dict are not detected by the ORM;
+    assign a new value (or use ``sqlalchemy.ext.mutable``).
+    """
+
+    _python_type = dict
+
+    def __init__(
+        self,
+        *,
+        keyring: str | None = None,
+        table: str | None = None,
+        column: str | None = None,
+        bind_row: bool = False,
+    ) -> None:
+        super().__init__(None, keyring=keyring, table=table, column=column, bind_row=bind_row)
+
+    def _make_codec(self) -> Codec:
+        return json_codec(type(self).__name__)
+
+
+class Encrypted(EncryptedType):
+    """Any other generic type, sealed in its canonical encoding: ``Encrypted(Integer)``,
+    ``Encrypted(Date)``, ``Encrypted(Numeric(10, 2))``, ``Encrypted(Uuid)`` ...
+
+    The encodings are listed in :mod:`sealstore.adapters.sqlalchemy.codecs`; the declared
+    type's range, precision and length are enforced before sealing.
+    """
+
+    def __init__(
+        self,
+        type_: Any,
+        *,
+        keyring: str | None = None,
+        table: str | None = None,
+        column: str | None = None,
+        bind_row: bool = False,
+    ) -> None:
+        inner = to_instance(type_)
+        if isinstance(inner, EncryptedType):
+            raise TypeError("Encrypted() wraps a plain SQL type, not an encrypted one")
+        codec_for(inner)  # TypeError now, at model definition, for unsupported types
+        self.type_ = inner
+        super().__init__(None, keyring=keyring, table=table, column=column, bind_row=bind_row)
+
+    def _make_codec(self) -> Codec:
+        return codec_for(self.type_, type(self).__name__)
+
+    @property
+    def python_type(self) -> type:
+        try:
+            return self.type_.python_type
+        except NotImplementedError:
+            return object
+
+
+for _cls in (EncryptedType, EncryptedString, EncryptedText, EncryptedBinary, EncryptedJSON, Encrypted):
+    _cls.__module__ = _PUBLIC_MODULE
+del _cls
