@@ -5,5 +5,7 @@ from __future__ import annotations
 
 from hypothesis import settings
 
+pytest_plugins = ["fixtures_pg"]  # PostgreSQL server + SQLite/PostgreSQL engine fixtures
+
 settings.register_profile("sealstore", deadline=None, print_blob=True)
 settings.load_profile("sealstore")
