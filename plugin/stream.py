@@ -82,9 +82,9 @@ MAX_SEGMENT_LOG2 = 24
 MIN_SEGMENT_SIZE = 1 << MIN_SEGMENT_LOG2
 MAX_SEGMENT_SIZE = 1 << MAX_SEGMENT_LOG2
 #: Default plaintext segment size (see docs/FORMAT.md for the measurements behind it).
-DEFAULT_SEGMENT_SIZE = 1 << 20
+DEFAULT_SEGMENT_SIZE = 256 << 10
 #: Plaintext bytes handed to the native segment loop per call (at least one segment).
-BATCH_BYTES = 4 << 20
+BATCH_BYTES = 2 << 20
 MAX_SEGMENTS = 1 << 32
 
 _FIXED = struct.Struct(">4sBBBBI32s32s")
@@ -464,6 +464,18 @@ class _Input:
             got += n
         return got
 
+    @property
+    def is_view(self) -> bool:
+        return self._view is not None
+
+    def take(self, n: int) -> memoryview | None:
+        """Up to ``n`` bytes without a copy (bytes-like sources only; None otherwise)."""
+        if self._view is None:
+            return None
+        view = self._view[self._pos : self._pos + n]
+        self._pos += len(view)
+        return view
+
     def close(self) -> None:
         close = getattr(self._file, "close", None)
         if close is not None:
@@ -489,6 +501,9 @@ class SealingReader(io.RawIOBase):
 
     ``first_index``/``final``/``header`` produce a part of an object: segments from
     ``first_index`` on, ending with the final segment or not, with or without the header.
+
+    Bytes-like sources are sealed in place, and ``readinto`` a buffer that holds a whole batch
+    seals straight into it, so the layer adds no copy to the cipher's own pass.
     """
 
     def __init__(
@@ -508,7 +523,7 @@ class SealingReader(io.RawIOBase):
         self._final = final
         self._head = cipher.header_bytes if header else b""
         seg, tag = cipher.segment_size, cipher.tag_size
-        self._seg, self._step = seg, seg + tag
+        self._seg, self._step, self._tag = seg, seg + tag, tag
         self._k = _batch_segments(seg)
         self._pos = 0
         self._base = 0
@@ -519,9 +534,8 @@ class SealingReader(io.RawIOBase):
             self._base = self._src.tell()
         self._length = length
         if length is not None:
-            body = cipher.segments_size(length, final)
             nseg = length // seg + (1 if final else 0)
-            self._size = len(self._head) + body
+            self._size = len(self._head) + cipher.segments_size(length, final)
             self._batches = -(-nseg // self._k)
             if first_index + nseg > MAX_SEGMENTS:
                 raise ValueError("too many segments for one object; use a larger segment size")
@@ -529,12 +543,13 @@ class SealingReader(io.RawIOBase):
             self._size = None
             self._batches = None
         self._tags: dict[int, bytes] = {}
-        self._pt = bytearray(self._k * seg)
+        self._pt = None if self._src.is_view else bytearray(self._k * seg)
         self._ct = bytearray(self._k * self._step + tag)
-        self._cur = -1  # batch held in _ct
+        self._cur = -1  # batch whose ciphertext is in _ct (random mode)
         self._cur_len = 0
-        self._off = 0  # read offset inside the current batch
-        self._seq_done = False  # sequential: the final batch was sealed
+        self._off = 0  # sequential: read offset in the current batch
+        self._next = 0  # sequential: next batch to seal
+        self._seq_done = False  # sequential: the last batch was sealed
         self._consumed = 0  # sequential: plaintext bytes read
 
     # -- io plumbing --
@@ -575,22 +590,34 @@ class SealingReader(io.RawIOBase):
         out = memoryview(b).cast("B")
         done = 0
         while done < len(out):
+            at_header = self._pos < len(self._head)
             n = self._read_some(out[done:])
-            if n == 0:
-                break
             done += n
+            # Short reads at the header's end and at batch ends keep the caller's buffer
+            # aligned with batches, so the next call can seal straight into it.
+            if n == 0 or at_header or (self._at_batch_end() and len(out) - done < len(self._ct)):
+                break
         return done
+
+    def _at_batch_end(self) -> bool:
+        if self._random:
+            return (self._pos - len(self._head)) % (self._k * self._step) == 0
+        return self._off >= self._cur_len
 
     def read(self, size: int = -1) -> bytes:
         if size is None or size < 0:
-            chunks = []
-            while True:
-                chunk = self.read(1 << 20)
-                if not chunk:
-                    return b"".join(chunks)
-                chunks.append(chunk)
+            if self._size is None:
+                chunks = []
+                while chunk := self.read(1 << 20):
+                    chunks.append(chunk)
+                return b"".join(chunks)
+            size = max(0, self._size - self._pos)
         buf = bytearray(size)
-        n = self.readinto(buf)
+        view = memoryview(buf)
+        n = 0
+        while n < size and (k := self.readinto(view[n:])):
+            n += k
+        view.release()
         del buf[n:]
         return bytes(buf)
 
@@ -602,18 +629,31 @@ class SealingReader(io.RawIOBase):
             out[:n] = self._head[self._pos : self._pos + n]
             self._pos += n
             return n
-        if not self._random:
+        if self._random:
+            span = self._k * self._step
+            batch, off = divmod(self._pos - hl, span)
+            if batch >= self._batches:
+                return 0
+            if batch != self._cur:
+                room = min(span, self._size - hl - batch * span)
+                if off == 0 and len(out) >= room:  # seal straight into the caller's buffer
+                    n = self._load_random(batch, out)
+                    self._pos += n
+                    return n
+                self._cur_len = self._load_random(batch, memoryview(self._ct))
+                self._cur = batch
+        else:
             if self._off >= self._cur_len:
-                if self._seq_done or not self._load_next(self._cur + 1):
+                if self._seq_done:
                     return 0
+                if len(out) >= len(self._ct):  # a whole batch fits: no copy
+                    n = self._load_next(out)
+                    self._cur_len = self._off = n
+                    self._pos += n
+                    return n
+                self._cur_len = self._load_next(memoryview(self._ct))
                 self._off = 0
             off = self._off
-        else:
-            batch, off = divmod(self._pos - hl, self._k * self._step)
-            if batch != self._cur:
-                if batch >= self._batches:
-                    return 0
-                self._load_random(batch)
         n = min(len(out), self._cur_len - off)
         if n <= 0:
             return 0
@@ -622,38 +662,47 @@ class SealingReader(io.RawIOBase):
         self._off = off + n
         return n
 
-    def _seal(self, batch: int, n: int, final: bool) -> None:
-        ct = memoryview(self._ct)
-        written = self._c.seal_into(ct, memoryview(self._pt)[:n], self._first + batch * self._k, final)
-        seg, step, tag = self._seg, self._step, self._c.tag_size
-        tags = b"".join(ct[i * step + seg : i * step + step] for i in range(n // seg))
+    def _seal(self, batch: int, pt: memoryview, final: bool, dst: memoryview) -> int:
+        written = self._c.seal_into(dst, pt, self._first + batch * self._k, final)
+        if not self._random:
+            return written
+        seg, step, tag = self._seg, self._step, self._tag
+        tags = b"".join(dst[i * step + seg : i * step + step] for i in range(len(pt) // seg))
         if final:
-            tags += ct[written - tag : written]
+            tags += dst[written - tag : written]
         old = self._tags.get(batch)
         if old is not None and old != tags:
-            ct[:written] = bytes(written)
+            dst[:written] = bytes(written)
             raise SourceChanged(
                 "the source changed between two reads of the same bytes; stopped before "
                 "sending anything sealed from the changed data"
             )
         self._tags[batch] = tags
-        self._cur, self._cur_len = batch, written
+        return written
 
-    def _load_random(self, batch: int) -> None:
+    def _plain(self, n: int) -> memoryview:
+        view = self._src.take(n)
+        if view is None:
+            view = memoryview(self._pt)[:n]
+            view = view[: self._src.fill(view)]
+        return view
+
+    def _load_random(self, batch: int, dst: memoryview) -> int:
         seg, k = self._seg, self._k
         start = batch * k * seg
         n = min(k * seg, self._length - start)
         self._src.seek(self._base + start)
-        got = self._src.fill(memoryview(self._pt)[:n])
-        if got != n:
-            raise SourceChanged(f"the source ended after {start + got} of {self._length} bytes")
-        self._seal(batch, n, self._final and batch == self._batches - 1)
+        pt = self._plain(n)
+        if len(pt) != n:
+            raise SourceChanged(f"the source ended after {start + len(pt)} of {self._length} bytes")
+        return self._seal(batch, pt, self._final and batch == self._batches - 1, dst)
 
-    def _load_next(self, batch: int) -> bool:
+    def _load_next(self, dst: memoryview) -> int:
         want = self._k * self._seg
         if self._length is not None:
             want = min(want, self._length - self._consumed)
-        got = self._src.fill(memoryview(self._pt)[:want])
+        pt = self._plain(want)
+        got = len(pt)
         self._consumed += got
         if self._length is not None:
             if got < want:
@@ -666,16 +715,18 @@ class SealingReader(io.RawIOBase):
         else:
             last = got < want
         if last:
-            if not self._final and got % self._seg:
-                raise ValueError("a non-final run of segments must hold whole segments")
-            if got == 0 and not self._final:
-                self._seq_done = True
-                return False
             self._seq_done = True
-        self._seal(batch, got, self._final and last)
-        if self._batches is None and last:
-            self._size = len(self._head) + batch * self._k * self._step + self._cur_len
-        return True
+            if not self._final:
+                if got % self._seg:
+                    raise ValueError("a non-final run of segments must hold whole segments")
+                if got == 0:
+                    return 0
+        batch = self._next
+        self._next += 1
+        n = self._seal(batch, pt, self._final and last, dst)
+        if self._size is None and last:
+            self._size = self._pos + n
+        return n
 
 
 def seal_stream(source, keyring, *, segment_size: int = DEFAULT_SEGMENT_SIZE, context=b"") -> Iterator[bytes]:
@@ -702,6 +753,9 @@ class OpeningReader(io.RawIOBase):
     object's final segment (a whole object always does); ``segments``: how many segments the run
     holds, when known (ranged reads); ``skip``/``length``: plaintext bytes to drop at the start
     and to return at most.  ``close_source``: close ``source`` when this reader is closed.
+
+    ``readinto`` a buffer that holds a whole batch opens straight into it (the native call
+    wipes it if a tag fails, before returning), and bytes-like sources are opened in place.
     """
 
     def __init__(
@@ -718,7 +772,6 @@ class OpeningReader(io.RawIOBase):
     ) -> None:
         super().__init__()
         self._c = cipher
-        self._raw = source
         self._src = _Input(source)
         self._close_source = close_source
         self._next = first_index
@@ -729,7 +782,7 @@ class OpeningReader(io.RawIOBase):
         seg, tag = cipher.segment_size, cipher.tag_size
         self._seg, self._step, self._tag = seg, seg + tag, tag
         self._k = _batch_segments(seg)
-        self._ct = bytearray(self._k * self._step)
+        self._ct = None if self._src.is_view else bytearray(self._k * self._step)
         self._pt = bytearray(self._k * seg)
         self._out = memoryview(b"")
         self._done = False
@@ -748,16 +801,20 @@ class OpeningReader(io.RawIOBase):
         exc.index = self._next
         return exc
 
-    def _next_batch(self) -> bool:
+    def _next_batch(self, dst: memoryview | None = None) -> memoryview | None:
+        """Open the next batch into ``dst`` (or the internal buffer); None at the end."""
         if self._done:
-            return False
+            return None
         k = self._k if self._left is None else min(self._k, self._left)
         if k == 0:
             self._done = True
-            return False
+            return None
         want = k * self._step
-        ct = memoryview(self._ct)
-        got = self._src.fill(ct[:want])
+        ct = self._src.take(want)
+        if ct is None:
+            ct = memoryview(self._ct)[:want]
+            ct = ct[: self._src.fill(ct)]
+        got = len(ct)
         last_known = self._left is not None and k == self._left
         if got == want and not last_known:
             final = False  # a full batch: full-size segments are never the final one
@@ -771,13 +828,15 @@ class OpeningReader(io.RawIOBase):
                     raise self._truncated()
                 final = False
             elif got % self._step < self._tag:
-                if got == 0 or got % self._step == 0:
+                if got % self._step == 0:
                     self._next += got // self._step
+                self._done = True
                 raise self._truncated()
             else:
                 final = True
+        out = memoryview(self._pt) if dst is None else dst
         try:
-            n = self._c.open_into(self._pt, ct[:got], self._next, final)
+            n = self._c.open_into(out, ct, self._next, final)
         except InvalidTag:
             self._done = True
             raise
@@ -785,17 +844,18 @@ class OpeningReader(io.RawIOBase):
         self._next += nseg
         if self._left is not None:
             self._left -= nseg
-        if final or (self._left == 0):
+        if final or self._left == 0:
             self._done = True
-        out = memoryview(self._pt)[:n]
-        if self._skip:
-            drop = min(self._skip, n)
-            out = out[drop:]
-            self._skip -= drop
-        if self._limit is not None:
-            out = out[: self._limit - self._delivered]
-        self._out = out
-        return True
+        return out[:n]
+
+    def _direct_ok(self, room: int) -> bool:
+        # a whole batch of plaintext fits and none of it is to be dropped or held back
+        need = self._k * self._seg
+        return (
+            room >= need
+            and not self._skip
+            and (self._limit is None or self._limit - self._delivered >= need)
+        )
 
     def readinto(self, b) -> int:
         dst = memoryview(b).cast("B")
@@ -804,7 +864,16 @@ class OpeningReader(io.RawIOBase):
             if not self._out:
                 if self._limit is not None and self._delivered >= self._limit:
                     break
-                if not self._next_batch():
+                if self._direct_ok(len(dst) - done):
+                    view = self._next_batch(dst[done:])
+                    if view is None:
+                        break
+                    done += len(view)
+                    self._delivered += len(view)
+                    if not self._direct_ok(len(dst) - done):
+                        break  # a short read keeps the caller's buffer aligned with batches
+                    continue
+                if not self._fill():
                     break
                 continue
             n = min(len(dst) - done, len(self._out))
@@ -814,22 +883,31 @@ class OpeningReader(io.RawIOBase):
             done += n
         return done
 
+    def _fill(self) -> bool:
+        view = self._next_batch()
+        if view is None:
+            return False
+        if self._skip:
+            drop = min(self._skip, len(view))
+            view = view[drop:]
+            self._skip -= drop
+        if self._limit is not None:
+            view = view[: self._limit - self._delivered]
+        self._out = view
+        return True
+
     def read(self, size: int = -1) -> bytes:
         if size is None or size < 0:
             chunks = []
-            while True:
-                chunk = self.read(1 << 20)
-                if not chunk:
-                    return b"".join(chunks)
+            while chunk := self.read(1 << 20):
                 chunks.append(chunk)
-        if not self._out and not (self._limit is not None and self._delivered >= self._limit):
-            self._next_batch()
+            return b"".join(chunks)
+        while not self._out:
+            if self._limit is not None and self._delivered >= self._limit:
+                return b""
+            if not self._fill():
+                return b""
         n = min(size, len(self._out))
-        if n == len(self._out) and n < size:  # more wanted: fall back to the copying loop
-            buf = bytearray(size)
-            got = self.readinto(buf)
-            del buf[got:]
-            return bytes(buf)
         chunk = bytes(self._out[:n])
         self._out = self._out[n:]
         self._delivered += n
