@@ -292,6 +292,8 @@ def _repr_arg(value: Any) -> str:
 class EncryptedString(EncryptedType):
     """A ``str`` column; ``length`` counts characters (UTF-8, so storage is 4*length + 55)."""
 
+    cache_ok = True  # SQLAlchemy reads it from each class's own __dict__
+
     _python_type = str
 
     def _make_codec(self) -> Codec:
@@ -344,9 +346,13 @@ class EncryptedString(EncryptedType):
 class EncryptedText(EncryptedString):
     """An unbounded ``str`` column (``length`` optional, as for ``Text``)."""
 
+    cache_ok = True  # SQLAlchemy reads it from each class's own __dict__
+
 
 class EncryptedBinary(EncryptedType):
     """A ``bytes`` column; ``length`` counts bytes (storage is length + 55)."""
+
+    cache_ok = True  # SQLAlchemy reads it from each class's own __dict__
 
     _python_type = bytes
 
@@ -360,6 +366,8 @@ class EncryptedJSON(EncryptedType):
     Like ``sqlalchemy.JSON``, in-place changes of a loaded dict are not detected by the ORM;
     assign a new value (or use ``sqlalchemy.ext.mutable``).
     """
+
+    cache_ok = True  # SQLAlchemy reads it from each class's own __dict__
 
     _python_type = dict
 
@@ -384,6 +392,8 @@ class Encrypted(EncryptedType):
     The encodings are listed in :mod:`sealstore.adapters.sqlalchemy.codecs`; the declared
     type's range, precision and length are enforced before sealing.
     """
+
+    cache_ok = True  # SQLAlchemy reads it from each class's own __dict__
 
     def __init__(
         self,
