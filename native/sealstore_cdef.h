@@ -15,8 +15,13 @@ typedef struct sealstore_aead_impl {
     sealstore_decrypt_fn decrypt;
     const char *name;
 } sealstore_aead_impl;
+typedef struct sealstore_batch_impl {
+    const char *name;
+    ...;
+} sealstore_batch_impl;
 typedef struct sealstore_ctx {
     const sealstore_aead_impl *impl;
+    const sealstore_batch_impl *batch;
     size_t maclen;
     int variant;
     int kernel;

@@ -508,6 +508,171 @@ static int get_prefixlen(PyObject *obj, size_t *out)
     return 0;
 }
 
+/* ---- four values at once (ctx->batch) ---- */
+
+/* prefix || ad, once per list; *heap is set when it had to be allocated. */
+static const uint8_t *joined_ad(uint8_t *buf, size_t bufsize, uint8_t **heap,
+                                const uint8_t *prefix_bytes, size_t prefixlen,
+                                const Py_buffer *ad)
+{
+    uint8_t *dst = buf;
+    *heap = NULL;
+    if (prefixlen + (size_t)ad->len > bufsize) {
+        dst = *heap = (uint8_t *)PyMem_Malloc(prefixlen + (size_t)ad->len);
+        if (dst == NULL) {
+            PyErr_NoMemory();
+            return NULL;
+        }
+    }
+    if (prefixlen) {
+        memcpy(dst, prefix_bytes, prefixlen);
+    }
+    if (ad->len) {
+        memcpy(dst + prefixlen, ad->buf, (size_t)ad->len);
+    }
+    return dst;
+}
+
+/* Seal items[0..3] into res[0..3] (new references) with one four-lane call. */
+static int seal_four(ContextObject *self, const Py_buffer *prefix, PyObject *const *items,
+                     const uint8_t *fullad, size_t fulladlen, PyObject **res)
+{
+    Py_buffer m[4];
+    uint8_t *c[4], *mac[4];
+    const uint8_t *mp[4], *npub[4];
+    size_t mlen[4];
+    const size_t maclen = self->ctx->maclen, pl = (size_t)prefix->len;
+    int got = 0, rc = -1;
+
+    for (int l = 0; l < 4; l++) {
+        res[l] = NULL;
+    }
+    for (; got < 4; got++) {
+        if (get_buffer(items[got], &m[got], "plaintext", 0) != 0) {
+            goto done;
+        }
+    }
+    for (int l = 0; l < 4; l++) {
+        uint8_t *o;
+        res[l] = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(pl + SEALSTORE_NPUBBYTES + maclen) +
+                                                     m[l].len);
+        if (res[l] == NULL) {
+            goto done;
+        }
+        o = (uint8_t *)PyBytes_AS_STRING(res[l]);
+        if (pl) {
+            memcpy(o, prefix->buf, pl);
+        }
+        if (next_nonce(o + pl) != 0) {
+            goto done;
+        }
+        npub[l] = o + pl;
+        c[l] = o + pl + SEALSTORE_NPUBBYTES;
+        mac[l] = c[l] + m[l].len;
+        mp[l] = m[l].buf;
+        mlen[l] = (size_t)m[l].len;
+    }
+    rc = self->ctx->batch->encrypt4(c, mac, maclen, mp, mlen, fullad, fulladlen, npub,
+                                    self->ctx->key);
+    if (rc != 0) {
+        PyErr_SetString(PyExc_RuntimeError, "sealstore: encryption failed");
+    }
+done:
+    for (int l = 0; l < got; l++) {
+        PyBuffer_Release(&m[l]);
+    }
+    if (rc != 0) {
+        for (int l = 0; l < 4; l++) {
+            Py_CLEAR(res[l]);
+        }
+    }
+    return rc;
+}
+
+/* Open items[0..3]; on a failure raise InvalidTag naming the first failing position. */
+static int open_four(ContextObject *self, size_t prefixlen, PyObject *const *items,
+                     const uint8_t *ad, size_t adlen, Py_ssize_t base, PyObject **res)
+{
+    Py_buffer in[4];
+    uint8_t *m[4];
+    const uint8_t *c[4], *mac[4], *npub[4];
+    size_t clen[4];
+    int ok[4];
+    const size_t maclen = self->ctx->maclen, over = prefixlen + SEALSTORE_NPUBBYTES + maclen;
+    int got = 0, rc = -1;
+    uint8_t buf[256];
+    uint8_t *heap = NULL;
+    const uint8_t *fullad = NULL;
+
+    for (int l = 0; l < 4; l++) {
+        res[l] = NULL;
+    }
+    for (; got < 4; got++) {
+        if (get_buffer(items[got], &in[got], "sealed", 0) != 0) {
+            goto done;
+        }
+        if ((size_t)in[got].len < over) {
+            raise_invalid_tag(base + got);
+            got++;
+            goto done;
+        }
+    }
+    /* every value carries its own prefix, and the prefix is part of the AD: the four
+       prefixes must be equal to share one AD (the caller groups by header) */
+    for (int l = 1; l < 4; l++) {
+        if (prefixlen && memcmp(in[l].buf, in[0].buf, prefixlen) != 0) {
+            rc = 1; /* not batchable: caller falls back */
+            goto done;
+        }
+    }
+    fullad = buf;
+    if (prefixlen + adlen > sizeof buf) {
+        fullad = heap = (uint8_t *)PyMem_Malloc(prefixlen + adlen);
+        if (heap == NULL) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
+    memcpy((uint8_t *)fullad, in[0].buf, prefixlen);
+    if (adlen) {
+        memcpy((uint8_t *)fullad + prefixlen, ad, adlen);
+    }
+    for (int l = 0; l < 4; l++) {
+        const uint8_t *p = (const uint8_t *)in[l].buf;
+        res[l] = PyBytes_FromStringAndSize(NULL, in[l].len - (Py_ssize_t)over);
+        if (res[l] == NULL) {
+            goto done;
+        }
+        m[l] = (uint8_t *)PyBytes_AS_STRING(res[l]);
+        npub[l] = p + prefixlen;
+        c[l] = p + prefixlen + SEALSTORE_NPUBBYTES;
+        clen[l] = (size_t)in[l].len - over;
+        mac[l] = c[l] + clen[l];
+    }
+    if (self->ctx->batch->decrypt4(m, c, clen, mac, maclen, fullad, prefixlen + adlen, npub,
+                                   self->ctx->key, ok) == 0) {
+        rc = 0;
+    } else {
+        for (int l = 0; l < 4; l++) {
+            if (!ok[l]) {
+                raise_invalid_tag(base + l);
+                break;
+            }
+        }
+    }
+done:
+    PyMem_Free(heap);
+    for (int l = 0; l < got; l++) {
+        PyBuffer_Release(&in[l]);
+    }
+    if (rc != 0) {
+        for (int l = 0; l < 4; l++) {
+            Py_CLEAR(res[l]);
+        }
+    }
+    return rc;
+}
+
 static const char *const names_seal[] = {"prefix", "plaintext", "associated_data"};
 static const char *const names_open[] = {"prefix_len", "sealed", "associated_data"};
 static const char *const names_seal_many[] = {"prefix", "plaintexts", "associated_data"};
@@ -543,8 +708,37 @@ static PyObject *prefixed_call(ContextObject *self, PyObject *const *args, Py_ss
         if (seq != NULL) {
             Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
             PyObject **items = PySequence_Fast_ITEMS(seq);
+            Py_ssize_t i = 0;
+            uint8_t adbuf[256];
+            uint8_t *heap = NULL;
+            const uint8_t *fullad = NULL;
             res = PyList_New(n);
-            for (Py_ssize_t i = 0; res != NULL && i < n; i++) {
+            if (res != NULL && seal && self->ctx->batch != NULL && n >= 4) {
+                fullad = joined_ad(adbuf, sizeof adbuf, &heap, prefix.buf, (size_t)prefix.len, &ad);
+                if (fullad == NULL) {
+                    Py_CLEAR(res);
+                }
+            }
+            /* four at a time through the batch kernel, the rest one by one */
+            for (; res != NULL && self->ctx->batch != NULL && i + 4 <= n; i += 4) {
+                PyObject *four[4];
+                int rc = seal ? seal_four(self, &prefix, items + i, fullad,
+                                          (size_t)prefix.len + (size_t)ad.len, four)
+                              : open_four(self, prefixlen, items + i, ad.buf, (size_t)ad.len, i,
+                                          four);
+                if (rc > 0) {
+                    break; /* mixed prefixes: finish one by one */
+                }
+                if (rc < 0) {
+                    Py_CLEAR(res);
+                    break;
+                }
+                for (int l = 0; l < 4; l++) {
+                    PyList_SET_ITEM(res, i + l, four[l]);
+                }
+            }
+            PyMem_Free(heap);
+            for (; res != NULL && i < n; i++) {
                 PyObject *r = seal ? seal_one(self, &prefix, items[i], &ad)
                                    : open_one(self, prefixlen, items[i], &ad, i);
                 if (r == NULL) {

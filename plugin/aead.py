@@ -50,6 +50,10 @@ class _AEGIS:
 
     def __init__(self, key, tag_size: int = 16, *, kernel: str | None = None) -> None:
         view = _key_bytes(key, (self.key_size,))
+        if not isinstance(tag_size, int) or isinstance(tag_size, bool):
+            raise TypeError(f"tag_size must be an int (16 or 32), not {type(tag_size).__name__}")
+        if kernel is not None and not isinstance(kernel, str):
+            raise TypeError(f"kernel must be a kernel name or None, not {type(kernel).__name__}")
         if tag_size not in (16, 32):
             raise ValueError(f"tag_size must be 16 or 32 bytes, got {tag_size!r}")
         self.tag_size = tag_size
@@ -95,7 +99,8 @@ class _AEGIS:
         return self._fast.encrypt_into(out, nonce, data, associated_data)
 
     def decrypt_into(self, out, nonce, data, associated_data=None) -> int:  # noqa: F811
-        """Write the plaintext into ``out``; on failure ``out`` is wiped and InvalidTag raised."""
+        """Write the plaintext into ``out``; on failure the ``len(data) - tag_size`` bytes it
+        would have written are wiped and InvalidTag is raised."""
         return self._fast.decrypt_into(out, nonce, data, associated_data)
 
     def seal_prefixed(self, prefix, plaintext, associated_data=None) -> bytes:  # noqa: F811

@@ -51,9 +51,27 @@ typedef struct sealstore_aead_impl {
     const char *name;
 } sealstore_aead_impl;
 
-/* A keyed cipher: the kernel picked once, the key in memory this struct owns (wiped on free). */
+/* Four independent messages at once (same key and AD; own nonce, length, output, tag). */
+typedef int (*sealstore_encrypt4_fn)(uint8_t *const c[4], uint8_t *const mac[4], size_t maclen,
+                                     const uint8_t *const m[4], const size_t mlen[4],
+                                     const uint8_t *ad, size_t adlen,
+                                     const uint8_t *const npub[4], const uint8_t *k);
+typedef int (*sealstore_decrypt4_fn)(uint8_t *const m[4], const uint8_t *const c[4],
+                                     const size_t clen[4], const uint8_t *const mac[4],
+                                     size_t maclen, const uint8_t *ad, size_t adlen,
+                                     const uint8_t *const npub[4], const uint8_t *k, int ok[4]);
+
+typedef struct sealstore_batch_impl {
+    sealstore_encrypt4_fn encrypt4;
+    sealstore_decrypt4_fn decrypt4;
+    const char *name;
+} sealstore_batch_impl;
+
+/* A keyed cipher: the kernel picked once, the key in memory this struct owns (wiped on free).
+   batch, when not NULL, runs four values of a list at once (Keyring.seal_many). */
 typedef struct sealstore_ctx {
     const sealstore_aead_impl *impl;
+    const sealstore_batch_impl *batch;
     size_t maclen;
     int variant;
     int kernel;

@@ -5,6 +5,7 @@
  */
 #include <stdlib.h>
 
+#include "aegis128l/aegis128l_batch.h"
 #include "implementations.h"
 
 #if SEALSTORE_X86 && (defined(__GNUC__) || defined(__clang__))
@@ -31,6 +32,12 @@ static const sealstore_aead_impl *const impls[SEALSTORE_NVARIANTS][SEALSTORE_NKE
                               X86_IMPL(sealstore_aegis128x4_avx2),
                               X86_IMPL(sealstore_aegis128x4_avx512)},
 };
+
+#if SEALSTORE_X86
+static const sealstore_batch_impl batch_128l_avx512 = {sealstore_aegis128l_encrypt4_avx512,
+                                                       sealstore_aegis128l_decrypt4_avx512,
+                                                       "avx512"};
+#endif
 
 /* What each kernel needs from the CPU and the OS. */
 static const uint32_t kernel_needs[SEALSTORE_NKERNELS] = {
@@ -186,6 +193,15 @@ sealstore_ctx *sealstore_ctx_new(int variant, int kernel, const uint8_t *k, size
         return NULL;
     }
     ctx->impl = impls[variant][kernel];
+    ctx->batch = NULL;
+#if SEALSTORE_X86
+    /* four AEGIS-128L values at once in zmm lanes, unless a lesser kernel is forced */
+    if (variant == SEALSTORE_AEGIS128L && kernel != SEALSTORE_KERNEL_PORTABLE &&
+        sealstore_kernel_supported(SEALSTORE_KERNEL_AVX512) &&
+        (forced < 0 || forced == SEALSTORE_KERNEL_AVX512)) {
+        ctx->batch = &batch_128l_avx512;
+    }
+#endif
     ctx->maclen = maclen;
     ctx->variant = variant;
     ctx->kernel = kernel;
