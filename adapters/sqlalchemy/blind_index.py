@@ -289,7 +289,7 @@ def equality_via_index(expr, op, other, name: str):
             f"{name}: in_()/not_in() through a blind index takes a list of literal values"
         )
     for value in values:
-        if isinstance(value, (ClauseElement, BindParameter)) or value is None:
+        if hasattr(value, "__clause_element__") or isinstance(value, ClauseElement) or value is None:
             raise UnsupportedComparison(
                 f"{name}: blind-index lookups compare literal values only (not SQL expressions, "
                 "bound parameters or NULL inside a list)"

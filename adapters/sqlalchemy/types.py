@@ -24,7 +24,7 @@ from typing import Any
 
 from sqlalchemy import VARBINARY, LargeBinary
 from sqlalchemy.sql import operators
-from sqlalchemy.sql.elements import Null
+from sqlalchemy.sql.elements import ColumnElement, Null
 from sqlalchemy.types import TypeDecorator, to_instance
 
 from ...errors import ColumnBindingError, UnsupportedComparison
@@ -82,6 +82,11 @@ def _compare(comparator, op, other, kwargs, reverse):
         if reverse:
             return parent.reverse_operate(op, other[0], **kwargs)
         return parent.operate(op, *other, **kwargs)
+    if op in (operators.eq, operators.ne) and len(other) == 1 and _same_column(expr, other[0]):
+        # SQLAlchemy itself compares a column with its annotated copy (dictionary look-ups of
+        # columns fall back to ==), so that one case must build the ordinary expression
+        parent = super(_EncryptedComparator, comparator)
+        return parent.operate(op, *other, **kwargs)
     name = _describe(expr)
     if op in _EQUALITY:
         from .blind_index import equality_via_index  # blind_index imports this module
@@ -92,6 +97,15 @@ def _compare(comparator, op, other, kwargs, reverse):
         "cannot work on its ciphertext; compare decrypted values in Python, or add a BlindIndex "
         "for equality lookups"
     )
+
+
+def _same_column(expr, other) -> bool:
+    if other is expr:
+        return True
+    if not isinstance(other, ColumnElement):
+        return False
+    # an annotated copy hashes like its original; an alias's column does not
+    return hash(other) == hash(expr) and expr.shares_lineage(other)
 
 
 def _describe(expr) -> str:
