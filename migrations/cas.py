@@ -1,0 +1,93 @@
+"""Compare-and-swap updates: write a new value only where the row still holds what was read.
+
+``UPDATE t SET target = :new WHERE pk = :pk AND guard = :old`` for every row of a batch, in
+one statement on PostgreSQL (``UPDATE ... FROM unnest(arrays) ... RETURNING pk``) and as an
+``executemany`` elsewhere.  The caller gets back the rows whose guard no longer matched (a
+concurrent write won): those are re-read, never overwritten.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import LargeBinary, bindparam, column, func, select, tuple_, update
+from sqlalchemy.engine import Connection
+
+__all__ = ["compare_and_swap"]
+
+
+def compare_and_swap(
+    conn: Connection,
+    table,
+    pk_cols: Sequence,
+    target,
+    guards: Sequence,
+    rows: Sequence[tuple],
+) -> list[int]:
+    """Apply ``rows`` = [(pk tuple, (old guard values...), new target value)].
+
+    Returns the positions in ``rows`` whose update did not happen because a guard column
+    changed since it was read (or the row is gone).  Guards compare NULL-safely.
+    """
+    if not rows:
+        return []
+    if conn.dialect.name == "postgresql":
+        return _cas_postgresql(conn, table, pk_cols, target, guards, rows)
+    return _cas_generic(conn, table, pk_cols, target, guards, rows)
+
+
+def _cas_postgresql(conn, table, pk_cols, target, guards, rows) -> list[int]:
+    from sqlalchemy.dialects.postgresql import ARRAY
+
+    names, arrays = [], []
+    for i, col in enumerate(pk_cols):
+        names.append(column(f"k{i}", col.type))
+        arrays.append(bindparam(f"k{i}", [r[0][i] for r in rows], type_=ARRAY(col.type)))
+    for i, col in enumerate(guards):
+        names.append(column(f"g{i}", col.type))
+        arrays.append(bindparam(f"g{i}", [r[1][i] for r in rows], type_=ARRAY(col.type)))
+    names.append(column("v", target.type))
+    arrays.append(bindparam("v", [r[2] for r in rows], type_=ARRAY(LargeBinary)))
+    src = func.unnest(*arrays).table_valued(*names).render_derived(name="cas_rows")
+    cond = [c == src.c[f"k{i}"] for i, c in enumerate(pk_cols)]
+    cond += [c.is_not_distinct_from(src.c[f"g{i}"]) for i, c in enumerate(guards)]
+    stmt = update(table).values({target: src.c.v}).where(*cond).returning(*pk_cols)
+    done = {tuple(r) for r in conn.execute(stmt)}
+    if len(done) == len(rows):
+        return []
+    return [i for i, r in enumerate(rows) if tuple(r[0]) not in done]
+
+
+def _cas_generic(conn, table, pk_cols, target, guards, rows) -> list[int]:
+    cond = [c == bindparam(f"k{i}", type_=c.type) for i, c in enumerate(pk_cols)]
+    cond += [
+        c.is_not_distinct_from(bindparam(f"g{i}", type_=c.type)) for i, c in enumerate(guards)
+    ]
+    stmt = update(table).where(*cond).values({target: bindparam("v", type_=target.type)})
+    params = []
+    for pk, olds, new in rows:
+        p = {f"k{i}": v for i, v in enumerate(pk)}
+        p.update({f"g{i}": v for i, v in enumerate(olds)})
+        p["v"] = new
+        params.append(p)
+    result = conn.execute(stmt, params)
+    if conn.dialect.supports_sane_multi_rowcount and result.rowcount == len(rows):
+        return []
+    # find the rows that do not hold what we wrote: inside this transaction nobody else can
+    # have changed a row we updated, so "target != new" means our guard did not match
+    key = tuple_(*pk_cols) if len(pk_cols) > 1 else pk_cols[0]
+    keys = [tuple(r[0]) if len(pk_cols) > 1 else r[0][0] for r in rows]
+    current = {}
+    for start in range(0, len(keys), 500):
+        chunk = keys[start : start + 500]
+        for rec in conn.execute(select(*pk_cols, target).where(key.in_(chunk))):
+            current[tuple(rec[: len(pk_cols)])] = rec[-1]
+    missed = []
+    for i, (pk, _, new) in enumerate(rows):
+        if tuple(pk) not in current:
+            missed.append(i)  # the row is gone
+            continue
+        value = current[tuple(pk)]
+        if (None if value is None else bytes(value)) != new:
+            missed.append(i)
+    return missed

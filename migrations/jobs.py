@@ -1,0 +1,275 @@
+"""The job tables at work: start or join a job, claim batches, record them, finish.
+
+Coordination is done by the database alone:
+
+* one running job per (kind, table, column): ``active_key`` is unique while a job runs, so
+  workers started at the same time on several machines all end up in the same job;
+* claiming a new primary-key range locks the job row (``SELECT ... FOR UPDATE``) only for
+  the index scan that finds the range's upper bound; the range is stored as a ``pending``
+  batch and the checkpoint (the last claimed key) advances in the same transaction;
+* a worker takes a pending batch with ``SELECT ... FOR UPDATE SKIP LOCKED`` and keeps that
+  lock while it rewrites the rows; the same transaction marks the batch ``done`` and adds its
+  counts to the job.  A worker that dies (even by SIGKILL) rolls back, its lock goes with its
+  connection, and the batch is pending again for the next worker.
+
+SQLite has no row locks (``FOR UPDATE`` is not rendered): one worker per job there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from sqlalchemy import func, insert, select, update
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import IntegrityError
+
+from .cursor import after, dump_key, load_key
+from .schema import (
+    DONE,
+    PENDING,
+    RUNNING,
+    SUPERSEDED,
+    sealstore_job_batches as batches_t,
+    sealstore_jobs as jobs_t,
+)
+
+__all__ = [
+    "Batch",
+    "Job",
+    "start_job",
+    "get_job",
+    "claim_range",
+    "take_pending",
+    "count_pending",
+    "finish_batch",
+    "finish_job",
+    "running_jobs",
+]
+
+
+def now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@dataclass(frozen=True)
+class Job:
+    """A snapshot of one ``sealstore_jobs`` row."""
+
+    job_id: int
+    kind: str
+    table_name: str
+    column_name: str
+    target_key_id: int
+    batch_size: int
+    status: str
+    checkpoint: str | None
+    batches: int
+    total_estimate: int | None
+    rows_resealed: int
+    rows_conflicted: int
+    rows_failed: int
+    started_at: datetime | None
+    finished_at: datetime | None
+    heartbeat_at: datetime | None
+    worker: str | None
+    message: str | None
+
+    @classmethod
+    def from_row(cls, row) -> Job:
+        m = row._mapping
+        return cls(**{f: m[f] for f in cls.__dataclass_fields__})
+
+    @property
+    def done(self) -> int:
+        """Values handled so far (re-sealed or re-indexed, plus those that failed)."""
+        return self.rows_resealed + self.rows_failed
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One claimed primary-key range ``lo < pk <= hi`` of a job."""
+
+    job_id: int
+    batch_no: int
+    lo: tuple | None
+    hi: tuple
+
+
+def _active_key(kind: str, table: str, column: str) -> str:
+    return f"{kind}:{table}:{column}"
+
+
+def get_job(conn: Connection, job_id: int, *, lock: bool = False) -> Job:
+    q = select(jobs_t).where(jobs_t.c.job_id == job_id)
+    if lock:
+        q = q.with_for_update()
+    return Job.from_row(conn.execute(q).one())
+
+
+def start_job(
+    engine: Engine,
+    kind: str,
+    table: str,
+    column: str,
+    target_key_id: int,
+    batch_size: int,
+    estimate=None,
+) -> tuple[Job, bool]:
+    """The running job for ``kind`` on ``table.column``, or a new one.  Returns (job, created).
+
+    A running job with another target key (the keyring rotated again since it started) is
+    marked ``superseded`` and replaced.  ``estimate(conn)`` counts the values to rewrite; it
+    is called only when a job is created.
+    """
+    active = _active_key(kind, table, column)
+    for _ in range(5):
+        try:
+            with engine.begin() as conn:
+                row = conn.execute(select(jobs_t).where(jobs_t.c.active_key == active)).first()
+                if row is not None:
+                    job = Job.from_row(row)
+                    if job.target_key_id == target_key_id:
+                        return job, False
+                    conn.execute(
+                        update(jobs_t)
+                        .where(jobs_t.c.job_id == job.job_id, jobs_t.c.status == RUNNING)
+                        .values(
+                            status=SUPERSEDED,
+                            active_key=None,
+                            finished_at=now(),
+                            message=f"superseded: the primary key is now {target_key_id:08x}",
+                        )
+                    )
+                total = estimate(conn) if estimate is not None else None
+                job_id = conn.execute(
+                    insert(jobs_t)
+                    .values(
+                        kind=kind,
+                        table_name=table,
+                        column_name=column,
+                        target_key_id=target_key_id,
+                        batch_size=batch_size,
+                        checkpoint=None,
+                        batches=0,
+                        total_estimate=total,
+                        rows_resealed=0,
+                        rows_conflicted=0,
+                        rows_failed=0,
+                        status=RUNNING,
+                        active_key=active,
+                        started_at=now(),
+                    )
+                    .returning(jobs_t.c.job_id)
+                ).scalar_one()
+                return get_job(conn, job_id), True
+        except IntegrityError:  # another worker created it first: join that one
+            continue
+    raise RuntimeError(f"could not start or join the {kind} job on {table}.{column}")
+
+
+def claim_range(conn: Connection, job: Job, pk_cols) -> tuple[Job, Batch | None]:
+    """Lock the job row, find the next ``batch_size`` keys after the checkpoint and store them
+    as a pending batch.  Returns the refreshed job and the batch (None when the table has no
+    keys left after the checkpoint, or the job is no longer running)."""
+    current = get_job(conn, job.job_id, lock=True)
+    if current.status != RUNNING:
+        return current, None
+    cursor = load_key(current.checkpoint)
+    cond = after(pk_cols, cursor)
+    conds = [] if cond is None else [cond]
+    q = select(*pk_cols).where(*conds).order_by(*pk_cols)
+    hi = conn.execute(q.offset(current.batch_size - 1).limit(1)).first()
+    if hi is None:  # fewer than batch_size keys left: the range ends at the last one
+        hi = conn.execute(
+            select(*pk_cols).where(*conds).order_by(*[c.desc() for c in pk_cols]).limit(1)
+        ).first()
+    if hi is None:
+        return current, None
+    hi = tuple(hi)
+    batch = Batch(current.job_id, current.batches, cursor, hi)
+    conn.execute(
+        insert(batches_t).values(
+            job_id=current.job_id,
+            batch_no=batch.batch_no,
+            lo=current.checkpoint,
+            hi=dump_key(hi),
+            state=PENDING,
+            rows_resealed=0,
+            rows_conflicted=0,
+            rows_failed=0,
+        )
+    )
+    conn.execute(
+        update(jobs_t)
+        .where(jobs_t.c.job_id == current.job_id)
+        .values(checkpoint=dump_key(hi), batches=jobs_t.c.batches + 1)
+    )
+    return current, batch
+
+
+def take_pending(conn: Connection, job: Job) -> Batch | None:
+    """Lock the oldest pending batch nobody else holds (``FOR UPDATE SKIP LOCKED``)."""
+    row = conn.execute(
+        select(batches_t.c.batch_no, batches_t.c.lo, batches_t.c.hi)
+        .where(batches_t.c.job_id == job.job_id, batches_t.c.state == PENDING)
+        .order_by(batches_t.c.batch_no)
+        .limit(1)
+        .with_for_update(skip_locked=True)
+    ).first()
+    if row is None:
+        return None
+    return Batch(job.job_id, row.batch_no, load_key(row.lo), load_key(row.hi))
+
+
+def count_pending(conn: Connection, job: Job) -> int:
+    return conn.execute(
+        select(func.count())
+        .select_from(batches_t)
+        .where(batches_t.c.job_id == job.job_id, batches_t.c.state == PENDING)
+    ).scalar_one()
+
+
+def finish_batch(conn: Connection, batch: Batch, *, resealed: int, conflicted: int, failed: int,
+                 worker: str, message: str | None = None) -> None:
+    """Mark ``batch`` done and add its counts to the job (same transaction as the rewrite)."""
+    ts = now()
+    conn.execute(
+        update(batches_t)
+        .where(batches_t.c.job_id == batch.job_id, batches_t.c.batch_no == batch.batch_no)
+        .values(
+            state=DONE,
+            rows_resealed=resealed,
+            rows_conflicted=conflicted,
+            rows_failed=failed,
+            worker=worker,
+            finished_at=ts,
+        )
+    )
+    values = dict(
+        rows_resealed=jobs_t.c.rows_resealed + resealed,
+        rows_conflicted=jobs_t.c.rows_conflicted + conflicted,
+        rows_failed=jobs_t.c.rows_failed + failed,
+        heartbeat_at=ts,
+        worker=worker,
+    )
+    if message:
+        values["message"] = message
+    conn.execute(update(jobs_t).where(jobs_t.c.job_id == batch.job_id).values(**values))
+
+
+def finish_job(conn: Connection, job: Job, status: str = DONE, message: str | None = None) -> None:
+    """Close a running job (idempotent: a job that is no longer running is left alone)."""
+    values = dict(status=status, active_key=None, finished_at=now())
+    if message is not None:
+        values["message"] = message
+    conn.execute(
+        update(jobs_t).where(jobs_t.c.job_id == job.job_id, jobs_t.c.status == RUNNING).values(**values)
+    )
+
+
+def running_jobs(conn: Connection) -> list[Job]:
+    rows = conn.execute(
+        select(jobs_t).where(jobs_t.c.status == RUNNING).order_by(jobs_t.c.job_id)
+    ).all()
+    return [Job.from_row(r) for r in rows]

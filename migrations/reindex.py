@@ -1,0 +1,160 @@
+"""Re-indexing: recompute blind-index columns with the index keyring's primary key.
+
+The same job machinery as rotation (kind ``reindex``): batches by primary key, one transaction
+per batch, checkpoint and counts in the job table, several workers on PostgreSQL.  A row is
+stale when its index value does not start with the primary index key id (or is missing while
+the source is set).  Each source value is opened with its own context, the index recomputed
+(``BlindIndex.compute``), and written with a compare-and-swap on both the source ciphertext
+and the old index value, so a concurrent write of either is never overwritten.
+"""
+
+from __future__ import annotations
+
+import time
+
+from sqlalchemy import and_, func, or_, select, tuple_
+from sqlalchemy.engine import Connection, Engine
+
+from ..errors import SealstoreError
+from . import worker
+from .cas import compare_and_swap
+from .cursor import in_range
+from .rotate import key_id_bytes, key_id_sql
+from .spec import IndexSpec, specs_from_metadata
+from .worker import BatchStats, WorkerResult
+
+__all__ = ["ReindexTask", "reindex"]
+
+_ROUNDS = 4
+
+
+class ReindexTask:
+    kind = "reindex"
+
+    def __init__(self, spec: IndexSpec) -> None:
+        if spec.source.type is None:
+            raise TypeError("re-indexing needs the source column's sealstore type (use models)")
+        self.spec = spec
+        self.source = spec.source
+        self.table = spec.source.sql_table(spec.column)
+        self.src = self.table.c[spec.source.column]
+        self.idx = self.table.c[spec.column]
+        self.pk_cols = [self.table.c[n] for n in spec.source.pk]
+        self.name = spec.name
+        s = spec.source
+        self.table_name = f"{s.schema}.{s.table}" if s.schema else s.table
+        self.column_name = spec.column
+
+    def target_key_id(self) -> int:
+        return self.spec.get_keyring().primary.key_id
+
+    def _stale(self, key_id: int):
+        src, idx = self.src, self.idx
+        return or_(
+            and_(src.is_not(None), or_(idx.is_(None), key_id_sql(idx, 0) != key_id_bytes(key_id))),
+            and_(src.is_(None), idx.is_not(None)),
+        )
+
+    def count_stale(self, conn: Connection) -> int:
+        q = select(func.count()).select_from(self.table).where(self._stale(self.target_key_id()))
+        return conn.execute(q).scalar_one()
+
+    def _read(self, conn, where) -> list[tuple]:
+        n = len(self.pk_cols)
+        rows = conn.execute(select(*self.pk_cols, self.src, self.idx).where(where)).all()
+        return [
+            (tuple(r[:n]), None if r[n] is None else bytes(r[n]), None if r[n + 1] is None else bytes(r[n + 1]))
+            for r in rows
+        ]
+
+    def _compute(self, todo, stats: BatchStats) -> list[tuple]:
+        source = self.source
+        keyring = source.get_keyring()
+        decode = source.type.codec.decode
+        index_type = self.spec.type
+        out = []
+        for pk, src, idx in todo:
+            if src is None:
+                out.append((pk, (src, idx), None))
+                continue
+            try:
+                value = decode(keyring.open(src, source.context_of(pk), allow_retired=True))
+            except SealstoreError as exc:
+                stats.failed += 1
+                key_id = int.from_bytes(src[2:6], "big") if len(src) >= 6 else None
+                stats.failures.append((pk, key_id, type(exc).__name__))
+                continue
+            stats.sealed += 1
+            out.append((pk, (src, idx), index_type.compute(value)))
+        return out
+
+    def process(self, conn, lo, hi, stats: BatchStats, *, emit=None, profile=None) -> None:
+        clock = time.perf_counter
+        t0 = clock()
+        target = self.target_key_id()
+        rng = in_range(self.pk_cols, lo, hi)
+        stale = self._stale(target)
+        todo = self._read(conn, stale if rng is None else and_(rng, stale))
+        if profile is not None:
+            profile["read"] = profile.get("read", 0.0) + clock() - t0
+        for _ in range(_ROUNDS):
+            if not todo:
+                break
+            rows = self._compute(todo, stats)
+            if emit is not None:
+                emit("sealed", count=len(rows))
+            missed = compare_and_swap(
+                conn, self.table, self.pk_cols, self.idx, [self.src, self.idx], rows
+            )
+            stats.resealed += len(rows) - len(missed)
+            stats.conflicted += len(missed)
+            if not missed:
+                break
+            keys = [rows[i][0] for i in missed]
+            if len(self.pk_cols) == 1:
+                where = self.pk_cols[0].in_([k[0] for k in keys])
+            else:
+                where = tuple_(*self.pk_cols).in_(keys)
+            todo = self._read(conn, and_(where, stale))
+
+
+def as_index_specs(indexes) -> list[IndexSpec]:
+    if isinstance(indexes, IndexSpec):
+        return [indexes]
+    if isinstance(indexes, (list, tuple)) and all(isinstance(i, IndexSpec) for i in indexes):
+        return list(indexes)
+    return specs_from_metadata(indexes)[1]
+
+
+def reindex(
+    engine: Engine,
+    indexes,
+    *,
+    batch_size: int = 1000,
+    dry_run: bool = False,
+    worker_id: str | None = None,
+    progress=None,
+    on_event=None,
+) -> list[WorkerResult]:
+    """Recompute every blind index of ``indexes`` (IndexSpecs or models) that is not under the
+    index keyring's primary key.  Same contract as :func:`~sealstore.migrations.rotate.rotate`."""
+    results = []
+    for spec in as_index_specs(indexes):
+        task = ReindexTask(spec)
+        if dry_run:
+            with engine.connect() as conn:
+                total = task.count_stale(conn)
+            results.append(
+                WorkerResult(
+                    task.name, None, task.target_key_id(), "dry-run",
+                    total_estimate=total, remaining=total, dry_run=True,
+                )  # fmt: skip
+            )
+            continue
+        results.append(
+            worker.run(
+                engine, task, batch_size=batch_size, worker_id=worker_id, progress=progress,
+                on_event=on_event,
+            )  # fmt: skip
+        )
+    return results

@@ -1,0 +1,217 @@
+"""Online re-encryption: move every value of an encrypted column under the primary key.
+
+:func:`rotate` runs one worker per call (start it on several processes or machines for a
+parallel run on PostgreSQL; they share the job).  Per batch, in one transaction: read the
+range's values whose key id (bytes 2..5 of the value, compared in SQL) is not the primary's,
+open and re-seal them with the same context, and write each one back with a compare-and-swap
+on the old ciphertext.  Rows a concurrent writer changed meanwhile are re-read, never
+overwritten.  Values that fail to open are left as they are and reported by primary key.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable
+
+from sqlalchemy import and_, func, literal_column, select, tuple_
+from sqlalchemy.engine import Connection, Engine
+
+from ..errors import SealstoreError
+from ..format import KEY_ID_OFFSET, KEY_ID_SIZE
+from . import worker
+from .cas import compare_and_swap
+from .cursor import in_range
+from .spec import ColumnSpec, specs_from_metadata
+from .worker import BatchStats, WorkerResult
+
+__all__ = ["ResealTask", "rotate", "key_id_sql", "as_column_specs"]
+
+_ROUNDS = 4  # re-read and retry rows a concurrent writer changed this many times per batch
+_KID = struct.Struct(">I")
+
+
+def key_id_sql(col, offset: int = KEY_ID_OFFSET):
+    """SQL for the 4 key-id bytes of a stored value: ``substr(col, offset + 1, 4)``."""
+    return func.substr(col, literal_column(str(offset + 1)), literal_column(str(KEY_ID_SIZE)))
+
+
+def key_id_bytes(key_id: int) -> bytes:
+    return _KID.pack(key_id)
+
+
+def _stored_key_id(value: bytes, offset: int = KEY_ID_OFFSET) -> int | None:
+    chunk = value[offset : offset + KEY_ID_SIZE]
+    return _KID.unpack(chunk)[0] if len(chunk) == KEY_ID_SIZE else None
+
+
+def as_column_specs(columns) -> list[ColumnSpec]:
+    """``columns`` as a list of ColumnSpec: a spec, a list of specs, or models/metadata."""
+    if isinstance(columns, ColumnSpec):
+        return [columns]
+    if isinstance(columns, Iterable) and not isinstance(columns, (str, bytes)):
+        items = list(columns)
+        if all(isinstance(c, ColumnSpec) for c in items):
+            return items
+        columns = items
+    return specs_from_metadata(columns)[0]
+
+
+class ResealTask:
+    """Rotation of one encrypted column (see the module docstring)."""
+
+    kind = "rotate"
+
+    def __init__(self, spec: ColumnSpec) -> None:
+        self.spec = spec
+        self.table = spec.sql_table()
+        self.col = self.table.c[spec.column]
+        self.pk_cols = [self.table.c[n] for n in spec.pk]
+        self.name = spec.name
+        self.table_name = f"{spec.schema}.{spec.table}" if spec.schema else spec.table
+        self.column_name = spec.column
+
+    def target_key_id(self) -> int:
+        return self.spec.get_keyring().primary.key_id
+
+    def _stale(self, key_id: int):
+        return and_(self.col.is_not(None), key_id_sql(self.col) != key_id_bytes(key_id))
+
+    def count_stale(self, conn: Connection) -> int:
+        """Non-NULL values whose key id is not the primary's (computed in SQL)."""
+        q = select(func.count()).select_from(self.table).where(self._stale(self.target_key_id()))
+        return conn.execute(q).scalar_one()
+
+    def stale_by_key(self, conn: Connection) -> dict[int | None, int]:
+        """{key id: values} for values not under the primary (what a run would rewrite)."""
+        kid = key_id_sql(self.col)
+        q = (
+            select(kid, func.count())
+            .select_from(self.table)
+            .where(self._stale(self.target_key_id()))
+            .group_by(kid)
+        )
+        out: dict[int | None, int] = {}
+        for raw, n in conn.execute(q):
+            k = _stored_key_id(bytes(raw), 0) if raw is not None else None
+            out[k] = out.get(k, 0) + n
+        return out
+
+    # ---- one batch --------------------------------------------------------------------------
+
+    def _reseal(self, todo: list[tuple], stats: BatchStats) -> list[tuple]:
+        """[(pk, old)] -> [(pk, (old,), new)]; values that do not open become failures."""
+        spec = self.spec
+        keyring = spec.get_keyring()
+        if not spec.row_bound:
+            ctx = spec.context_of(None)
+            olds = [v for _, v in todo]
+            try:
+                opened = keyring.open_many(olds, ctx, allow_retired=True)
+            except SealstoreError:
+                opened = None
+            if opened is not None:
+                stats.sealed += len(opened)
+                news = keyring.seal_many(opened, ctx)
+                return [(pk, (old,), new) for (pk, old), new in zip(todo, news)]
+        out = []
+        for pk, old in todo:
+            ctx = spec.context_of(pk)
+            try:
+                plaintext = keyring.open(old, ctx, allow_retired=True)
+            except SealstoreError as exc:
+                stats.failed += 1
+                stats.failures.append((pk, _stored_key_id(old), type(exc).__name__))
+                continue
+            stats.sealed += 1
+            out.append((pk, (old,), keyring.seal(plaintext, ctx)))
+        return out
+
+    def _read(self, conn: Connection, where) -> list[tuple]:
+        n = len(self.pk_cols)
+        rows = conn.execute(select(*self.pk_cols, self.col).where(where)).all()
+        return [(tuple(r[:n]), bytes(r[n])) for r in rows]
+
+    def process(self, conn, lo, hi, stats: BatchStats, *, emit=None, profile=None) -> None:
+        """Re-seal the stale values of ``lo < pk <= hi`` (inside the caller's transaction)."""
+        import time
+
+        clock = time.perf_counter
+        target = self.target_key_id()
+        kb = key_id_bytes(target)
+        t0 = clock()
+        rng = in_range(self.pk_cols, lo, hi)
+        stale = self._stale(target)
+        todo = self._read(conn, stale if rng is None else and_(rng, stale))
+        t1 = clock()
+        t_crypto = t_write = 0.0
+        for _ in range(_ROUNDS):
+            if not todo:
+                break
+            t2 = clock()
+            rows = self._reseal(todo, stats)
+            t3 = clock()
+            if emit is not None:
+                emit("sealed", count=len(rows))
+            missed = compare_and_swap(conn, self.table, self.pk_cols, self.col, [self.col], rows)
+            t_crypto += t3 - t2
+            t_write += clock() - t3
+            stats.resealed += len(rows) - len(missed)
+            stats.conflicted += len(missed)
+            if not missed:
+                break
+            keys = [rows[i][0] for i in missed]
+            todo = [(pk, v) for pk, v in self._reread(conn, keys) if v[KEY_ID_OFFSET:KEY_ID_OFFSET + KEY_ID_SIZE] != kb]
+        if profile is not None:
+            profile["read"] = profile.get("read", 0.0) + t1 - t0
+            profile["crypto"] = profile.get("crypto", 0.0) + t_crypto
+            profile["write"] = profile.get("write", 0.0) + t_write
+
+    def _reread(self, conn, keys: list[tuple]) -> list[tuple]:
+        if len(self.pk_cols) == 1:
+            where = self.pk_cols[0].in_([k[0] for k in keys])
+        else:
+            where = tuple_(*self.pk_cols).in_(keys)
+        return [(pk, v) for pk, v in self._read(conn, and_(where, self.col.is_not(None)))]
+
+
+def rotate(
+    engine: Engine,
+    columns,
+    *,
+    batch_size: int = 1000,
+    dry_run: bool = False,
+    worker_id: str | None = None,
+    progress=None,
+    on_event=None,
+    profile: dict | None = None,
+) -> list[WorkerResult]:
+    """Re-seal every value of ``columns`` that is not under its keyring's primary key.
+
+    ``columns``: a :class:`ColumnSpec`, a list of them, or models (MetaData, declarative base,
+    mapped class, Table) whose encrypted columns are all rotated, one job each, in turn.
+    Needs the sealstore tables (``alembic upgrade sealstore@head`` or
+    :func:`~sealstore.migrations.schema.create_tables`).  Run the same call in several
+    processes to share the work on PostgreSQL.  ``dry_run`` only counts, per key id, the
+    values a run would rewrite.  Returns one :class:`WorkerResult` per column.
+    """
+    results = []
+    for spec in as_column_specs(columns):
+        task = ResealTask(spec)
+        if dry_run:
+            with engine.connect() as conn:
+                by_key = task.stale_by_key(conn)
+            total = sum(by_key.values())
+            results.append(
+                WorkerResult(
+                    task.name, None, task.target_key_id(), "dry-run",
+                    total_estimate=total, remaining=total, dry_run=True, by_key=by_key,
+                )  # fmt: skip
+            )
+            continue
+        results.append(
+            worker.run(
+                engine, task, batch_size=batch_size, worker_id=worker_id, progress=progress,
+                on_event=on_event, profile=profile,
+            )  # fmt: skip
+        )
+    return results

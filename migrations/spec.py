@@ -1,0 +1,216 @@
+"""Column specs: what the rotation engine needs to know about one encrypted or index column.
+
+A :class:`ColumnSpec` names a table, its primary-key columns, one encrypted column, the
+keyring that seals it, and how a value's context is built (column-bound, or row-bound with
+the row's primary key).  :func:`specs_from_metadata` builds them from models that use
+``sealstore.adapters.sqlalchemy`` types, calling the types' own ``context()`` so a value is
+re-sealed with exactly the context the application opens it with.  :meth:`ColumnSpec.reflect`
+builds one for a column known only by name (plain ``column_context(table, column)`` binding).
+
+An :class:`IndexSpec` names a blind-index column and its source :class:`ColumnSpec`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from sqlalchemy import Column, LargeBinary, MetaData, Table, inspect
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.types import TypeEngine
+
+from ..errors import ColumnBindingError
+from ..format import column_context
+from ..keyring import Keyring, get_keyring
+
+__all__ = ["ColumnSpec", "IndexSpec", "specs_from_metadata", "select_specs"]
+
+ContextFn = Callable[[Any], bytes]
+
+
+@dataclass(frozen=True, eq=False)
+class ColumnSpec:
+    """One encrypted column: ``table.column`` with primary key ``pk`` (names) of ``pk_types``.
+
+    ``context(row)`` returns the value context; ``row`` is the primary-key tuple, or None
+    unless ``row_bound``.  ``keyring`` is a registered keyring name or a Keyring.
+    ``codec`` (optional) decodes opened plaintext into the Python value (blind indexes need it).
+    """
+
+    table: str
+    column: str
+    pk: tuple[str, ...]
+    pk_types: tuple[TypeEngine, ...]
+    context: ContextFn
+    row_bound: bool = False
+    keyring: str | Keyring = "default"
+    schema: str | None = None
+    type: Any = None  # the sealstore column type, when the spec came from a model
+    _sql: dict = field(default_factory=dict, repr=False)
+
+    @property
+    def name(self) -> str:
+        """``table.column`` (with the schema when there is one)."""
+        prefix = f"{self.schema}." if self.schema else ""
+        return f"{prefix}{self.table}.{self.column}"
+
+    def get_keyring(self) -> Keyring:
+        return self.keyring if isinstance(self.keyring, Keyring) else get_keyring(self.keyring)
+
+    def context_of(self, row: tuple | None) -> bytes:
+        """The context of the value in row ``row`` (ignored unless row-bound)."""
+        return self.context(row if self.row_bound else None)
+
+    def sql_table(self, *extra: str) -> Table:
+        """A private Core table with the primary key and this column as raw bytes (plus
+        ``extra`` raw-bytes columns): reads and writes through it never seal or open."""
+        key = extra
+        table = self._sql.get(key)
+        if table is None:
+            cols = [Column(n, t, primary_key=True) for n, t in zip(self.pk, self.pk_types)]
+            for name in (self.column, *extra):
+                if name not in self.pk:
+                    cols.append(Column(name, LargeBinary))
+            table = Table(self.table, MetaData(), *cols, schema=self.schema)
+            self._sql[key] = table
+        return table
+
+    @classmethod
+    def from_column(cls, column: Column) -> ColumnSpec:
+        """The spec of a model column typed with a sealstore encrypted type."""
+        from ..adapters.sqlalchemy import EncryptedType
+
+        type_ = column.type
+        if not isinstance(type_, EncryptedType):
+            raise TypeError(f"{column} is not an encrypted column")
+        table = column.table
+        pk = tuple(table.primary_key.columns)
+        if not pk:
+            raise ColumnBindingError(f"table {table.name} has no primary key to paginate on")
+        return cls(
+            table=table.name,  # SQL name; the context comes from the type
+            column=column.name,
+            pk=tuple(c.name for c in pk),
+            pk_types=tuple(_plain(c.type) for c in pk),
+            context=type_.context,
+            row_bound=type_.bind_row,
+            keyring=type_.keyring_name,
+            schema=table.schema,
+            type=type_,
+        )
+
+    @classmethod
+    def reflect(
+        cls,
+        bind: Engine | Connection,
+        table: str,
+        column: str,
+        *,
+        keyring: str | Keyring = "default",
+        row_bound: bool = False,
+        schema: str | None = None,
+    ) -> ColumnSpec:
+        """A spec for ``table.column`` read from the database schema, with sealstore's
+        standard contexts (``column_context(table, column[, row])``)."""
+        insp = inspect(bind)
+        if not insp.has_table(table, schema=schema):
+            raise ColumnBindingError(f"table {table} does not exist")
+        columns = {c["name"]: c for c in insp.get_columns(table, schema=schema)}
+        if column not in columns:
+            raise ColumnBindingError(f"table {table} has no column {column}")
+        pk = insp.get_pk_constraint(table, schema=schema)["constrained_columns"]
+        if not pk:
+            raise ColumnBindingError(f"table {table} has no primary key to paginate on")
+
+        def context(row, _t=table, _c=column):
+            return column_context(_t, _c, row)
+
+        return cls(
+            table=table,
+            column=column,
+            pk=tuple(pk),
+            pk_types=tuple(columns[n]["type"] for n in pk),
+            context=context,
+            row_bound=row_bound,
+            keyring=keyring,
+            schema=schema,
+        )
+
+
+@dataclass(frozen=True, eq=False)
+class IndexSpec:
+    """A blind-index column ``column`` of ``source.table`` computed from ``source``'s values."""
+
+    source: ColumnSpec
+    column: str
+    type: Any  # the bound sealstore BlindIndex type
+
+    @property
+    def name(self) -> str:
+        prefix = f"{self.source.schema}." if self.source.schema else ""
+        return f"{prefix}{self.source.table}.{self.column}"
+
+    @property
+    def table(self) -> str:
+        return self.source.table
+
+    def get_keyring(self) -> Keyring:
+        return get_keyring(self.type.keyring)
+
+
+def _plain(type_: TypeEngine) -> TypeEngine:
+    """A primary-key type as stored (encrypted primary keys cannot be paginated)."""
+    from ..adapters.sqlalchemy import EncryptedType
+
+    if isinstance(type_, EncryptedType):
+        raise ColumnBindingError("an encrypted column cannot be a primary key")
+    return type_
+
+
+def _tables(source) -> list[Table]:
+    if isinstance(source, Table):
+        return [source]
+    if isinstance(source, MetaData):
+        return list(source.sorted_tables)
+    meta = getattr(source, "metadata", None)  # a declarative base or a mapped class
+    if isinstance(meta, MetaData):
+        table = getattr(source, "__table__", None)
+        return [table] if isinstance(table, Table) else list(meta.sorted_tables)
+    if isinstance(source, (list, tuple)):
+        return [t for item in source for t in _tables(item)]
+    raise TypeError(
+        f"expected a MetaData, Table, declarative base or mapped class, not {type(source).__name__}"
+    )
+
+
+def specs_from_metadata(source) -> tuple[list[ColumnSpec], list[IndexSpec]]:
+    """Every encrypted column and every blind index of ``source`` (MetaData, a declarative
+    base, a mapped class, a Table, or a list of those)."""
+    from ..adapters.sqlalchemy import BlindIndex, EncryptedType
+
+    columns: list[ColumnSpec] = []
+    indexes: list[IndexSpec] = []
+    for table in _tables(source):
+        by_name: dict[str, ColumnSpec] = {}
+        for col in table.columns:
+            if isinstance(col.type, EncryptedType):
+                spec = ColumnSpec.from_column(col)
+                columns.append(spec)
+                by_name[col.name] = by_name[col.key] = spec
+        for col in table.columns:
+            if isinstance(col.type, BlindIndex):
+                source_spec = by_name.get(col.type.source)
+                if source_spec is None:
+                    continue  # the type itself reports a missing source when used
+                indexes.append(IndexSpec(source_spec, col.name, col.type))
+    return columns, indexes
+
+
+def select_specs(specs, table: str | None = None, column: str | None = None) -> list:
+    """The specs matching ``table`` and ``column`` (None matches all)."""
+    out = [
+        s
+        for s in specs
+        if (table is None or s.table == table) and (column is None or s.column == column)
+    ]
+    return out

@@ -1,0 +1,114 @@
+"""Where each key is used, counted in SQL from the key id's fixed offset (nothing decrypted).
+
+:func:`status` gives, per encrypted column (and blind-index column), the rows per key id, the
+NULLs, and the running jobs.  :func:`references` counts the values that name one key id, which
+``sealstore keys retire`` requires to be zero.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+from sqlalchemy import func, inspect, select
+from sqlalchemy.engine import Connection, Engine
+
+from ..format import KEY_ID_OFFSET
+from . import jobs
+from .rotate import key_id_bytes, key_id_sql
+from .schema import JOBS_TABLE
+from .spec import ColumnSpec, IndexSpec
+
+__all__ = ["ColumnStatus", "StatusReport", "Reference", "column_status", "status", "references"]
+
+_KID = struct.Struct(">I")
+INDEX_KEY_ID_OFFSET = 0  # a blind-index value starts with its index key id
+
+
+@dataclass
+class ColumnStatus:
+    """Rows of one column by key id (``None``: values too short to hold one)."""
+
+    name: str
+    kind: str  # "encrypted" or "blind index"
+    rows: int
+    nulls: int
+    by_key: dict[int | None, int]
+    primary_key_id: int | None
+
+    @property
+    def not_primary(self) -> int:
+        """Non-NULL values whose key id is not the primary's."""
+        return sum(n for k, n in self.by_key.items() if k != self.primary_key_id)
+
+
+@dataclass
+class StatusReport:
+    columns: list[ColumnStatus] = field(default_factory=list)
+    jobs: list = field(default_factory=list)  # running jobs (jobs.Job)
+
+
+@dataclass(frozen=True)
+class Reference:
+    """``count`` values of column ``name`` name the key."""
+
+    name: str
+    count: int
+
+
+def _target(spec: ColumnSpec | IndexSpec):
+    """(table, column, key-id offset, keyring) of a spec."""
+    if isinstance(spec, IndexSpec):
+        table = spec.source.sql_table(spec.column)
+        return table, table.c[spec.column], INDEX_KEY_ID_OFFSET, spec.get_keyring
+    table = spec.sql_table()
+    return table, table.c[spec.column], KEY_ID_OFFSET, spec.get_keyring
+
+
+def column_status(conn: Connection, spec: ColumnSpec | IndexSpec) -> ColumnStatus:
+    """One GROUP BY over ``substr(column, offset + 1, 4)``."""
+    table, col, offset, get_keyring = _target(spec)
+    kid = key_id_sql(col, offset)
+    by_key: dict[int | None, int] = {}
+    rows = nulls = 0
+    for raw, n in conn.execute(select(kid, func.count()).select_from(table).group_by(kid)):
+        rows += n
+        if raw is None:
+            nulls += n
+            continue
+        raw = bytes(raw)
+        k = _KID.unpack(raw)[0] if len(raw) == 4 else None
+        by_key[k] = by_key.get(k, 0) + n
+    try:
+        primary = get_keyring().primary.key_id
+    except Exception:  # no keyring registered under that name: counts only
+        primary = None
+    kind = "blind index" if isinstance(spec, IndexSpec) else "encrypted"
+    return ColumnStatus(spec.name, kind, rows, nulls, by_key, primary)
+
+
+def status(engine: Engine, columns=(), indexes=()) -> StatusReport:
+    """Per-column key-id counts for ``columns`` (ColumnSpecs) and ``indexes`` (IndexSpecs),
+    and the running jobs (when the job table exists)."""
+    report = StatusReport()
+    with engine.connect() as conn:
+        for spec in [*columns, *indexes]:
+            report.columns.append(column_status(conn, spec))
+        if inspect(conn).has_table(JOBS_TABLE):
+            report.jobs = jobs.running_jobs(conn)
+    return report
+
+
+def references(engine: Engine, specs, key_id: int) -> list[Reference]:
+    """Columns among ``specs`` with values naming ``key_id``, and how many (counted in SQL)."""
+    out = []
+    with engine.connect() as conn:
+        for spec in specs:
+            table, col, offset, _ = _target(spec)
+            q = select(func.count()).select_from(table).where(
+                col.is_not(None), key_id_sql(col, offset) == key_id_bytes(key_id)
+            )
+            n = conn.execute(q).scalar_one()
+            if n:
+                out.append(Reference(spec.name, n))
+    return out

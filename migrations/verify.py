@@ -1,0 +1,129 @@
+"""Open every stored value of encrypted columns and report the rows that fail, by primary key.
+
+Nothing is written and no plaintext leaves this module: a failure is reported as (primary
+key, key id read from the value's header, exception class name).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+from sqlalchemy import and_, func, select
+from sqlalchemy.engine import Engine
+
+from ..errors import SealstoreError
+from ..format import KEY_ID_OFFSET, KEY_ID_SIZE
+from .cursor import after
+from .rotate import as_column_specs
+from .spec import ColumnSpec
+
+__all__ = ["Failure", "VerifyResult", "verify"]
+
+_KID = struct.Struct(">I")
+
+
+@dataclass(frozen=True)
+class Failure:
+    """Row ``pk`` of a column did not open: ``error`` is the exception class name."""
+
+    pk: tuple
+    key_id: int | None
+    error: str
+
+    @property
+    def key_id_hex(self) -> str:
+        return "-" if self.key_id is None else f"{self.key_id:08x}"
+
+
+@dataclass
+class VerifyResult:
+    name: str
+    checked: int = 0
+    failed: int = 0
+    failures: list[Failure] = field(default_factory=list)  # the first ``max_failures``
+
+    @property
+    def ok(self) -> bool:
+        return self.failed == 0
+
+
+def _key_id(value: bytes) -> int | None:
+    chunk = value[KEY_ID_OFFSET : KEY_ID_OFFSET + KEY_ID_SIZE]
+    return _KID.unpack(chunk)[0] if len(chunk) == KEY_ID_SIZE else None
+
+
+def _verify_column(engine, spec: ColumnSpec, batch_size, progress, max_failures) -> VerifyResult:
+    result = VerifyResult(spec.name)
+    keyring = spec.get_keyring()
+    table = spec.sql_table()
+    col = table.c[spec.column]
+    pk_cols = [table.c[n] for n in spec.pk]
+    n = len(pk_cols)
+    with engine.connect() as conn:
+        total = conn.execute(
+            select(func.count()).select_from(table).where(col.is_not(None))
+        ).scalar_one()
+    if progress is not None:
+        progress.start(f"verify {spec.name}", total)
+    cursor = None
+    try:
+        while True:
+            cond = after(pk_cols, cursor)
+            where = col.is_not(None) if cond is None else and_(cond, col.is_not(None))
+            q = select(*pk_cols, col).where(where).order_by(*pk_cols).limit(batch_size)
+            with engine.connect() as conn:
+                rows = conn.execute(q).all()
+            if not rows:
+                break
+            cursor = tuple(rows[-1][:n])
+            keys = [tuple(r[:n]) for r in rows]
+            values = [bytes(r[n]) for r in rows]
+            bad = _check(spec, keyring, keys, values)
+            result.checked += len(rows)
+            result.failed += len(bad)
+            for i, exc in bad:
+                if len(result.failures) < max_failures:
+                    result.failures.append(Failure(keys[i], _key_id(values[i]), exc))
+            if progress is not None:
+                progress.update(result.checked)
+    finally:
+        if progress is not None:
+            progress.finish()
+    return result
+
+
+def _check(spec: ColumnSpec, keyring, keys, values) -> list[tuple[int, str]]:
+    """Positions that fail to open, with the exception class name."""
+    if not spec.row_bound:
+        try:
+            keyring.open_many(values, spec.context_of(None))
+            return []
+        except SealstoreError:
+            pass  # find every failing position, one by one
+    bad = []
+    for i, (pk, value) in enumerate(zip(keys, values)):
+        try:
+            keyring.open(value, spec.context_of(pk))
+        except SealstoreError as exc:
+            bad.append((i, type(exc).__name__))
+    return bad
+
+
+def verify(
+    engine: Engine,
+    columns,
+    *,
+    batch_size: int = 1000,
+    progress=None,
+    max_failures: int = 1000,
+) -> list[VerifyResult]:
+    """Open every non-NULL value of ``columns`` (specs or models) with its own context.
+
+    Values of retired keys count as failures (``KeyNotUsable``) unless the keyring allows
+    retired keys, so a clean verify also proves nothing needs a retired key any more.
+    """
+    return [
+        _verify_column(engine, spec, batch_size, progress, max_failures)
+        for spec in as_column_specs(columns)
+    ]
