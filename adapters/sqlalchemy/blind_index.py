@@ -33,7 +33,7 @@ from sqlalchemy.sql import operators
 from sqlalchemy.sql.elements import BindParameter, ClauseElement
 from sqlalchemy.types import TypeDecorator
 
-from ...errors import BlindIndexError, UnsupportedComparison
+from ...errors import BlindIndexError, ColumnBindingError, UnsupportedComparison
 from ...format import column_context
 from ...keyring import Keyring, KeyState, get_keyring
 from .rows import PreSealed
@@ -191,9 +191,14 @@ class BlindIndex(TypeDecorator):
         """The index value of ``value`` (a plaintext of the source column) under the primary key."""
         if value is None:
             return None
-        if type(value) is PreSealed:
-            value = value.plaintext
         source_type = self.source_column.type
+        if type(value) is PreSealed:
+            if (value.table, value.column) != (source_type.table, source_type.column):
+                raise ColumnBindingError(
+                    f"a value sealed for {value.table}.{value.column} was written to "
+                    f"{source_type.table}.{source_type.column}"
+                )
+            value = value.plaintext
         data = source_type.codec.encode(value)
         keyring = self._keyring(source_type)
         key = keyring.primary
