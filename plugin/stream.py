@@ -71,6 +71,7 @@ __all__ = [
     "OpeningReader",
     "seal_stream",
     "open_stream",
+    "source_length",
 ]
 
 MAGIC = b"SSOB"
@@ -398,9 +399,13 @@ class _Input:
         if self._view is not None:
             return True
         f = self._file
+        if f is None:
+            return False
         try:
-            return f is not None and f.seekable()
-        except (AttributeError, ValueError):
+            return bool(f.seekable())
+        except AttributeError:  # e.g. s3transfer's ReadFileChunk: seek/tell without seekable()
+            return hasattr(f, "seek") and hasattr(f, "tell")
+        except ValueError:
             return False
 
     def remaining(self) -> int | None:
@@ -408,9 +413,11 @@ class _Input:
         if self._view is not None:
             return len(self._view) - self._pos
         if self.seekable:
-            pos = self._file.tell()
-            end = self._file.seek(0, io.SEEK_END)
-            self._file.seek(pos)
+            f = self._file
+            pos = f.tell()
+            f.seek(0, io.SEEK_END)
+            end = f.tell()  # not seek()'s return value: some file-likes return None
+            f.seek(pos)
             return end - pos
         return None
 
@@ -482,6 +489,18 @@ class _Input:
             close()
 
 
+def source_length(source) -> int | None:
+    """Bytes ``source`` holds from its current position, if known without reading it."""
+    try:
+        return len(source)
+    except TypeError:
+        pass
+    try:
+        return _Input(source).remaining()
+    except (TypeError, OSError, ValueError):
+        return None
+
+
 def _batch_segments(segment_size: int) -> int:
     return max(1, BATCH_BYTES // segment_size)
 
@@ -527,8 +546,11 @@ class SealingReader(io.RawIOBase):
         self._k = _batch_segments(seg)
         self._pos = 0
         self._base = 0
+        known = self._src.remaining()
         if length is None:
-            length = self._src.remaining()
+            length = known
+        elif known is not None and known != length:
+            raise SourceChanged(f"the source holds {known} bytes, not the declared {length}")
         self._random = length is not None and self._src.seekable
         if self._random:
             self._base = self._src.tell()

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from hypothesis import settings
 
-pytest_plugins = ["fixtures_pg"]  # PostgreSQL server + SQLite/PostgreSQL engine fixtures
+pytest_plugins = [
+    "fixtures_pg",  # PostgreSQL server + SQLite/PostgreSQL engine fixtures
+    "fixtures_s3",  # moto S3 server over HTTP + boto3 clients
+]
 
 settings.register_profile("sealstore", deadline=None, print_blob=True)
 settings.load_profile("sealstore")

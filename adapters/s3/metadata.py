@@ -1,0 +1,125 @@
+"""The ``x-amz-meta-sealstore-*`` fields of a sealed object, and their checks.
+
+The body alone is enough to open an object (its header names everything); the metadata repeats
+what a reader wants before it fetches the body: the plaintext length (``head_object`` reports it),
+the segment layout (a ranged read computes which bytes to fetch) and a copy of the header (the
+object key can be derived, and its commitment checked, before the first body byte arrives).
+Every field is checked against the header or the stored size, so an edited field raises.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+
+from sealstore.errors import MalformedObject, NotSealedObject, UnsupportedOperation
+from sealstore.stream import ObjectHeader, parse_object_header
+
+__all__ = [
+    "PREFIX",
+    "VERSION",
+    "SUITE",
+    "KEY_ID",
+    "SEGMENT_SIZE",
+    "LENGTH",
+    "HEADER",
+    "PART_SIZE",
+    "object_metadata",
+    "header_from_metadata",
+    "declared_length",
+    "split_user_metadata",
+]
+
+PREFIX = "sealstore-"
+VERSION = "sealstore-version"
+SUITE = "sealstore-suite"
+KEY_ID = "sealstore-key-id"
+SEGMENT_SIZE = "sealstore-segment-size"
+LENGTH = "sealstore-length"
+HEADER = "sealstore-header"
+#: A request-only hint (never stored): the plaintext part size of a multipart upload.
+PART_SIZE = "sealstore-part-size"
+
+_STORED = (VERSION, SUITE, KEY_ID, SEGMENT_SIZE, LENGTH, HEADER)
+
+
+def object_metadata(header: ObjectHeader, length: int | None) -> dict[str, str]:
+    """The metadata fields stored with an object (``length`` may be unknown for streams)."""
+    meta = {
+        VERSION: str(header.version),
+        SUITE: str(header.suite),
+        KEY_ID: header.key_id_hex,
+        SEGMENT_SIZE: str(header.segment_size),
+        HEADER: base64.b64encode(header.pack()).decode("ascii"),
+    }
+    if length is not None:
+        meta[LENGTH] = str(length)
+    return meta
+
+
+def _lower(meta) -> dict[str, str]:
+    return {str(k).lower(): v for k, v in (meta or {}).items()}
+
+
+def header_from_metadata(meta) -> tuple[ObjectHeader, bytes] | None:
+    """The header copy in ``meta`` (parsed, and its raw bytes), or None when ``meta`` has no
+    sealstore fields.  MalformedObject if a field is missing, malformed or disagrees."""
+    meta = _lower(meta)
+    if not any(k.startswith(PREFIX) for k in meta):
+        return None
+    try:
+        raw = base64.b64decode(meta[HEADER].encode("ascii"), validate=True)
+        header = parse_object_header(raw)
+    except KeyError:
+        raise MalformedObject(f"object metadata lacks {HEADER}") from None
+    except (binascii.Error, UnicodeEncodeError, NotSealedObject) as exc:
+        raise MalformedObject(f"object metadata {HEADER} is not a sealstore header ({exc})") from None
+    expected = object_metadata(header, None)
+    for name in (VERSION, SUITE, KEY_ID, SEGMENT_SIZE):
+        if meta.get(name) != expected[name]:
+            raise MalformedObject(f"object metadata {name} disagrees with the stored header")
+    return header, raw
+
+
+def stored_length(meta) -> int | None:
+    """The plaintext length recorded in ``meta``, if any (MalformedObject if not a number)."""
+    value = _lower(meta).get(LENGTH)
+    if value is None:
+        return None
+    if not value.isdigit():
+        raise MalformedObject(f"object metadata {LENGTH} is not a length")
+    return int(value)
+
+
+def declared_length(meta: dict) -> int | None:
+    """Pop the caller's plaintext length declaration from request metadata (``meta`` is edited)."""
+    value = meta.pop(LENGTH, None)
+    if value is None:
+        return None
+    try:
+        length = int(value)
+    except (TypeError, ValueError):
+        length = -1
+    if length < 0:
+        raise UnsupportedOperation(f"Metadata[{LENGTH!r}] must be the plaintext length in bytes")
+    return length
+
+
+def split_user_metadata(meta) -> dict[str, str]:
+    """``meta`` without sealstore fields."""
+    return {k: v for k, v in (meta or {}).items() if not str(k).lower().startswith(PREFIX)}
+
+
+def sealstore_fields(meta) -> dict[str, str]:
+    """Only the stored sealstore fields of ``meta``."""
+    return {k: v for k, v in _lower(meta).items() if k in _STORED}
+
+
+def reject_reserved(meta) -> None:
+    """Refuse caller metadata that would forge sealstore fields."""
+    for k in meta or {}:
+        if str(k).lower().startswith(PREFIX):
+            raise UnsupportedOperation(
+                f"metadata key {k!r} is reserved for sealstore (only {LENGTH!r} and "
+                f"{PART_SIZE!r} may be passed, as declarations)"
+            )
