@@ -26,7 +26,7 @@ from typing import Any
 
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
-from sqlalchemy import LargeBinary, event
+from sqlalchemy import VARBINARY, LargeBinary, event
 from sqlalchemy.engine import Engine
 from sqlalchemy.schema import ColumnDefault
 from sqlalchemy.sql import operators
@@ -129,6 +129,11 @@ class BlindIndex(TypeDecorator):
     @property
     def storage_length(self) -> int:
         return KEY_ID_SIZE + self.size
+
+    def load_dialect_impl(self, dialect):
+        if dialect.name in ("mysql", "mariadb"):
+            return dialect.type_descriptor(VARBINARY(self.storage_length))
+        return dialect.type_descriptor(LargeBinary(self.storage_length))
 
     # ---- the source column --------------------------------------------------------------------
 

@@ -232,6 +232,11 @@ class EncryptedType(TypeDecorator):
             parts.append(text if p.kind is p.POSITIONAL_OR_KEYWORD else f"{p.name}={text}")
         return f"{type(self).__name__}({', '.join(parts)})"
 
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state["_codec_memo"] = state["_context_memo"] = None  # closures; rebuilt on use
+        return state
+
     # ---- dialect storage --------------------------------------------------------------------
 
     def load_dialect_impl(self, dialect):
