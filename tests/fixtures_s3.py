@@ -11,6 +11,9 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import subprocess
+import sys
+import time
 import uuid
 
 import pytest
@@ -59,6 +62,29 @@ def s3_endpoint():
         yield url
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint_process():
+    """A moto S3 server in a child process: its memory is not this process's (tracemalloc)."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(300):
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            if proc.poll() is not None:
+                pytest.fail("the moto server process exited")
+            time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(10)
 
 
 @pytest.fixture

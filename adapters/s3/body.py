@@ -23,11 +23,14 @@ class ByteRange:
         self.first, self.last, self.suffix, self.text = first, last, suffix, text
 
     def resolve(self, size: int) -> tuple[int, int] | None:
-        """Inclusive ``(first, last)`` inside an object of ``size`` bytes, or None if the range
-        cannot be satisfied (S3 answers 416 InvalidRange then)."""
+        """Inclusive ``(first, last)`` inside an object of ``size`` bytes; None if the range
+        cannot be satisfied (S3 answers 416 InvalidRange then); ``()`` for the whole, empty,
+        object."""
         if self.suffix is not None:
-            if self.suffix == 0 or size == 0:
+            if self.suffix == 0:
                 return None
+            if size == 0:  # S3 (as moto does) answers a suffix of an empty object with it whole
+                return ()
             return max(0, size - self.suffix), size - 1
         if self.first >= size:
             return None

@@ -14,6 +14,7 @@ skip; the flag is per thread, so other threads keep sealing.
 from __future__ import annotations
 
 import contextlib
+import io
 import tempfile
 import threading
 from collections import OrderedDict
@@ -471,8 +472,7 @@ class S3Sealing:
                 head = read_exactly(raw, HEADER_SIZE)
                 start = HEADER_SIZE
                 header = parse_object_header(head)
-            else:
-                raw.close()
+            else:  # no metadata and the range skips the header: fetch it on its own
                 header, head = self._fetch_header(request, parsed.get("ETag"))
         except NotSealedObject:
             raw.close()
@@ -495,6 +495,12 @@ class S3Sealing:
         if span is None:
             raw.close()
             raise invalid_range(rng.text, n)
+        if span == ():
+            raw.close()
+            parsed["Body"] = streaming_body(io.BytesIO(b""), 0)
+            parsed["ContentLength"] = 0
+            parsed.pop("ContentRange", None)
+            return
         plan = plan_range(span[0], span[1], n, header.segment_size, header.tag_size)
         if not (start <= plan.start and plan.stop - 1 <= end):  # the layout guess was wrong
             raw.close()
