@@ -209,3 +209,34 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def section(opts) -> dict:
+    """The AEAD section of ``sealstore bench``."""
+    quick = bool(getattr(opts, "quick", False))
+    result = run(quick=quick, all_kernels=getattr(opts, "kernels", "selected") == "all")
+    rows = sorted(result["rows"], key=lambda r: (r["size"], r["op"], r["algorithm"], r["kernel"]))
+    tables = [{
+        "title": "throughput per call (median), ratio to AES-256-GCM in this run",
+        "columns": [("size", "size_name", ""), ("algorithm", "algorithm", ""),
+                    ("kernel", "kernel", ""), ("op", "op", ""), ("GB/s", "gbps", ".2f"),
+                    ("ns/call", "ns_per_call", ".0f"), ("spread", "spread", "pct"),
+                    ("vs AES-256-GCM", "speedup_vs_aes256gcm", "ratio")],
+        "rows": [dict(r, size_name=_size_name(r["size"])) for r in rows],
+    }]
+    notes = []
+    harness = c_harness(0.05 if quick else 0.2)
+    if harness is None:
+        notes.append("C kernel harness: not run (no C compiler or no source tree here)")
+    else:
+        result["c_harness"] = harness
+        tables.append({
+            "title": "C kernels alone (bench/kernel_bench.c), medians",
+            "columns": [("size", "size_name", ""), ("variant", "variant", ""),
+                        ("kernel", "kernel", ""), ("op", "op", ""),
+                        ("GB/s", "gbps_median", ".2f"), ("ns/call", "ns_per_call", ".0f")],
+            "rows": [dict(r, size_name=_size_name(r["size"])) for r in harness["results"]
+                     if r["size"] in (64, 16384, 1 << 20) and (r["kernel"] != "portable" or r["size"] == 16384)],
+        })
+    result.update(tables=tables, notes=notes)
+    return result

@@ -120,10 +120,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = keys.add_parser("rotate", help="create a new primary key; the old one stays active")
     p.add_argument("--suite", choices=_SUITES, help="suite of the new key (default: config)")
     p.set_defaults(func=_cmd_rotate)
+
+    # listed for --help; main() hands everything after "bench" to sealstore.bench.run
+    commands.add_parser("bench", help="the at-rest throughput benchmark (sealstore bench --help)")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["bench"]:  # its own parser: every option after the word is the bench's
+        from .bench.run import main as bench_main
+
+        return bench_main(argv[1:])
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

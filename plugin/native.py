@@ -66,16 +66,18 @@ def selected_kernel(variant: str) -> str:
 
 
 def force_kernel(name: str | None) -> None:
-    """Make ``name`` the kernel of every variant that has it (``None`` restores the best)."""
+    """Make ``name`` the kernel of every variant that has it (``None`` restores the best).
+    Cipher objects created before keep the kernel they were given."""
+    global _forced
     if name is None:
         lib.sealstore_force_kernel(-1)
+        _forced = None
         return
     kid = _kernel_id(name)
     if lib.sealstore_force_kernel(kid) != 0:
         raise KernelUnavailable(
             f"kernel {name!r} cannot run on this CPU/build; runnable: {', '.join(kernels())}"
         )
-    global _forced
     _forced = name
 
 
