@@ -1,0 +1,459 @@
+/*
+ * Known-answer and cross-kernel agreement driver for the native kernels, in plain C, linked
+ * straight against native/src (no Python).  Used by tests/test_build.py (natively, and
+ * cross-compiled for aarch64 under qemu), by tools/sanitize.sh (ASan/UBSan) and under
+ * valgrind memcheck.
+ *
+ *   kat kernels                  print "VARIANT: kernel ..." for what this build and CPU run
+ *   kat [-k KERNEL] [-q] FILE    run the draft vectors in FILE (tools/kat_vectors.py output,
+ *                                "-" for stdin) on every runnable kernel, or only KERNEL, then
+ *                                check every kernel against the portable one on pseudo-random
+ *                                inputs whose lengths straddle every block and lane boundary,
+ *                                round trips, tamper rejection (output wiped), the attached,
+ *                                prefixed and segment calls.  -q: fewer lengths (valgrind).
+ *
+ * Prints one summary line and exits 0 when everything passed, 1 otherwise.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sealstore.h"
+
+static const char *const variant_names[SEALSTORE_NVARIANTS] = {"AEGIS-128L", "AEGIS-128X2",
+                                                               "AEGIS-128X4"};
+static const char *const kernel_names[SEALSTORE_NKERNELS] = {"portable", "aesni", "avx2",
+                                                             "avx512"};
+static int failures;
+static long checks;
+static int only_kernel = -1;
+
+#define FAIL(...)                                                                               \
+    do {                                                                                        \
+        failures++;                                                                             \
+        if (failures <= 20) {                                                                   \
+            fprintf(stderr, "FAIL: " __VA_ARGS__);                                              \
+            fputc('\n', stderr);                                                                \
+        }                                                                                       \
+    } while (0)
+
+static void *xmalloc(size_t n)
+{
+    /* +1 so a zero-length buffer is still a distinct, valid pointer */
+    void *p = malloc(n + 1);
+    if (p == NULL) {
+        fprintf(stderr, "out of memory\n");
+        exit(2);
+    }
+    return p;
+}
+
+/* splitmix64: deterministic inputs, the same on every platform */
+static uint64_t rng_state = 0x5ea15708e5eedULL;
+
+static uint64_t rng_next(void)
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static void rng_fill(uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        p[i] = (uint8_t)rng_next();
+    }
+}
+
+static int all_zero(const uint8_t *p, size_t n)
+{
+    uint8_t d = 0;
+    for (size_t i = 0; i < n; i++) {
+        d |= p[i];
+    }
+    return d == 0;
+}
+
+static int kernel_wanted(int variant, int kernel)
+{
+    if (only_kernel >= 0 && kernel != only_kernel) {
+        return 0;
+    }
+    return sealstore_impl(variant, kernel) != NULL;
+}
+
+/* ---- vectors ---- */
+
+static int unhex(const char *s, uint8_t **out, size_t *len)
+{
+    size_t n;
+    if (strcmp(s, "-") == 0) {
+        *out = xmalloc(0);
+        *len = 0;
+        return 0;
+    }
+    n = strlen(s);
+    if (n % 2) {
+        return -1;
+    }
+    *out = xmalloc(n / 2);
+    *len = n / 2;
+    for (size_t i = 0; i < n / 2; i++) {
+        unsigned v;
+        if (sscanf(s + 2 * i, "%2x", &v) != 1) {
+            return -1;
+        }
+        (*out)[i] = (uint8_t)v;
+    }
+    return 0;
+}
+
+static int variant_id(const char *name)
+{
+    for (int v = 0; v < SEALSTORE_NVARIANTS; v++) {
+        if (strcmp(name, variant_names[v]) == 0) {
+            return v;
+        }
+    }
+    return -1;
+}
+
+static void run_vector(int lineno, const char *alg, size_t maclen, int valid, char **hex)
+{
+    uint8_t *f[6];
+    size_t n[6];
+    const int v = variant_id(alg);
+
+    if (v < 0 || (maclen != 16 && maclen != 32)) {
+        FAIL("line %d: bad variant or tag size", lineno);
+        return;
+    }
+    for (int i = 0; i < 6; i++) {
+        if (unhex(hex[i], &f[i], &n[i]) != 0) {
+            FAIL("line %d: bad hex in field %d", lineno, i);
+            for (int j = 0; j < i; j++) {
+                free(f[j]);
+            }
+            return;
+        }
+    }
+    /* f: key nonce ad msg ct tag */
+    for (int k = 0; k < SEALSTORE_NKERNELS; k++) {
+        const sealstore_aead_impl *impl;
+        uint8_t *m, *c, mac[32];
+        if (!kernel_wanted(v, k)) {
+            continue;
+        }
+        impl = sealstore_impl(v, k);
+        m = xmalloc(n[4]);
+        c = xmalloc(n[4]);
+        if (valid) {
+            if (impl->encrypt(c, mac, maclen, f[3], n[3], f[2], n[2], f[1], f[0]) != 0 ||
+                n[3] != n[4] || memcmp(c, f[4], n[4]) != 0 || memcmp(mac, f[5], maclen) != 0) {
+                FAIL("line %d %s tag%zu %s: encrypt differs from the vector", lineno, alg,
+                     maclen * 8, kernel_names[k]);
+            }
+            if (impl->decrypt(m, f[4], n[4], f[5], maclen, f[2], n[2], f[1], f[0]) != 0 ||
+                memcmp(m, f[3], n[3]) != 0) {
+                FAIL("line %d %s tag%zu %s: decrypt differs from the vector", lineno, alg,
+                     maclen * 8, kernel_names[k]);
+            }
+        } else {
+            memset(m, 0xa5, n[4]);
+            if (impl->decrypt(m, f[4], n[4], f[5], maclen, f[2], n[2], f[1], f[0]) == 0) {
+                FAIL("line %d %s tag%zu %s: must-fail vector accepted", lineno, alg, maclen * 8,
+                     kernel_names[k]);
+            } else if (!all_zero(m, n[4])) {
+                FAIL("line %d %s tag%zu %s: output not wiped on failure", lineno, alg, maclen * 8,
+                     kernel_names[k]);
+            }
+        }
+        checks++;
+        free(m);
+        free(c);
+    }
+    for (int i = 0; i < 6; i++) {
+        free(f[i]);
+    }
+}
+
+static int run_vectors(const char *path)
+{
+    FILE *fp = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+    char *line = NULL;
+    size_t cap = 0;
+    int lineno = 0, count = 0;
+
+    if (fp == NULL) {
+        perror(path);
+        return -1;
+    }
+    while (getline(&line, &cap, fp) > 0) {
+        char alg[32], hex[6][4096];
+        unsigned maclen;
+        int valid;
+        char *hp[6];
+        lineno++;
+        if (line[0] == '\n' || line[0] == '#') {
+            continue;
+        }
+        if (strlen(line) > 6 * 4000 ||
+            sscanf(line, "%31s %u %d %4095s %4095s %4095s %4095s %4095s %4095s", alg, &maclen,
+                   &valid, hex[0], hex[1], hex[2], hex[3], hex[4], hex[5]) != 9) {
+            FAIL("line %d: cannot parse", lineno);
+            continue;
+        }
+        for (int i = 0; i < 6; i++) {
+            hp[i] = hex[i];
+        }
+        run_vector(lineno, alg, maclen, valid, hp);
+        count++;
+    }
+    free(line);
+    if (fp != stdin) {
+        fclose(fp);
+    }
+    if (count == 0) {
+        FAIL("no vectors in %s", path);
+    }
+    return count;
+}
+
+/* ---- cross-kernel agreement ---- */
+
+/* One (variant, mlen, adlen, maclen) case, buffers at the given misalignment. */
+static void cross_case(int v, size_t mlen, size_t adlen, size_t maclen, size_t off)
+{
+    uint8_t key[16], npub[16], ref_mac[32], mac[32];
+    uint8_t *mbuf = xmalloc(mlen + off), *adbuf = xmalloc(adlen + off);
+    uint8_t *ref = xmalloc(mlen), *cbuf = xmalloc(mlen + off), *pbuf = xmalloc(mlen + off);
+    uint8_t *m = mbuf + off, *ad = adbuf + off, *c = cbuf + off, *p = pbuf + off;
+    const sealstore_aead_impl *portable = sealstore_impl(v, SEALSTORE_KERNEL_PORTABLE);
+
+    rng_fill(key, sizeof key);
+    rng_fill(npub, sizeof npub);
+    rng_fill(m, mlen);
+    rng_fill(ad, adlen);
+    portable->encrypt(ref, ref_mac, maclen, m, mlen, ad, adlen, npub, key);
+
+    for (int k = 0; k < SEALSTORE_NKERNELS; k++) {
+        const sealstore_aead_impl *impl;
+        if (!kernel_wanted(v, k)) {
+            continue;
+        }
+        impl = sealstore_impl(v, k);
+        memset(mac, 0, sizeof mac);
+        if (impl->encrypt(c, mac, maclen, m, mlen, ad, adlen, npub, key) != 0 ||
+            memcmp(c, ref, mlen) != 0 || memcmp(mac, ref_mac, maclen) != 0) {
+            FAIL("%s %s: mlen %zu adlen %zu tag %zu off %zu differs from portable",
+                 variant_names[v], kernel_names[k], mlen, adlen, maclen, off);
+        }
+        if (impl->decrypt(p, c, mlen, mac, maclen, ad, adlen, npub, key) != 0 ||
+            memcmp(p, m, mlen) != 0) {
+            FAIL("%s %s: mlen %zu adlen %zu tag %zu: round trip failed", variant_names[v],
+                 kernel_names[k], mlen, adlen, maclen);
+        }
+        /* flip one bit of the ciphertext (or the tag when empty), then of the AD */
+        if (mlen) {
+            c[mlen / 2] ^= 0x10;
+        } else {
+            mac[maclen - 1] ^= 0x10;
+        }
+        memset(p, 0xa5, mlen);
+        if (impl->decrypt(p, c, mlen, mac, maclen, ad, adlen, npub, key) == 0 ||
+            !all_zero(p, mlen)) {
+            FAIL("%s %s: mlen %zu: tampered ciphertext accepted or output not wiped",
+                 variant_names[v], kernel_names[k], mlen);
+        }
+        if (mlen) {
+            c[mlen / 2] ^= 0x10;
+        } else {
+            mac[maclen - 1] ^= 0x10;
+        }
+        if (adlen) {
+            ad[adlen - 1] ^= 0x01;
+            if (impl->decrypt(p, c, mlen, mac, maclen, ad, adlen, npub, key) == 0) {
+                FAIL("%s %s: adlen %zu: tampered AD accepted", variant_names[v],
+                     kernel_names[k], adlen);
+            }
+            ad[adlen - 1] ^= 0x01;
+        }
+        checks++;
+    }
+    free(mbuf);
+    free(adbuf);
+    free(ref);
+    free(cbuf);
+    free(pbuf);
+}
+
+static void run_cross(int quick)
+{
+    /* lengths around every block (16), rate (32 * D) and lane boundary of the three variants */
+    static const size_t ad_lens[] = {0,  1,  15, 16, 17,  31,  32,  33,  63,
+                                     64, 65, 95, 127, 128, 129, 255, 256, 257};
+    const size_t max_m = quick ? 140 : 520;
+    for (int v = 0; v < SEALSTORE_NVARIANTS; v++) {
+        for (size_t mlen = 0; mlen <= max_m; mlen += (quick ? 3 : 1)) {
+            const size_t adlen = ad_lens[mlen % (sizeof ad_lens / sizeof ad_lens[0])];
+            cross_case(v, mlen, adlen, (mlen & 1) ? 32 : 16, mlen % 4);
+        }
+        for (size_t i = 0; i < sizeof ad_lens / sizeof ad_lens[0]; i++) {
+            cross_case(v, 64 * (i + 1) + 1, ad_lens[i], 16, 0);
+        }
+        /* a large message at an odd offset: the bulk loops and the tail together */
+        cross_case(v, quick ? 4099 : (1u << 20) + 77, 300, 32, 3);
+    }
+}
+
+/* ---- the context calls: attached tag, prefixed values, segments ---- */
+
+static void run_ctx_calls(void)
+{
+    uint8_t key[16], npub[16], prefix[7] = {1, 3, 0, 0, 0, 9, 1}, nprefix[11];
+    uint8_t m[300], ad[40], c[300 + 32], p[300], sealed[7 + 16 + 300 + 32];
+    uint8_t segout[300 + 8 * 32], segback[300];
+    size_t bad = 0;
+
+    rng_fill(key, sizeof key);
+    rng_fill(npub, sizeof npub);
+    rng_fill(m, sizeof m);
+    rng_fill(ad, sizeof ad);
+    rng_fill(nprefix, sizeof nprefix);
+    for (int v = 0; v < SEALSTORE_NVARIANTS; v++) {
+        for (int k = 0; k < SEALSTORE_NKERNELS; k++) {
+            for (size_t maclen = 16; maclen <= 32; maclen += 16) {
+                sealstore_ctx *ctx;
+                if (!kernel_wanted(v, k)) {
+                    continue;
+                }
+                ctx = sealstore_ctx_new(v, k, key, maclen);
+                if (ctx == NULL || ctx->kernel != k) {
+                    FAIL("%s %s: no context", variant_names[v], kernel_names[k]);
+                    continue;
+                }
+                /* attached tag */
+                if (sealstore_encrypt(ctx, c, m, sizeof m, ad, sizeof ad, npub) != 0 ||
+                    sealstore_decrypt(ctx, p, c, sizeof m + maclen, ad, sizeof ad, npub) != 0 ||
+                    memcmp(p, m, sizeof m) != 0) {
+                    FAIL("%s %s: attached round trip", variant_names[v], kernel_names[k]);
+                }
+                if (sealstore_decrypt(ctx, p, c, maclen - 1, ad, sizeof ad, npub) == 0) {
+                    FAIL("%s %s: input shorter than the tag accepted", variant_names[v],
+                         kernel_names[k]);
+                }
+                /* prefixed */
+                if (sealstore_seal_prefixed(ctx, sealed, prefix, sizeof prefix, npub, m, sizeof m,
+                                            ad, sizeof ad) != 0 ||
+                    sealstore_open_prefixed(ctx, p, sealed, 7 + 16 + sizeof m + maclen, 7, ad,
+                                            sizeof ad) != 0 ||
+                    memcmp(p, m, sizeof m) != 0) {
+                    FAIL("%s %s: prefixed round trip", variant_names[v], kernel_names[k]);
+                }
+                sealed[0] ^= 1; /* the prefix is authenticated */
+                if (sealstore_open_prefixed(ctx, p, sealed, 7 + 16 + sizeof m + maclen, 7, ad,
+                                            sizeof ad) == 0) {
+                    FAIL("%s %s: edited prefix accepted", variant_names[v], kernel_names[k]);
+                }
+                if (sealstore_open_prefixed(ctx, p, sealed, 7 + 16 + maclen - 1, 7, ad, 0) == 0) {
+                    FAIL("%s %s: short prefixed value accepted", variant_names[v],
+                         kernel_names[k]);
+                }
+                /* segments of 64 bytes: 300 = 4 whole + a final 44 */
+                if (sealstore_seal_segments(ctx, segout, m, sizeof m, 64, nprefix, 7, 1, ad,
+                                            sizeof ad) != 0 ||
+                    sealstore_open_segments(ctx, segback, segout, sizeof m + 5 * maclen, 64,
+                                            nprefix, 7, 1, ad, sizeof ad, &bad) != 0 ||
+                    memcmp(segback, m, sizeof m) != 0) {
+                    FAIL("%s %s: segment round trip", variant_names[v], kernel_names[k]);
+                }
+                /* cut at a segment boundary: not a segment sequence (framing, -2) */
+                if (sealstore_open_segments(ctx, segback, segout, 4 * (64 + maclen), 64, nprefix,
+                                            7, 1, ad, sizeof ad, &bad) != -2) {
+                    FAIL("%s %s: stream cut at a boundary not refused", variant_names[v],
+                         kernel_names[k]);
+                }
+                /* cut inside segment 10: its stub opens as a final segment and fails there */
+                if (sealstore_open_segments(ctx, segback, segout, 3 * (64 + maclen) + maclen + 10,
+                                            64, nprefix, 7, 1, ad, sizeof ad, &bad) != -1 ||
+                    bad != 10) {
+                    FAIL("%s %s: truncated stream not detected at segment 10 (bad %zu)",
+                         variant_names[v], kernel_names[k], bad);
+                }
+                segout[2 * (64 + maclen)] ^= 4;
+                if (sealstore_open_segments(ctx, segback, segout, sizeof m + 5 * maclen, 64,
+                                            nprefix, 7, 1, ad, sizeof ad, &bad) != -1 ||
+                    bad != 9 || !all_zero(segback, sizeof m)) {
+                    FAIL("%s %s: edited segment 9 not detected or output not wiped",
+                         variant_names[v], kernel_names[k]);
+                }
+                sealstore_ctx_free(ctx);
+                checks++;
+            }
+        }
+    }
+}
+
+static int kernel_id(const char *name)
+{
+    for (int k = 0; k < SEALSTORE_NKERNELS; k++) {
+        if (strcmp(name, kernel_names[k]) == 0) {
+            return k;
+        }
+    }
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    int quick = 0, nvec;
+    const char *path = NULL;
+
+    if (argc == 2 && strcmp(argv[1], "kernels") == 0) {
+        for (int v = 0; v < SEALSTORE_NVARIANTS; v++) {
+            printf("%s:", variant_names[v]);
+            for (int k = 0; k < SEALSTORE_NKERNELS; k++) {
+                if (sealstore_variant_has_kernel(v, k)) {
+                    printf(" %s", kernel_names[k]);
+                }
+            }
+            printf("\n");
+        }
+        return 0;
+    }
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-q") == 0) {
+            quick = 1;
+        } else if (strcmp(argv[i], "-k") == 0 && i + 1 < argc) {
+            only_kernel = kernel_id(argv[++i]);
+            if (only_kernel < 0 || !sealstore_kernel_supported(only_kernel)) {
+                fprintf(stderr, "kernel %s cannot run here\n", argv[i]);
+                return 2;
+            }
+        } else {
+            path = argv[i];
+        }
+    }
+    if (path == NULL) {
+        fprintf(stderr, "usage: kat kernels | kat [-k KERNEL] [-q] VECTORS|-\n");
+        return 2;
+    }
+    nvec = run_vectors(path);
+    if (nvec < 0) {
+        return 2;
+    }
+    run_cross(quick);
+    run_ctx_calls();
+    printf("kat: %d vector lines, %ld kernel checks, %d failures; kernels:", nvec, checks,
+           failures);
+    for (int k = 0; k < SEALSTORE_NKERNELS; k++) {
+        if ((only_kernel < 0 || k == only_kernel) && sealstore_kernel_supported(k)) {
+            printf(" %s", kernel_names[k]);
+        }
+    }
+    printf("\n");
+    return failures ? 1 : 0;
+}

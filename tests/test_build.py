@@ -1,0 +1,227 @@
+"""The native sources build warning-free, and the kernels pass the draft vectors straight from C.
+
+* every C source compiles with ``-Wall -Wextra -Werror`` under gcc and clang (x86-64);
+* the C driver ``tests/native/kat.c`` (vectors, every kernel against the portable one, the
+  context calls) passes when built with either compiler;
+* on a non-x86 target only the portable kernel is built: the sources the cffi builder picks for
+  aarch64 cross-compile warning-free, and the driver built from them passes the vectors under
+  ``qemu-aarch64`` with the portable kernel alone.
+
+Compilers or cross tools that are missing skip their tests locally; under CI (``CI=true``,
+where ``.ci/run`` installs them) a missing tool is a failure, so nothing is skipped silently.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import sysconfig
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from unittest import mock
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NATIVE = ROOT / "native"
+INCLUDE = NATIVE / "include"
+KAT = ROOT / "tests" / "native" / "kat.c"
+WARN = ["-Wall", "-Wextra", "-Werror"]
+IN_CI = os.environ.get("CI", "").lower() == "true"
+X86 = platform.machine().lower() in ("x86_64", "amd64")
+AARCH64_SYSROOT = "/usr/aarch64-linux-gnu"
+
+sys.path.insert(0, str(ROOT / "tools"))
+import kat_vectors  # noqa: E402
+
+sys.path.pop(0)
+
+
+def _builder():
+    spec = importlib.util.spec_from_file_location("_sealstore_build_ffi", NATIVE / "build_ffi.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+BUILD_FFI = _builder()
+
+
+def builder_sources(machine: str | None = None) -> list[Path]:
+    """The C sources the cffi builder compiles, as on ``machine`` (default: this one)."""
+    if machine is None:
+        rel = BUILD_FFI.kernel_sources()
+    else:
+        with mock.patch.object(BUILD_FFI.platform, "machine", return_value=machine):
+            rel = BUILD_FFI.kernel_sources()
+    return [ROOT / p for p in rel]
+
+
+def need_tool(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        if IN_CI:
+            pytest.fail(f"{name} is missing in CI (.ci/run installs it)")
+        pytest.skip(f"{name} is not installed")
+    return path
+
+
+def run(cmd, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+def compile_all(cc: list[str], sources, outdir: Path | None = None, extra=()):
+    """Compile each source to an object (in ``outdir``, or discarded).
+
+    Returns ``(errors, objects)``: the error reports of the sources that failed, and the
+    objects of those that compiled."""
+
+    def one(src: Path):
+        out = os.devnull if outdir is None else str(outdir / (src.stem + ".o"))
+        cmd = cc + ["-c", "-O3", *WARN, f"-I{INCLUDE}", *extra, str(src), "-o", out]
+        r = run(cmd)
+        if r.returncode:
+            return f"{src.relative_to(ROOT)}:\n{r.stderr}", None
+        return None, out
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        results = list(pool.map(one, sources))
+    return [e for e, _ in results if e], [o for _, o in results if o]
+
+
+_BUILDS: dict[str, tuple[list[str], list[str]]] = {}
+
+
+def build_objects(key: str, cc: list[str], sources, tmp_path_factory):
+    """Compile ``sources`` once per session and toolchain ``key``; (errors, objects)."""
+    if key not in _BUILDS:
+        outdir = tmp_path_factory.mktemp(f"obj-{key}")
+        _BUILDS[key] = compile_all(cc, sources, outdir)
+    return _BUILDS[key]
+
+
+@pytest.fixture(scope="session")
+def vectors_file(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("kat") / "vectors.txt"
+    path.write_text("\n".join(kat_vectors.lines()) + "\n")
+    return path
+
+
+def test_builder_uses_every_kernel_source_on_x86():
+    on_x86 = {p.relative_to(ROOT) for p in builder_sources("x86_64")}
+    in_tree = {p.relative_to(ROOT) for p in (NATIVE / "src").rglob("*.c")}
+    assert on_x86 == in_tree
+
+
+def test_non_x86_builds_only_the_portable_kernels():
+    sources = builder_sources("aarch64")
+    kernels = [p.name for p in sources if p.parent.name.startswith("aegis")]
+    assert sorted(kernels) == [
+        "aegis128l_portable.c",
+        "aegis128x2_portable.c",
+        "aegis128x4_portable.c",
+    ]
+
+
+@pytest.mark.skipif(not X86, reason="the x86 kernels are checked on an x86-64 host")
+@pytest.mark.parametrize("compiler", ["gcc", "clang"])
+def test_sources_compile_warning_free(compiler, tmp_path_factory):
+    cc = need_tool(compiler)
+    errors, _ = build_objects(compiler, [cc], builder_sources() + [KAT], tmp_path_factory)
+    # the CPython entry points, against this interpreter's headers
+    inc = sysconfig.get_paths()["include"]
+    errors = errors + compile_all([cc], [NATIVE / "speedups.c"], extra=[f"-I{inc}"])[0]
+    assert not errors, "\n".join(errors)
+
+
+@pytest.fixture(scope="session", params=["gcc", "clang"])
+def kat_binary(request, tmp_path_factory) -> Path:
+    cc = need_tool(request.param)
+    errors, objects = build_objects(request.param, [cc], builder_sources() + [KAT],
+                                    tmp_path_factory)
+    assert not errors, "\n".join(errors)
+    out = tmp_path_factory.mktemp(f"kat-{request.param}") / "kat"
+    r = run([cc, *objects, "-o", str(out)])
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def test_c_driver_passes_on_every_kernel(kat_binary, vectors_file):
+    r = run([str(kat_binary), str(vectors_file)], timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "0 failures" in r.stdout
+    listed = r.stdout.rsplit("kernels:", 1)[1].split()
+    cpu = run([str(kat_binary), "kernels"]).stdout
+    assert listed and set(listed) == set(cpu.split("AEGIS-128X4:")[1].split())
+
+
+def test_c_driver_fails_on_a_wrong_vector(kat_binary, tmp_path):
+    lines = kat_vectors.lines()
+    cols = lines[0].split()
+    cols[7] = ("0" if cols[7][0] != "0" else "1") + cols[7][1:]  # first ciphertext nibble
+    bad = tmp_path / "bad.txt"
+    bad.write_text(" ".join(cols) + "\n")
+    r = run([str(kat_binary), "-q", str(bad)], timeout=300)
+    assert r.returncode == 1
+    assert "encrypt differs from the vector" in r.stderr
+
+
+# ---- aarch64: portable kernels only ------------------------------------------------------
+
+AARCH64_CC = "aarch64-linux-gnu-gcc"
+
+
+def aarch64_objects(tmp_path_factory):
+    cc = need_tool(AARCH64_CC)
+    return cc, build_objects("aarch64", [cc], builder_sources("aarch64") + [KAT], tmp_path_factory)
+
+
+def test_aarch64_sources_cross_compile_warning_free(tmp_path_factory):
+    cc, (errors, _) = aarch64_objects(tmp_path_factory)
+    # the x86 kernel files must compile to nothing there (their code is guarded)
+    x86_only = sorted(set(builder_sources("x86_64")) - set(builder_sources("aarch64")))
+    errors = errors + compile_all([cc], x86_only)[0]
+    # the CPython entry points (syntax only: this host's pyconfig.h stands in for aarch64's)
+    inc = sysconfig.get_paths()["include"]
+    r = run([cc, "-fsyntax-only", *WARN, f"-I{INCLUDE}", f"-I{inc}", str(NATIVE / "speedups.c")])
+    if r.returncode:
+        errors.append(f"native/speedups.c:\n{r.stderr}")
+    assert not errors, "\n".join(errors)
+
+
+def test_aarch64_clang_cross_compile_warning_free():
+    clang = need_tool("clang")
+    if not Path(AARCH64_SYSROOT, "include").is_dir():
+        if IN_CI:
+            pytest.fail(f"{AARCH64_SYSROOT} is missing in CI (.ci/run installs it)")
+        pytest.skip("no aarch64 sysroot")
+    errors = compile_all(
+        [clang, "--target=aarch64-linux-gnu", f"--sysroot={AARCH64_SYSROOT}"],
+        builder_sources("aarch64"),
+        extra=[f"-isystem{AARCH64_SYSROOT}/include"],
+    )[0]
+    assert not errors, "\n".join(errors)
+
+
+def test_aarch64_driver_passes_under_qemu(tmp_path, tmp_path_factory, vectors_file):
+    qemu = need_tool("qemu-aarch64")
+    cc, (errors, objects) = aarch64_objects(tmp_path_factory)
+    assert not errors, "\n".join(errors)
+    exe = tmp_path / "kat-aarch64"
+    r = run([cc, *objects, "-o", str(exe)])
+    assert r.returncode == 0, r.stderr
+    # only the portable kernel exists there, for every variant
+    r = run([qemu, "-L", AARCH64_SYSROOT, str(exe), "kernels"], timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split("\n")[:3] == [
+        "AEGIS-128L: portable",
+        "AEGIS-128X2: portable",
+        "AEGIS-128X4: portable",
+    ]
+    r = run([qemu, "-L", AARCH64_SYSROOT, str(exe), "-q", str(vectors_file)], timeout=600)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "0 failures" in r.stdout and r.stdout.rstrip().endswith("kernels: portable")
