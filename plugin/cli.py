@@ -123,7 +123,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     # listed for --help; main() hands everything after "bench" to sealstore.bench.run
     commands.add_parser("bench", help="the at-rest throughput benchmark (sealstore bench --help)")
+    _add_s3_commands(commands)
     return parser
+
+
+def _add_s3_commands(commands) -> None:
+    """``sealstore s3 rotate ...``: defined with the S3 adapter (sealstore.adapters.s3.cli)."""
+    from .adapters.s3.cli import add_commands
+
+    add_commands(commands)
 
 
 def main(argv: list[str] | None = None) -> int:

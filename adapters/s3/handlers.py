@@ -169,10 +169,19 @@ class S3Sealing:
         with self._lock:
             return self._layouts.get((bucket, key)) or (self.segment_size, self._tag_size())
 
+    @contextlib.contextmanager
+    def opening_retired(self):
+        """Objects of retired keys open on this thread inside the block (rotation uses it)."""
+        before = getattr(self._local, "retired", False)
+        self._local.retired = True
+        try:
+            yield
+        finally:
+            self._local.retired = before
+
     def _opener(self, header) -> ObjectCipher:
-        return ObjectCipher.from_header(
-            self.keyring, header, context=self.context, allow_retired=self.allow_retired
-        )
+        allow = self.allow_retired or getattr(self._local, "retired", False)
+        return ObjectCipher.from_header(self.keyring, header, context=self.context, allow_retired=allow)
 
     # ---- uploads ------------------------------------------------------------------------------
 

@@ -1,0 +1,111 @@
+"""``sealstore s3 ...`` commands (hooked into the ``sealstore`` console script).
+
+    sealstore [--config PATH] s3 rotate s3://BUCKET[/PREFIX] [--endpoint-url URL]
+              [--checkpoint PATH] [--pause SECONDS] [--dry-run] [--seal-plaintext] [--json]
+
+The keyring comes from the sealstore configuration, S3 access from the usual boto3 settings
+(environment, profile, ``--endpoint-url`` for S3-compatible stores).  Exit status: 0 done,
+1 some objects failed (listed), 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from dataclasses import asdict
+
+__all__ = ["add_commands", "main"]
+
+
+def _default_checkpoint(url: str) -> str:
+    return f".sealstore-rotate-{hashlib.sha256(url.encode()).hexdigest()[:12]}.json"
+
+
+def _cmd_rotate(args) -> int:
+    import boto3
+
+    from sealstore.config import load_config
+
+    from . import encrypt_client
+    from .rotate import parse_s3_url, rotate_objects
+
+    try:
+        bucket, prefix = parse_s3_url(args.url)
+    except ValueError as exc:
+        print(f"sealstore: error: {exc}", file=sys.stderr)
+        return 2
+    keyring = load_config(getattr(args, "config", None)).load_keyring()
+    client = boto3.client("s3", endpoint_url=args.endpoint_url, region_name=args.region)
+    encrypt_client(client, keyring)
+    checkpoint = args.checkpoint or _default_checkpoint(args.url)
+
+    def progress(report, key, outcome):
+        if not args.json and (outcome not in ("current", "not_sealed") or args.verbose):
+            print(f"{outcome:>16}  {key}", flush=True)
+
+    report = rotate_objects(
+        client,
+        bucket,
+        prefix,
+        checkpoint=checkpoint,
+        dry_run=args.dry_run,
+        seal_plaintext=args.seal_plaintext,
+        pause=args.pause,
+        progress=progress,
+    )
+    keyring.close()
+    if args.json:
+        print(json.dumps(asdict(report), indent=2))
+    else:
+        if report.after:
+            print(f"resumed after {report.after!r}")
+        print(
+            f"{'dry run: ' if report.dry_run else ''}{report.scanned} objects: "
+            f"{report.resealed} re-sealed, {report.repaired} metadata repaired, "
+            f"{report.current} already under {report.primary}, {report.sealed_plaintext} "
+            f"plaintext sealed, {report.not_sealed} not sealed (skipped), "
+            f"{len(report.conflicts)} changed meanwhile (left for the next run), "
+            f"{len(report.failures)} failed"
+        )
+        for failure in report.failures:
+            print(f"failed: {failure['key']}: {failure['error']}", file=sys.stderr)
+    return 0 if report.ok else 1
+
+
+def add_commands(commands) -> None:
+    """Add ``s3`` and its actions to the console script's sub-command parsers."""
+    s3 = commands.add_parser("s3", help="encrypted S3 objects").add_subparsers(
+        dest="s3_command", required=True, metavar="ACTION"
+    )
+    p = s3.add_parser("rotate", help="re-seal objects under the primary key (resumable)")
+    p.add_argument("url", metavar="s3://BUCKET[/PREFIX]")
+    p.add_argument("--endpoint-url", help="S3-compatible endpoint (default: AWS)")
+    p.add_argument("--region", help="region name (default: boto3's)")
+    p.add_argument("--checkpoint", metavar="PATH", help="position file (default: .sealstore-rotate-<hash>.json)")
+    p.add_argument("--pause", type=float, default=0.0, metavar="SECONDS", help="wait between objects")
+    p.add_argument("--dry-run", action="store_true", help="only count what would change")
+    p.add_argument("--seal-plaintext", action="store_true", help="also seal objects that are not sealed")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("-v", "--verbose", action="store_true", help="list unchanged objects too")
+    p.set_defaults(func=_cmd_rotate)
+
+
+def main(argv=None) -> int:
+    """``python -m sealstore.adapters.s3.cli`` (the same commands without the console script)."""
+    from sealstore.errors import SealstoreError
+
+    parser = argparse.ArgumentParser(prog="sealstore")
+    parser.add_argument("-c", "--config", metavar="PATH", help="config file; default $SEALSTORE_CONFIG")
+    add_commands(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except SealstoreError as exc:
+        print(f"sealstore: error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

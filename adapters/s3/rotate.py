@@ -1,0 +1,245 @@
+"""Re-seal the objects under a prefix with the keyring's primary key (``sealstore s3 rotate``).
+
+For each object, in listing order:
+
+* already under the primary key (read from the metadata, or from the 76-byte header when the
+  metadata was lost): nothing is downloaded; lost metadata is put back with a server-side
+  ``CopyObject`` (conditional on the ETag).  This is also the whole cost of a rotation of the
+  key-encryption key that wraps the keyring (``sealstore keys``): objects name keyring keys,
+  which such a rotation does not change, so every object takes this path;
+* under another key: opened and re-sealed as a stream and written back with ``IfMatch`` on the
+  ETag that was read, so a concurrent writer is never overwritten (that object is reported as a
+  conflict and left for the next run);
+* not sealed: skipped, or sealed in place with ``seal_plaintext`` (buckets being migrated).
+
+After every object the position (the last key done) goes to a checkpoint file, written
+atomically; a run that was stopped or killed resumes after it.  A finished run marks the
+checkpoint complete, and the next run starts over.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+
+from botocore.exceptions import ClientError
+
+from sealstore.errors import NotSealedObject, SealstoreError
+from sealstore.stream import HEADER_SIZE, ObjectCipher, parse_object_header
+
+from . import metadata as M
+
+__all__ = ["RotationReport", "rotate_objects", "parse_s3_url"]
+
+_KEEP = ("CacheControl", "ContentDisposition", "ContentEncoding", "ContentLanguage", "ContentType", "Expires")
+
+
+@dataclass
+class RotationReport:
+    """What a run did; ``after`` is the listing position it resumed from."""
+
+    bucket: str
+    prefix: str
+    primary: str
+    after: str | None = None
+    scanned: int = 0
+    current: int = 0
+    repaired: int = 0
+    resealed: int = 0
+    sealed_plaintext: int = 0
+    not_sealed: int = 0
+    conflicts: list = field(default_factory=list)
+    failures: list = field(default_factory=list)
+    last_key: str | None = None
+    complete: bool = False
+    dry_run: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+
+def parse_s3_url(url: str) -> tuple[str, str]:
+    """``s3://bucket/prefix`` -> ``(bucket, prefix)``."""
+    if not url.startswith("s3://") or len(url) <= 5:
+        raise ValueError(f"expected s3://BUCKET[/PREFIX], got {url!r}")
+    bucket, _, prefix = url[5:].partition("/")
+    if not bucket:
+        raise ValueError(f"expected s3://BUCKET[/PREFIX], got {url!r}")
+    return bucket, prefix
+
+
+def _load_checkpoint(path, bucket, prefix, primary) -> str | None:
+    if not path or not os.path.exists(path):
+        return None
+    try:
+        with open(path) as f:
+            state = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if (state.get("bucket"), state.get("prefix"), state.get("primary")) != (bucket, prefix, primary):
+        return None  # another rotation
+    if state.get("complete"):
+        return None
+    return state.get("last_key")
+
+
+def _save_checkpoint(path, report: RotationReport) -> None:
+    if not path or report.dry_run:
+        return
+    tmp = f"{path}.tmp"
+    with open(tmp, "w") as f:
+        json.dump(asdict(report), f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def rotate_objects(
+    client,
+    bucket: str,
+    prefix: str = "",
+    *,
+    checkpoint: str | None = None,
+    dry_run: bool = False,
+    seal_plaintext: bool = False,
+    pause: float = 0.0,
+    progress=None,
+) -> RotationReport:
+    """Re-seal every object under ``bucket/prefix`` with the primary key of ``client``'s
+    keyring (``client`` comes from :func:`sealstore.adapters.s3.encrypt_client`).
+
+    ``checkpoint``: a file recording the position, to resume after a stop; ``dry_run``: only
+    count; ``seal_plaintext``: also seal objects that are not sealed; ``pause``: seconds to
+    wait between objects (throttle); ``progress(report, key, outcome)`` is called per object.
+    """
+    sealing = client.sealstore
+    primary = sealing.keyring.primary
+    report = RotationReport(bucket, prefix, primary.id_hex, dry_run=dry_run)
+    report.after = _load_checkpoint(checkpoint, bucket, prefix, primary.id_hex)
+    report.last_key = report.after
+    args = {"Bucket": bucket, "Prefix": prefix}
+    if report.after:
+        args["StartAfter"] = report.after
+    for page in _pages(sealing, args):
+        for item in page.get("Contents", []):
+            key = item["Key"]
+            try:
+                outcome = _rotate_one(client, sealing, bucket, key, primary, dry_run, seal_plaintext)
+            except ClientError as exc:
+                code = exc.response.get("Error", {}).get("Code")
+                if code in ("PreconditionFailed", "412", "NoSuchKey"):
+                    report.conflicts.append(key)
+                    outcome = "conflict"
+                else:
+                    report.failures.append({"key": key, "error": f"{code}: {exc}"})
+                    outcome = "failed"
+            except SealstoreError as exc:
+                report.failures.append({"key": key, "error": f"{type(exc).__name__}: {exc}"})
+                outcome = "failed"
+            if outcome in ("current", "repaired", "resealed", "sealed_plaintext", "not_sealed"):
+                setattr(report, outcome, getattr(report, outcome) + 1)
+            report.scanned += 1
+            report.last_key = key
+            _save_checkpoint(checkpoint, report)
+            if progress is not None:
+                progress(report, key, outcome)
+            if pause:
+                time.sleep(pause)
+    report.complete = True
+    _save_checkpoint(checkpoint, report)
+    return report
+
+
+def _pages(sealing, args):
+    """Listing pages, each fetched raw (the objects are then handled outside the raw block)."""
+    token = None
+    while True:
+        with sealing.raw() as raw:
+            page = raw.list_objects_v2(**args, **({"ContinuationToken": token} if token else {}))
+        yield page
+        token = page.get("NextContinuationToken")
+        if not page.get("IsTruncated") or not token:
+            return
+
+
+def _header_of(sealing, bucket, key, head):
+    """(header, from_metadata) of an object, or (None, False) when it is not sealed."""
+    found = M.header_from_metadata(head.get("Metadata"))
+    if found is not None:
+        return found[0], True
+    if head.get("ContentLength", 0) < HEADER_SIZE:
+        return None, False
+    with sealing.raw() as raw:
+        body = raw.get_object(
+            Bucket=bucket, Key=key, Range=f"bytes=0-{HEADER_SIZE - 1}", IfMatch=head["ETag"]
+        )["Body"]
+        try:
+            data = body.read()
+        finally:
+            body.close()
+    try:
+        return parse_object_header(data), False
+    except NotSealedObject:
+        return None, False
+
+
+def _rotate_one(client, sealing, bucket, key, primary, dry_run, seal_plaintext) -> str:
+    with sealing.raw() as raw:
+        head = raw.head_object(Bucket=bucket, Key=key)
+    etag = head["ETag"]
+    header, in_meta = _header_of(sealing, bucket, key, head)
+    user_meta = M.split_user_metadata(head.get("Metadata"))
+    keep = {k: head[k] for k in _KEEP if head.get(k)}
+    if header is None:
+        if not seal_plaintext:
+            return "not_sealed"
+        if not dry_run:
+            with sealing.raw() as raw:
+                body = raw.get_object(Bucket=bucket, Key=key, IfMatch=etag)["Body"]
+            _write(client, bucket, key, body, head["ContentLength"], etag, user_meta, keep)
+        return "sealed_plaintext"
+    cipher = ObjectCipher.from_header(
+        sealing.keyring, header, context=sealing.context, allow_retired=True
+    )  # the commitment is checked before anything is decided
+    tag = 16 if str(primary.suite) == "AES-256-GCM" else sealing.keyring.tag_size
+    if (header.key_id, header.suite, header.tag_size) == (primary.key_id, primary.suite, tag):
+        meta = head.get("Metadata") or {}
+        if in_meta and M.stored_length(meta) is not None:
+            return "current"
+        if not dry_run:  # put the lost metadata back, server-side
+            n = cipher.plaintext_size(head["ContentLength"])
+            with sealing.raw() as raw:
+                raw.copy_object(
+                    Bucket=bucket,
+                    Key=key,
+                    CopySource={"Bucket": bucket, "Key": key},
+                    CopySourceIfMatch=etag,
+                    MetadataDirective="REPLACE",
+                    Metadata={**user_meta, **M.object_metadata(header, n)},
+                    **keep,
+                )
+        return "repaired"
+    if not dry_run:
+        with sealing.opening_retired():  # rotating away from a retired key is what this is for
+            resp = client.get_object(Bucket=bucket, Key=key, IfMatch=etag)
+        _write(client, bucket, key, resp["Body"], resp["ContentLength"], etag, user_meta, keep)
+    return "resealed"
+
+
+def _write(client, bucket, key, body, length, etag, user_meta, keep) -> None:
+    """Seal ``body`` (a plaintext stream of ``length`` bytes) over ``key`` if it is unchanged."""
+    try:
+        client.put_object(
+            Bucket=bucket,
+            Key=key,
+            Body=body,
+            ContentLength=length,
+            IfMatch=etag,
+            Metadata=user_meta,
+            **keep,
+        )
+    finally:
+        body.close()
