@@ -40,6 +40,7 @@ __all__ = [
     "start_job",
     "get_job",
     "claim_range",
+    "begin_write",
     "take_pending",
     "count_pending",
     "finish_batch",
@@ -172,6 +173,7 @@ def claim_range(conn: Connection, job: Job, pk_cols) -> tuple[Job, Batch | None]
     """Lock the job row, find the next ``batch_size`` keys after the checkpoint and store them
     as a pending batch.  Returns the refreshed job and the batch (None when the table has no
     keys left after the checkpoint, or the job is no longer running)."""
+    begin_write(conn, job)
     current = get_job(conn, job.job_id, lock=True)
     if current.status != RUNNING:
         return current, None
@@ -208,8 +210,24 @@ def claim_range(conn: Connection, job: Job, pk_cols) -> tuple[Job, Batch | None]
     return current, batch
 
 
+def begin_write(conn: Connection, job: Job) -> None:
+    """SQLite only: make the transaction a write transaction before it reads anything.
+
+    pysqlite starts a transaction at the first INSERT/UPDATE/DELETE, so reads before it would
+    run outside the batch's transaction, and a transaction that read first and writes later
+    can deadlock with another writer.  Touching the job's heartbeat first takes the write lock
+    (waiting for other writers) and puts the reads inside the transaction.  Other databases
+    lock rows, not the database: nothing to do.
+    """
+    if conn.dialect.name == "sqlite":
+        conn.execute(
+            update(jobs_t).where(jobs_t.c.job_id == job.job_id).values(heartbeat_at=now())
+        )
+
+
 def take_pending(conn: Connection, job: Job) -> Batch | None:
     """Lock the oldest pending batch nobody else holds (``FOR UPDATE SKIP LOCKED``)."""
+    begin_write(conn, job)
     row = conn.execute(
         select(batches_t.c.batch_no, batches_t.c.lo, batches_t.c.hi)
         .where(batches_t.c.job_id == job.job_id, batches_t.c.state == PENDING)
