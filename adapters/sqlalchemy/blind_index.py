@@ -51,7 +51,6 @@ INDEX_KEYRING = "index"
 KEY_ID_SIZE = 4
 DEFAULT_SIZE = 16
 _INFO = b"sealstore/v1/blind-index"
-TABLE_INFO_KEY = "sealstore.blind_indexes"  # Table.info[...] = {index column key: source name}
 
 # derived HMAC keys: keyring -> {(key_id, info): key}; entries die with their keyring
 _HKEYS: "weakref.WeakKeyDictionary[Keyring, dict[tuple[int, bytes], bytes]]" = weakref.WeakKeyDictionary()
@@ -256,13 +255,12 @@ def _insert_default(context):
 
 def attach(column, table) -> None:
     """Bind a BlindIndex column to its table: a bound type copy, the insert default, and the
-    ``Table.info`` entry the UPDATE hook reads."""
+    engine hook that keeps the index current on Core UPDATEs."""
     bound = column.type.bound_to(table.name, column.name)
     bound._table_obj = table
     column.type = bound
     if column.default is None:
         ColumnDefault(_insert_default)._set_parent_with_dispatch(column)
-    table.info.setdefault(TABLE_INFO_KEY, {})[column.key] = bound.source
     _install_update_hook()
 
 
@@ -329,16 +327,15 @@ def _install_update_hook() -> None:
 
 def _index_plan(table):
     """[(source key, index column)] for a table with blind indexes, else None."""
-    info = getattr(table, "info", None)
-    entries = info.get(TABLE_INFO_KEY) if info else None
-    if not entries:
+    columns = getattr(table, "c", None)
+    if columns is None:
         return None
     plan = []
-    for index_key, source in entries.items():
-        index = table.c.get(index_key)
-        src = _column_named(table, source) if index is not None else None
-        if src is not None:
-            plan.append((src.key, index))
+    for index in columns:
+        if isinstance(index.type, BlindIndex):
+            src = _column_named(table, index.type.source)
+            if src is not None:
+                plan.append((src.key, index))
     return plan or None
 
 

@@ -1,0 +1,294 @@
+"""Encrypted-column benchmark: insert and select N rows through Core and the ORM.
+
+    python bench/columns_bench.py [--quick] [--rows N] [--db URL] [--repeat 3] [--json PATH]
+
+Each row has one 100-byte and one 1 KiB text column.  Variants, all in one run and on the
+same database: plaintext columns (the baseline); the incumbent, sqlalchemy-utils'
+``StringEncryptedType`` with ``AesGcmEngine`` (only if ``sqlalchemy-utils`` is installed:
+``pip install 'sealstore[bench]'``; otherwise reported as "not installed"); sealstore with an
+AES-256-GCM keyring; sealstore with the default AEGIS keyring (AEGIS-128X4, AEGIS-128L under
+1 KiB).  Paths: Core ``insert()`` executemany of all rows in one call, Core ``select()``
+fetching all rows, ORM ``add_all`` + ``commit`` (objects built in the timed part, as an
+application does), ORM ``select`` loading every object.
+
+N is 100,000 by default and 10,000 with ``--quick``.  SQLite (a file in a temporary
+directory) unless ``--db`` gives a SQLAlchemy URL (PostgreSQL: ``postgresql+psycopg://...``;
+the benchmark creates and drops its own ``bench_cols_*`` tables).  Every figure is the median
+of ``--repeat`` runs (variants interleaved within each run), with the spread (high-low over
+median); slowdowns are ratios to the plaintext baseline of the same run.
+
+Targets from issue 4, checked at the end: Core insert >= 70% of plaintext rows/s, Core select
+>= 50%, ORM insert and select within 10% of plaintext, and every path >= 1.5x the incumbent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import random
+import statistics
+import string
+import sys
+import tempfile
+import time
+
+from sqlalchemy import Column, Integer, MetaData, String, Table, Text, create_engine, delete, insert, select
+from sqlalchemy.orm import DeclarativeBase, Session
+
+from sealstore.adapters.sqlalchemy import EncryptedString, EncryptedText
+from sealstore.keyring import Keyring, forget_keyring, use_keyring
+
+SMALL, LARGE = 100, 1024
+PATHS = ("core_insert", "core_select", "orm_insert", "orm_select")
+VARIANTS = ("plaintext", "sqlalchemy-utils", "sealstore AES-256-GCM", "sealstore AEGIS")
+INCUMBENT = "sqlalchemy-utils"
+TARGETS = {  # path -> minimum fraction of plaintext rows/s (issue 4)
+    "core_insert": 0.70,
+    "core_select": 0.50,
+    "orm_insert": 0.90,
+    "orm_select": 0.90,
+}
+INCUMBENT_FACTOR = 1.5
+
+
+class NotAvailable(Exception):
+    """A variant or the database cannot run here; the message says why."""
+
+
+def _incumbent_types():
+    try:
+        from sqlalchemy_utils import StringEncryptedType
+        from sqlalchemy_utils.types.encrypted.encrypted_type import AesGcmEngine
+    except ImportError:
+        raise NotAvailable("not installed (pip install sqlalchemy-utils)") from None
+    key = "columns-bench-incumbent-key"
+    return (StringEncryptedType(String(SMALL), key, AesGcmEngine),
+            StringEncryptedType(Text, key, AesGcmEngine))  # fmt: skip
+
+
+def _column_types(variant: str):
+    if variant == "plaintext":
+        return String(SMALL), Text()
+    if variant == INCUMBENT:
+        return _incumbent_types()
+    name = {"sealstore AES-256-GCM": "bench-gcm", "sealstore AEGIS": "bench-aegis"}[variant]
+    return EncryptedString(SMALL, keyring=name), EncryptedText(keyring=name)
+
+
+def _model(variant: str, index: int):
+    """A fresh Table and mapped class for ``variant``."""
+    small, large = _column_types(variant)
+
+    class Base(DeclarativeBase):
+        pass
+
+    table = Table(
+        f"bench_cols_{index}",
+        Base.metadata,
+        Column("id", Integer, primary_key=True, autoincrement=False),
+        Column("small", small),
+        Column("large", large),
+    )
+    model = type(f"Row{index}", (Base,), {"__table__": table})
+    return table, model
+
+
+def _data(n: int, seed: int = 4):
+    rnd = random.Random(seed)
+    alphabet = string.ascii_letters + string.digits
+    pool_small = ["".join(rnd.choices(alphabet, k=SMALL)) for _ in range(512)]
+    pool_large = ["".join(rnd.choices(alphabet, k=LARGE)) for _ in range(512)]
+    return [{"id": i, "small": pool_small[i % 512], "large": pool_large[(i * 7) % 512]} for i in range(n)]
+
+
+def _timed(fn) -> float:
+    gc.collect()
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def _one_round(engine, table, model, rows) -> dict[str, float]:
+    """Seconds per path for one variant (the table is emptied between the Core and ORM parts)."""
+    out = {}
+
+    def core_insert():
+        with engine.begin() as conn:
+            conn.execute(insert(table), rows)
+
+    def core_select():
+        with engine.connect() as conn:
+            got = conn.execute(select(table)).all()
+        assert len(got) == len(rows)
+
+    def orm_insert():
+        with Session(engine) as session:
+            session.add_all([model(**r) for r in rows])
+            session.commit()
+
+    def orm_select():
+        with Session(engine) as session:
+            got = session.scalars(select(model)).all()
+        assert len(got) == len(rows)
+
+    out["core_insert"] = _timed(core_insert)
+    out["core_select"] = _timed(core_select)
+    with engine.begin() as conn:
+        conn.execute(delete(table))
+    out["orm_insert"] = _timed(orm_insert)
+    out["orm_select"] = _timed(orm_select)
+    with engine.begin() as conn:
+        conn.execute(delete(table))
+    return out
+
+
+def run(n: int, db_url: str | None = None, repeat: int = 3, variants=VARIANTS, progress=None) -> dict:
+    """Measure every variant and path; returns {"rows": [...], "unavailable": {...}, ...}."""
+    tmp = None
+    if db_url is None:
+        tmp = tempfile.TemporaryDirectory(prefix="sealstore-columns-bench-")
+        db_url = f"sqlite:///{os.path.join(tmp.name, 'bench.db')}"
+    engine = create_engine(db_url)
+    try:
+        with engine.connect():
+            pass
+    except Exception as exc:  # noqa: BLE001 - reported, not raised
+        engine.dispose()
+        if tmp:
+            tmp.cleanup()
+        raise NotAvailable(f"cannot connect to {engine.url.render_as_string(hide_password=True)}: {exc}") from None
+
+    rings = {"bench-gcm": Keyring.generate("AES-256-GCM"), "bench-aegis": Keyring.generate()}
+    for name, ring in rings.items():
+        use_keyring(ring, name=name)
+    models, unavailable = {}, {}
+    for i, variant in enumerate(variants):
+        try:
+            models[variant] = _model(variant, i)
+        except NotAvailable as exc:
+            unavailable[variant] = str(exc)
+    rows = _data(n)
+    times: dict[tuple[str, str], list[float]] = {}
+    try:
+        for table, _ in models.values():
+            table.drop(engine, checkfirst=True)
+            table.create(engine)
+        for rep in range(repeat):
+            for variant, (table, model) in models.items():
+                if progress:
+                    progress(f"run {rep + 1}/{repeat}: {variant}")
+                for path, seconds in _one_round(engine, table, model, rows).items():
+                    times.setdefault((variant, path), []).append(seconds)
+    finally:
+        for table, _ in models.values():
+            table.drop(engine, checkfirst=True)
+        engine.dispose()
+        for name in rings:
+            forget_keyring(name)
+        if tmp:
+            tmp.cleanup()
+
+    results = []
+    for (variant, path), secs in times.items():
+        med = statistics.median(secs)
+        results.append({
+            "variant": variant, "path": path, "rows": n, "seconds": med,
+            "rows_per_s": n / med, "spread": (max(secs) - min(secs)) / med, "runs": len(secs),
+        })  # fmt: skip
+    base = {r["path"]: r["rows_per_s"] for r in results if r["variant"] == "plaintext"}
+    inc = {r["path"]: r["rows_per_s"] for r in results if r["variant"] == INCUMBENT}
+    for r in results:
+        r["vs_plaintext"] = r["rows_per_s"] / base[r["path"]] if r["path"] in base else None
+        r["slowdown"] = base[r["path"]] / r["rows_per_s"] if r["path"] in base else None
+        r["vs_incumbent"] = r["rows_per_s"] / inc[r["path"]] if r["path"] in inc else None
+    order = {v: i for i, v in enumerate(VARIANTS)}
+    results.sort(key=lambda r: (PATHS.index(r["path"]), order.get(r["variant"], 99)))
+    suites = {name: str(ring.suite) for name, ring in rings.items()}
+    return {"rows": results, "unavailable": unavailable, "n": n, "repeat": repeat,
+            "db": engine.url.render_as_string(hide_password=True) if not tmp else "sqlite (temporary file)",
+            "dialect": engine.dialect.name, "suites": suites}  # fmt: skip
+
+
+def check_targets(result: dict) -> list[str]:
+    """One line per sealstore variant and path: the issue's targets, met or missed."""
+    lines = []
+    for r in result["rows"]:
+        if not r["variant"].startswith("sealstore"):
+            continue
+        need = TARGETS[r["path"]]
+        parts = [f"{r['vs_plaintext']:.0%} of plaintext (target {need:.0%})"]
+        ok = r["vs_plaintext"] is not None and r["vs_plaintext"] >= need
+        if r["vs_incumbent"] is not None:
+            parts.append(f"x{r['vs_incumbent']:.2f} the incumbent (target x{INCUMBENT_FACTOR})")
+            ok = ok and r["vs_incumbent"] >= INCUMBENT_FACTOR
+        lines.append(f"{'met ' if ok else 'MISS'} {r['variant']:<22} {r['path']:<12} " + ", ".join(parts))
+    for variant, reason in result["unavailable"].items():
+        lines.append(f"{variant}: {reason}; the incumbent targets were not checked")
+    return lines
+
+
+def render(result: dict, out=sys.stdout) -> None:
+    print(f"columns: {result['n']:,} rows x (100 B + 1 KiB), {result['db']}, "
+          f"median of {result['repeat']}, suites {result['suites']}", file=out)  # fmt: skip
+    print(f"{'path':<12} {'variant':<22} {'rows/s':>10} {'spread':>7} {'vs plain':>9} "
+          f"{'slowdown':>9} {'vs incumbent':>13}", file=out)  # fmt: skip
+    for r in result["rows"]:
+        vs_inc = f"x{r['vs_incumbent']:.2f}" if r["vs_incumbent"] is not None else "-"
+        print(f"{r['path']:<12} {r['variant']:<22} {r['rows_per_s']:>10,.0f} {r['spread']:>7.0%} "
+              f"{r['vs_plaintext']:>9.0%} {'x%.2f' % r['slowdown']:>9} {vs_inc:>13}", file=out)  # fmt: skip
+    for variant, reason in result["unavailable"].items():
+        print(f"{variant}: {reason}", file=out)
+    for line in check_targets(result):
+        print("  " + line, file=out)
+
+
+def section(opts) -> dict:
+    """The columns section of ``sealstore bench``."""
+    n = 10_000 if getattr(opts, "quick", False) else 100_000
+    try:
+        result = run(n, getattr(opts, "db", None), repeat=3)
+    except NotAvailable as exc:
+        from .run import Unavailable
+
+        raise Unavailable(str(exc)) from None
+    result["tables"] = [{
+        "title": f"{n:,} rows x (100 B + 1 KiB) on {result['db']}, median of {result['repeat']} runs",
+        "columns": [("path", "path", ""), ("variant", "variant", ""), ("rows/s", "rows_per_s", ",.0f"),
+                    ("spread", "spread", "pct"), ("vs plaintext", "vs_plaintext", "pct"),
+                    ("slowdown", "slowdown", "ratio"), ("vs incumbent", "vs_incumbent", "ratio")],
+        "rows": result["rows"],
+    }]  # fmt: skip
+    result["notes"] = check_targets(result)
+    return result
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python bench/columns_bench.py", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="10,000 rows instead of 100,000")
+    ap.add_argument("--rows", type=int, help="number of rows (overrides --quick)")
+    ap.add_argument("--db", metavar="URL", help="SQLAlchemy URL (default: SQLite in a temporary file)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs per measurement (median reported)")
+    ap.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated subset of: " + ", ".join(VARIANTS))
+    ap.add_argument("--json", metavar="PATH", help="write the measurements as JSON")
+    args = ap.parse_args(argv)
+    n = args.rows or (10_000 if args.quick else 100_000)
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    unknown = set(variants) - set(VARIANTS)
+    if unknown or "plaintext" not in variants:
+        ap.error(f"--variants must include plaintext and come from: {', '.join(VARIANTS)}")
+    try:
+        result = run(n, args.db, args.repeat, variants, progress=lambda s: print(s, file=sys.stderr))
+    except NotAvailable as exc:
+        print(f"columns bench: {exc}", file=sys.stderr)
+        return 2
+    render(result)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
