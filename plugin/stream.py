@@ -565,14 +565,30 @@ class SealingReader(io.RawIOBase):
             self._size = None
             self._batches = None
         self._tags: dict[int, bytes] = {}
-        self._pt = None if self._src.is_view else bytearray(self._k * seg)
-        self._ct = bytearray(self._k * self._step + tag)
+        self._pt_buf = None  # allocated on first use: a caller's buffer often serves instead
+        self._ct_buf = None
         self._cur = -1  # batch whose ciphertext is in _ct (random mode)
         self._cur_len = 0
         self._off = 0  # sequential: read offset in the current batch
         self._next = 0  # sequential: next batch to seal
         self._seq_done = False  # sequential: the last batch was sealed
         self._consumed = 0  # sequential: plaintext bytes read
+
+    @property
+    def _pt(self) -> bytearray:
+        if self._pt_buf is None:
+            self._pt_buf = bytearray(self._k * self._seg)
+        return self._pt_buf
+
+    @property
+    def _ct(self) -> bytearray:
+        if self._ct_buf is None:
+            self._ct_buf = bytearray(self._k * self._step + self._tag)
+        return self._ct_buf
+
+    @property
+    def _ct_size(self) -> int:
+        return self._k * self._step + self._tag
 
     # -- io plumbing --
     def readable(self) -> bool:
@@ -617,7 +633,7 @@ class SealingReader(io.RawIOBase):
             done += n
             # Short reads at the header's end and at batch ends keep the caller's buffer
             # aligned with batches, so the next call can seal straight into it.
-            if n == 0 or at_header or (self._at_batch_end() and len(out) - done < len(self._ct)):
+            if n == 0 or at_header or (self._at_batch_end() and len(out) - done < self._ct_size):
                 break
         return done
 
@@ -668,7 +684,7 @@ class SealingReader(io.RawIOBase):
             if self._off >= self._cur_len:
                 if self._seq_done:
                     return 0
-                if len(out) >= len(self._ct):  # a whole batch fits: no copy
+                if len(out) >= self._ct_size:  # a whole batch fits: no copy
                     n = self._load_next(out)
                     self._cur_len = self._off = n
                     self._pos += n
@@ -804,11 +820,23 @@ class OpeningReader(io.RawIOBase):
         seg, tag = cipher.segment_size, cipher.tag_size
         self._seg, self._step, self._tag = seg, seg + tag, tag
         self._k = _batch_segments(seg)
-        self._ct = None if self._src.is_view else bytearray(self._k * self._step)
-        self._pt = bytearray(self._k * seg)
+        self._ct_buf = None  # allocated on first use (bytes sources and large reads skip them)
+        self._pt_buf = None
         self._out = memoryview(b"")
         self._done = False
         self._delivered = 0
+
+    @property
+    def _ct(self) -> bytearray:
+        if self._ct_buf is None:
+            self._ct_buf = bytearray(self._k * self._step)
+        return self._ct_buf
+
+    @property
+    def _pt(self) -> bytearray:
+        if self._pt_buf is None:
+            self._pt_buf = bytearray(self._k * self._seg)
+        return self._pt_buf
 
     def readable(self) -> bool:
         return True
@@ -938,7 +966,8 @@ class OpeningReader(io.RawIOBase):
     def close(self) -> None:
         if not self.closed:
             self._out = memoryview(b"")
-            self._pt[:] = bytes(len(self._pt))
+            if self._pt_buf is not None:
+                self._pt_buf[:] = bytes(len(self._pt_buf))
             if self._close_source:
                 self._src.close()
         super().close()
