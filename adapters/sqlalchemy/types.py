@@ -46,7 +46,8 @@ __all__ = [
 DEFAULT_KEYRING = "default"
 #: The largest overhead a sealed value can have, over every suite and tag size (55 bytes).
 MAX_OVERHEAD = max(overhead(s, t) for s in Suite for t in tag_sizes(s))
-#: MySQL/MariaDB: VARBINARY up to this many bytes, BLOB types above (row size limits).
+#: MySQL/MariaDB: VARBINARY up to this many bytes, BLOB types above (row size limits),
+#: LONGBLOB when unbounded.
 MYSQL_VARBINARY_LIMIT = 8192
 
 _PUBLIC_MODULE = "sealstore.adapters.sqlalchemy"
@@ -75,23 +76,23 @@ _EQUALITY = frozenset({operators.eq, operators.ne, operators.in_op, operators.no
 
 def _compare(comparator, op, other, kwargs, reverse):
     expr = comparator.expr
+    single = other[0] if len(other) == 1 else None
     if op in _PASS_THROUGH or (
-        op in (operators.eq, operators.ne) and len(other) == 1 and (other[0] is None or isinstance(other[0], Null))
+        op in (operators.eq, operators.ne)
+        and len(other) == 1
+        # NULL checks; and SQLAlchemy itself compares a column with its annotated copy
+        # (dictionary look-ups of columns fall back to ==): both build the ordinary expression
+        and (single is None or isinstance(single, Null) or _same_column(expr, single))
     ):
         parent = super(_EncryptedComparator, comparator)
         if reverse:
-            return parent.reverse_operate(op, other[0], **kwargs)
-        return parent.operate(op, *other, **kwargs)
-    if op in (operators.eq, operators.ne) and len(other) == 1 and _same_column(expr, other[0]):
-        # SQLAlchemy itself compares a column with its annotated copy (dictionary look-ups of
-        # columns fall back to ==), so that one case must build the ordinary expression
-        parent = super(_EncryptedComparator, comparator)
+            return parent.reverse_operate(op, single, **kwargs)
         return parent.operate(op, *other, **kwargs)
     name = _describe(expr)
     if op in _EQUALITY:
         from .blind_index import equality_via_index  # blind_index imports this module
 
-        return equality_via_index(expr, op, other[0] if other else None, name)
+        return equality_via_index(expr, op, single, name)
     raise UnsupportedComparison(
         f"{name} is encrypted with random nonces: the {getattr(op, '__name__', op)!s} operator "
         "cannot work on its ciphertext; compare decrypted values in Python, or add a BlindIndex "
@@ -198,8 +199,11 @@ class EncryptedType(TypeDecorator):
             codec = self._codec_memo = self._make_codec()
         return codec
 
-    def _make_codec(self) -> Codec:  # pragma: no cover - abstract
-        raise NotImplementedError
+    def _make_codec(self) -> Codec:
+        raise TypeError(
+            "EncryptedType is abstract: use EncryptedString, EncryptedText, EncryptedBinary, "
+            "EncryptedJSON or Encrypted(type)"
+        )
 
     @property
     def python_type(self) -> type:
@@ -241,8 +245,13 @@ class EncryptedType(TypeDecorator):
 
     def load_dialect_impl(self, dialect):
         size = self.storage_length
-        if dialect.name in ("mysql", "mariadb") and size is not None and size <= MYSQL_VARBINARY_LIMIT:
-            return dialect.type_descriptor(VARBINARY(size))
+        if dialect.name in ("mysql", "mariadb"):
+            if size is None:  # plain BLOB stops at 64 KiB
+                from sqlalchemy.dialects.mysql import LONGBLOB
+
+                return dialect.type_descriptor(LONGBLOB())
+            if size <= MYSQL_VARBINARY_LIMIT:
+                return dialect.type_descriptor(VARBINARY(size))
         return dialect.type_descriptor(LargeBinary(size))
 
     # ---- value processing -------------------------------------------------------------------

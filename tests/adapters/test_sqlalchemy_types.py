@@ -73,7 +73,9 @@ def test_ddl_per_dialect():
     my = str(CreateTable(t).compile(dialect=mysql.dialect()))
     assert "ssn BYTEA" in pg and "notes BYTEA" in pg and "email_index BYTEA" in pg
     assert "ssn BLOB" in lite and "notes BLOB" in lite
-    assert "ssn VARBINARY(99)" in my and "notes BLOB" in my and "email_index VARBINARY(20)" in my
+    assert "ssn VARBINARY(99)" in my and "notes LONGBLOB" in my and "email_index VARBINARY(20)" in my
+    big = _table(Column("doc", EncryptedBinary(100_000)), name="big")
+    assert "doc BLOB(100055)" in str(CreateTable(big).compile(dialect=mysql.dialect()))
 
 
 def test_repr_is_secret_free_and_evaluable(keyrings):
@@ -138,6 +140,11 @@ def test_types_pickle(keyrings):
         clone = pickle.loads(pickle.dumps(type_))
         assert repr(clone) == repr(type_)
     assert pickle.loads(pickle.dumps(t.c.a.type)).open(t.c.a.type.seal("123")) == "123"
+
+
+def test_the_base_type_is_abstract():
+    with pytest.raises(TypeError, match="abstract"):
+        ssa.EncryptedType()
 
 
 def test_encrypted_refuses_unsupported_and_nested_types():
