@@ -15,7 +15,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from ..format import KEY_ID_OFFSET
 from . import jobs
-from .rotate import key_id_bytes, key_id_sql
+from .rotation import key_id_bytes, key_id_sql
 from .schema import JOBS_TABLE
 from .spec import ColumnSpec, IndexSpec
 

@@ -19,7 +19,7 @@ from ..errors import SealstoreError
 from . import worker
 from .cas import compare_and_swap
 from .cursor import in_range
-from .rotate import key_id_bytes, key_id_sql
+from .rotation import key_id_bytes, key_id_sql
 from .spec import IndexSpec, specs_from_metadata
 from .worker import BatchStats, WorkerResult
 
@@ -137,7 +137,7 @@ def reindex(
     on_event=None,
 ) -> list[WorkerResult]:
     """Recompute every blind index of ``indexes`` (IndexSpecs or models) that is not under the
-    index keyring's primary key.  Same contract as :func:`~sealstore.migrations.rotate.rotate`."""
+    index keyring's primary key.  Same contract as :func:`~sealstore.migrations.rotation.rotate`."""
     results = []
     for spec in as_index_specs(indexes):
         task = ReindexTask(spec)

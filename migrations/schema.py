@@ -2,6 +2,8 @@
 
 * ``sealstore_keys``: the key registry, defined once in :mod:`sealstore.registry` and
   re-exported here.
+* ``sealstore_s3_prefixes``: S3 locations (``s3://bucket/prefix``) holding objects sealed with
+  the keyring, so ``sealstore keys retire`` checks them too before retiring a key.
 * ``sealstore_jobs``: one row per re-encryption / re-index job: what it rewrites (table,
   column, target key id), its checkpoint (the last primary key claimed, as JSON), counts,
   status, timestamps and the last worker's heartbeat.
@@ -35,10 +37,12 @@ from ..registry import sealstore_keys, sealstore_keys_columns
 __all__ = [
     "JOBS_TABLE",
     "BATCHES_TABLE",
+    "S3_PREFIXES_TABLE",
     "metadata",
     "sealstore_jobs",
     "sealstore_job_batches",
     "sealstore_keys",
+    "sealstore_s3_prefixes",
     "jobs_columns",
     "batches_columns",
     "create_tables",
@@ -47,6 +51,7 @@ __all__ = [
 
 JOBS_TABLE = "sealstore_jobs"
 BATCHES_TABLE = "sealstore_job_batches"
+S3_PREFIXES_TABLE = "sealstore_s3_prefixes"
 
 # Job statuses (sealstore_jobs.status) and batch states (sealstore_job_batches.state).
 RUNNING, DONE, FAILED, SUPERSEDED = "running", "done", "failed", "superseded"
@@ -108,6 +113,12 @@ sealstore_job_batches = Table(
     metadata,
     *batches_columns(),
     Index("ix_sealstore_job_batches_state", "job_id", "state"),
+)
+sealstore_s3_prefixes = Table(
+    S3_PREFIXES_TABLE,
+    metadata,
+    Column("url", String(1024), primary_key=True),  # s3://bucket/prefix
+    Column("registered_at", DateTime(timezone=True), nullable=False),
 )
 # the registry table joins this MetaData too, so create_tables() makes all three
 _keys = Table(sealstore_keys.name, metadata, *sealstore_keys_columns())

@@ -15,7 +15,7 @@ from sqlalchemy.engine import Engine
 from ..errors import SealstoreError
 from ..format import KEY_ID_OFFSET, KEY_ID_SIZE
 from .cursor import after
-from .rotate import as_column_specs
+from .rotation import as_column_specs
 from .spec import ColumnSpec
 
 __all__ = ["Failure", "VerifyResult", "verify"]

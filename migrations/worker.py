@@ -1,6 +1,6 @@
 """The worker loop shared by rotation and re-indexing: claim, rewrite, checkpoint, repeat.
 
-A *task* (``rotate.ResealTask``, ``reindex.ReindexTask``) knows one column: the key id values
+A *task* (``rotation.ResealTask``, ``reindexing.ReindexTask``) knows one column: the key id values
 should end up under, the SQL filter for values that are not there yet, and how to rewrite the
 stale values of one primary-key range inside a transaction.  :func:`run` drives a task through
 the job tables (see :mod:`sealstore.migrations.jobs`): each batch is one transaction that

@@ -124,6 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
     # listed for --help; main() hands everything after "bench" to sealstore.bench.run
     commands.add_parser("bench", help="the at-rest throughput benchmark (sealstore bench --help)")
     _add_s3_commands(commands)
+    _add_rotation_commands(commands, keys)
     return parser
 
 
@@ -132,6 +133,14 @@ def _add_s3_commands(commands) -> None:
     from .adapters.s3.cli import add_commands
 
     add_commands(commands)
+
+
+def _add_rotation_commands(commands, keys) -> None:
+    """``sealstore rotate|reindex|status|verify`` and ``keys retire`` (sealstore.migrations.cli)."""
+    from .migrations.cli import add_commands, add_keys_commands
+
+    add_commands(commands)
+    add_keys_commands(keys)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,4 +1,4 @@
-"""Online rotation (sealstore.migrations.rotate) on SQLite and PostgreSQL: every value ends under
+"""Online rotation (sealstore.migrations.rotation) on SQLite and PostgreSQL: every value ends under
 the primary key, concurrent writers are never overwritten, a worker killed with SIGKILL at
 any point is resumed from the checkpoint, and parallel workers on PostgreSQL share the work
 without doing any of it twice."""
@@ -21,11 +21,11 @@ from sealstore.errors import InvalidTag
 from sealstore.format import KEY_ID_OFFSET, column_context
 from sealstore.keyring import Key, Keyring, KeyState, forget_keyring, use_keyring
 from sealstore.migrations import jobs as jobs_mod
-from sealstore.migrations.rotate import rotate
+from sealstore.migrations.rotation import rotate
 from sealstore.migrations.schema import create_tables, drop_tables, sealstore_job_batches, sealstore_jobs
 from sealstore.migrations.spec import ColumnSpec, specs_from_metadata
-from sealstore.migrations.status import Reference, references, status
-from sealstore.migrations.verify import verify
+from sealstore.migrations.keystatus import Reference, references, status
+from sealstore.migrations.verification import verify
 
 metadata = sa.MetaData()
 secrets = sa.Table(
@@ -238,7 +238,7 @@ def test_compare_and_swap_never_overwrites_a_concurrent_write(db, keyring):
 
 
 def test_rotation_with_concurrent_writer_threads(db, keyring):
-    values = fill(db, keyring, 400, null_every=1000)
+    values = fill(db, keyring, 400, start=1, null_every=1000)  # ids 1..400, no NULLs
     keyring.rotate()
     stop = threading.Event()
     latest: dict[int, str] = {}
@@ -253,7 +253,7 @@ def test_rotation_with_concurrent_writer_threads(db, keyring):
             n = 0
             try:
                 while not stop.is_set() or n < 20:
-                    pk = rnd.randrange(200) * 2 + seed
+                    pk = rnd.randrange(200) * 2 + seed + 1
                     value = f"w{seed}-{n}"
                     for _ in range(100):
                         try:
@@ -296,7 +296,7 @@ import json, os, signal, sys, time
 import sqlalchemy as sa
 from sealstore.adapters.sqlalchemy import EncryptedString
 from sealstore.keyring import Key, Keyring, use_keyring
-from sealstore.migrations.rotate import rotate
+from sealstore.migrations.rotation import rotate
 from sealstore.migrations.spec import ColumnSpec
 
 url, keys_path, batch_size, kill_at, out_path, barrier = sys.argv[1:7]

@@ -1,0 +1,423 @@
+"""``sealstore rotate | status | verify | reindex`` and ``sealstore keys retire``.
+
+    sealstore [--config PATH] rotate  --db URL (--models MODULE[:ATTR] | --column TABLE.COLUMN)...
+              [--table T] [--keyring NAME] [--batch-size N] [--dry-run] [--progress MODE] [--json]
+    sealstore [--config PATH] status  --db URL (--models ... | --column ...) [--json]
+    sealstore [--config PATH] verify  --db URL (--models ... | --column ...) [--batch-size N]
+    sealstore [--config PATH] reindex --db URL --models MODULE --index-config PATH [...]
+    sealstore [--config PATH] keys retire KEY_ID --db URL (--models ... | --column ...)
+              [--s3 s3://BUCKET/PREFIX]... [--endpoint-url URL] [--force]
+
+The keyring comes from the sealstore configuration (``--config`` / ``$SEALSTORE_CONFIG``) and is
+registered under ``--keyring`` (default ``default``); the columns are the encrypted columns of
+the models (``--models app.models`` imports the module and uses its MetaData / declarative
+bases; ``app.models:Base`` names one) that use that keyring, or ``--column table.column`` for a
+column-bound column known only by name.  The database is ``--db`` or ``$SEALSTORE_DATABASE_URL``
+(or the registry's URL when the key source is a database).  Nothing prints plaintext or key
+material.  Exit status: 0 ok, 1 something is left (failures, values not under the primary,
+references), 2 usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+
+__all__ = ["add_commands", "add_keys_commands"]
+
+DB_ENV = "SEALSTORE_DATABASE_URL"
+
+
+class UsageError(Exception):
+    """Bad arguments discovered after parsing (exit status 2)."""
+
+
+# ---- shared helpers ------------------------------------------------------------------------------
+
+
+def _config(args):
+    from sealstore.config import load_config
+
+    return load_config(getattr(args, "config", None))
+
+
+def _db_url(args, cfg) -> str:
+    if args.db:
+        return args.db
+    if os.environ.get(DB_ENV):
+        return os.environ[DB_ENV]
+    url = getattr(cfg.key_source, "url", None)
+    if url:
+        return url
+    raise UsageError(f"no database: pass --db URL or set {DB_ENV}")
+
+
+def _load_models(spec: str):
+    """``module`` or ``module:attr`` -> MetaData / declarative base / list of them."""
+    from sqlalchemy import MetaData
+
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # like alembic: models of the project in this directory
+    module_name, _, attr = spec.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise UsageError(f"--models {spec}: cannot import {module_name} ({exc})") from None
+    if attr:
+        try:
+            return getattr(module, attr)
+        except AttributeError:
+            raise UsageError(f"--models {spec}: {module_name} has no attribute {attr}") from None
+    found = []
+    for value in vars(module).values():
+        meta = value if isinstance(value, MetaData) else getattr(value, "metadata", None)
+        if isinstance(meta, MetaData) and not any(meta is m for m in found):
+            found.append(meta)
+    if not found:
+        raise UsageError(f"--models {spec}: no MetaData or declarative base in {module_name}")
+    return found
+
+
+def _specs(args, engine, keyring_name: str):
+    """(column specs, index specs) selected by --models/--column/--table."""
+    from sealstore.migrations.spec import ColumnSpec, specs_from_metadata
+
+    columns, indexes = [], []
+    for m in args.models or ():
+        c, i = specs_from_metadata(_load_models(m))
+        columns += c
+        indexes += i
+    for name in args.column or ():
+        table, sep, column = name.rpartition(".")
+        if not sep or not table:
+            raise UsageError(f"--column {name}: expected TABLE.COLUMN")
+        schema, _, table = table.rpartition(".")
+        columns.append(ColumnSpec.reflect(engine, table, column, keyring=keyring_name, schema=schema or None))
+    if not args.models and not args.column:
+        raise UsageError("name the columns: --models MODULE[:ATTR] or --column TABLE.COLUMN")
+    if args.table:
+        columns = [s for s in columns if s.table == args.table]
+        indexes = [s for s in indexes if s.table == args.table]
+    return columns, indexes
+
+
+def _setup(args):
+    """(config, keyring, engine, column specs using that keyring, index specs)."""
+    from sqlalchemy import create_engine
+
+    from sealstore.keyring import use_keyring
+
+    cfg = _config(args)
+    keyring = use_keyring(cfg.load_keyring(), args.keyring)
+    engine = create_engine(_db_url(args, cfg))
+    columns, indexes = _specs(args, engine, args.keyring)
+    columns = [s for s in columns if s.keyring == args.keyring]
+    return cfg, keyring, engine, columns, indexes
+
+
+def _progress(args):
+    from sealstore.migrations.progress import make_progress
+
+    return make_progress("none" if args.json else args.progress)
+
+
+def _pk(pk: tuple) -> str:
+    return ", ".join(map(str, pk)) if len(pk) > 1 else str(pk[0])
+
+
+def _fail(message: str, code: int) -> int:
+    print(f"sealstore: error: {message}", file=sys.stderr)
+    return code
+
+
+def _guard(fn):
+    def wrapper(args) -> int:
+        try:
+            return fn(args)
+        except UsageError as exc:
+            return _fail(str(exc), 2)
+
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    return wrapper
+
+
+def _worker_lines(results, verb: str) -> tuple[list[str], bool]:
+    lines, clean = [], True
+    for r in results:
+        if r.dry_run:
+            per_key = ", ".join(
+                f"{'-' if k is None else f'{k:08x}'}: {n}" for k, n in sorted(r.by_key.items(), key=str)
+            )
+            lines.append(f"{r.name}: would {verb} {r.total_estimate} values" + (f" ({per_key})" if per_key else ""))
+            continue
+        lines.append(
+            f"{r.name}: job {r.job_id} {r.status}; this worker {verb}d {r.resealed} values in "
+            f"{r.batches} batches ({r.conflicted} changed meanwhile, re-read; {r.failed} failed); "
+            f"{r.remaining} values not under {r.target_key_id:08x}"
+        )
+        for pk, key_id, error in r.failures:
+            kid = "-" if key_id is None else f"{key_id:08x}"
+            lines.append(f"  failed: {r.name} row {_pk(pk)} (key {kid}): {error}")
+        if r.status != "done" or r.failed or r.remaining:
+            clean = False
+    return lines, clean
+
+
+def _results_json(results) -> str:
+    out = []
+    for r in results:
+        out.append({
+            "column": r.name, "job_id": r.job_id, "status": r.status, "target_key_id": f"{r.target_key_id:08x}",
+            "batches": r.batches, "rewritten": r.resealed, "conflicted": r.conflicted, "failed": r.failed,
+            "remaining": r.remaining, "total_estimate": r.total_estimate, "dry_run": r.dry_run,
+            "by_key": {("-" if k is None else f"{k:08x}"): n for k, n in r.by_key.items()},
+            "failures": [{"pk": list(map(str, pk)), "key_id": None if k is None else f"{k:08x}", "error": e}
+                         for pk, k, e in r.failures],
+        })  # fmt: skip
+    return json.dumps(out, indent=2)
+
+
+# ---- commands ----------------------------------------------------------------------------------
+
+
+@_guard
+def cmd_rotate(args) -> int:
+    """Re-seal every value not under the primary key (resumable; run on several machines)."""
+    from sealstore.migrations.rotation import rotate
+
+    _, keyring, engine, columns, _ = _setup(args)
+    if not columns:
+        raise UsageError(f"no encrypted column uses keyring {args.keyring!r}")
+    results = rotate(
+        engine, columns, batch_size=args.batch_size, dry_run=args.dry_run, progress=_progress(args)
+    )
+    lines, clean = _worker_lines(results, "re-seal")
+    print(_results_json(results) if args.json else "\n".join(lines))
+    keyring.close()
+    return 0 if clean or args.dry_run else 1
+
+
+@_guard
+def cmd_reindex(args) -> int:
+    """Recompute blind indexes that are not under the index keyring's primary key."""
+    from sealstore.config import load_config
+    from sealstore.keyring import use_keyring
+    from sealstore.migrations.reindexing import reindex
+
+    _, keyring, engine, _, indexes = _setup(args)
+    if not indexes:
+        raise UsageError("no blind index found in --models")
+    index_keyrings = {}
+    for spec in indexes:
+        name = spec.type.keyring
+        if name not in index_keyrings:
+            index_keyrings[name] = use_keyring(load_config(args.index_config).load_keyring(), name)
+    results = reindex(
+        engine, indexes, batch_size=args.batch_size, dry_run=args.dry_run, progress=_progress(args)
+    )
+    lines, clean = _worker_lines(results, "re-index")
+    print(_results_json(results) if args.json else "\n".join(lines))
+    for kr in (keyring, *index_keyrings.values()):
+        kr.close()
+    return 0 if clean or args.dry_run else 1
+
+
+@_guard
+def cmd_status(args) -> int:
+    """Rows per key id for each column (SQL only, nothing decrypted), NULLs, running jobs."""
+    from datetime import datetime, timezone
+
+    from sealstore.migrations.keystatus import status
+
+    _, keyring, engine, columns, indexes = _setup(args)
+    report = status(engine, columns, indexes)
+    states = {k.key_id: k.state.value for k in keyring.keys}
+    keyring.close()
+    if args.json:
+        print(json.dumps({
+            "columns": [{
+                "column": c.name, "kind": c.kind, "rows": c.rows, "nulls": c.nulls,
+                "primary": None if c.primary_key_id is None else f"{c.primary_key_id:08x}",
+                "by_key": {("-" if k is None else f"{k:08x}"): n for k, n in c.by_key.items()},
+                "not_primary": c.not_primary,
+            } for c in report.columns],
+            "jobs": [{
+                "job_id": j.job_id, "kind": j.kind, "column": f"{j.table_name}.{j.column_name}",
+                "target_key_id": f"{j.target_key_id:08x}", "done": j.done, "total_estimate": j.total_estimate,
+                "heartbeat_at": j.heartbeat_at.isoformat() if j.heartbeat_at else None, "worker": j.worker,
+            } for j in report.jobs],
+        }, indent=2))  # fmt: skip
+        return 0
+    table = [("COLUMN", "KEY ID", "STATE", "ROWS")]
+    for c in report.columns:
+        for k, n in sorted(c.by_key.items(), key=lambda kv: -kv[1]):
+            if k is None:
+                state = "malformed"
+            elif c.kind == "blind index":
+                state = "primary" if k == c.primary_key_id else "index key"
+            else:
+                state = states.get(k, "unknown")
+            table.append((c.name, "-" if k is None else f"{k:08x}", state, str(n)))
+        table.append((c.name, "NULL", "-", str(c.nulls)))
+    widths = [max(len(r[i]) for r in table) for i in range(4)]
+    for row in table:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+    now = datetime.now(timezone.utc)
+    for j in report.jobs:
+        total = f"/{j.total_estimate}" if j.total_estimate is not None else ""
+        beat = "never"
+        if j.heartbeat_at is not None:
+            hb = j.heartbeat_at if j.heartbeat_at.tzinfo else j.heartbeat_at.replace(tzinfo=timezone.utc)
+            beat = f"{int((now - hb).total_seconds())}s ago by {j.worker}"
+        print(
+            f"job {j.job_id}: {j.kind} {j.table_name}.{j.column_name} to {j.target_key_id:08x}: "
+            f"{j.done}{total} done, heartbeat {beat}"
+        )
+    if not report.jobs:
+        print("no running jobs")
+    return 0
+
+
+@_guard
+def cmd_verify(args) -> int:
+    """Open every value; list the rows that fail by primary key and key id (no plaintext)."""
+    from sealstore.migrations.verification import verify
+
+    _, keyring, engine, columns, _ = _setup(args)
+    results = verify(engine, columns, batch_size=args.batch_size, progress=_progress(args))
+    keyring.close()
+    bad = 0
+    for r in results:
+        bad += r.failed
+        if args.json:
+            continue
+        print(f"{r.name}: {r.checked} values checked, {r.failed} failed")
+        for f in r.failures:
+            print(f"  failed: {r.name} row {_pk(f.pk)} (key {f.key_id_hex}): {f.error}")
+    if args.json:
+        print(json.dumps([{
+            "column": r.name, "checked": r.checked, "failed": r.failed,
+            "failures": [{"pk": list(map(str, f.pk)), "key_id": f.key_id_hex, "error": f.error} for f in r.failures],
+        } for r in results], indent=2))  # fmt: skip
+    return 1 if bad else 0
+
+
+@_guard
+def cmd_retire(args) -> int:
+    """Retire a key once nothing references it (``--force``: retire anyway, saying what breaks)."""
+    from sqlalchemy import create_engine
+
+    from sealstore.migrations.retire import describe, find_references, registered_s3_prefixes
+
+    try:
+        key_id = int(args.key_id, 16)
+    except ValueError:
+        raise UsageError(f"KEY_ID must be 8 hex digits (sealstore keys list), not {args.key_id!r}") from None
+    cfg = _config(args)
+    try:
+        engine = create_engine(_db_url(args, cfg))
+    except UsageError:
+        engine = None
+    specs = []
+    if args.models or args.column:
+        if engine is None:
+            raise UsageError(f"--models/--column need a database: pass --db URL or set {DB_ENV}")
+        columns, indexes = _specs(args, engine, args.keyring)
+        specs = columns + indexes  # every column: a key id names one key whatever its keyring
+    urls = list(args.s3 or ())
+    if engine is not None:
+        urls += [u for u in registered_s3_prefixes(engine) if u not in urls]
+    checked = [s.name for s in specs] + urls
+    if not checked and not args.force:
+        raise UsageError("nothing to check: name the columns (--models/--column) and S3 prefixes (--s3)")
+    source = cfg.key_source_object()
+    keyring = source.load(suite=cfg.suite, tag_size=cfg.tag_size)
+    try:
+        key = keyring.get(key_id)  # UnknownKeyId -> exit 1
+        client = None
+        if urls:
+            import boto3
+
+            client = boto3.client("s3", endpoint_url=args.endpoint_url, region_name=args.region)
+        refs = find_references(engine if specs or urls else None, specs, key_id, s3_client=client, s3_urls=urls)
+        if refs and not args.force:
+            print(
+                f"sealstore: refusing to retire key {key.id_hex}: {sum(r.count for r in refs)} values "
+                f"still use it ({describe(refs)}); run `sealstore rotate` (and `sealstore s3 rotate`) "
+                "first, or pass --force",
+                file=sys.stderr,
+            )
+            return 1
+        if refs:
+            print(
+                f"--force: retiring key {key.id_hex} while {sum(r.count for r in refs)} values still use "
+                f"it ({describe(refs)}): they will fail to open (KeyNotUsable: retired) until the key "
+                "is reactivated, and never again once it is destroyed",
+                file=sys.stderr,
+            )
+        elif not checked:
+            print(f"--force: retiring key {key.id_hex} without checking any column or S3 prefix", file=sys.stderr)
+        keyring.retire(key_id)
+        source.save(keyring)
+    finally:
+        keyring.close()
+    if refs:
+        print(f"key {key.id_hex} retired (forced)")
+    else:
+        print(f"key {key.id_hex} retired; checked {', '.join(checked) or 'nothing'}")
+    return 0
+
+
+# ---- parsers -------------------------------------------------------------------------------------
+
+
+def _columns_args(p, *, progress: bool = True, json_output: bool = True) -> None:
+    p.add_argument("--db", metavar="URL", help=f"SQLAlchemy database URL (default ${DB_ENV})")
+    p.add_argument("--models", action="append", metavar="MODULE[:ATTR]", help="models whose encrypted columns to use")
+    p.add_argument("--column", action="append", metavar="TABLE.COLUMN", help="a column-bound column by name")
+    p.add_argument("--table", help="only this table")
+    p.add_argument("--keyring", default="default", help="keyring name the columns use (default: default)")
+    if json_output:
+        p.add_argument("--json", action="store_true", help="machine-readable output")
+    if progress:
+        p.add_argument("--batch-size", type=int, default=1000, metavar="N", help="rows per batch (default 1000)")
+        p.add_argument("--progress", choices=("auto", "bar", "log", "none"), default="auto",
+                       help="progress bar on a terminal, log lines otherwise (default auto)")  # fmt: skip
+
+
+def add_commands(commands) -> None:
+    """Add rotate, reindex, status and verify to the console script's sub-commands."""
+    p = commands.add_parser("rotate", help="re-seal column values under the primary key (online, resumable)")
+    _columns_args(p)
+    p.add_argument("--dry-run", action="store_true", help="only count, per key id, what would change")
+    p.set_defaults(func=cmd_rotate)
+
+    p = commands.add_parser("reindex", help="recompute blind indexes with the index keyring's primary key")
+    _columns_args(p)
+    p.add_argument("--index-config", required=True, metavar="PATH", help="sealstore config of the index keyring")
+    p.add_argument("--dry-run", action="store_true", help="only count what would change")
+    p.set_defaults(func=cmd_reindex)
+
+    p = commands.add_parser("status", help="rows per key id per column (SQL only), running jobs")
+    _columns_args(p, progress=False)
+    p.set_defaults(func=cmd_status)
+
+    p = commands.add_parser("verify", help="open every value; report failing rows by primary key")
+    _columns_args(p)
+    p.set_defaults(func=cmd_verify)
+
+
+def add_keys_commands(keys) -> None:
+    """Add ``keys retire`` to the ``keys`` sub-commands."""
+    p = keys.add_parser("retire", help="retire a key once no value uses it (--force: anyway)")
+    p.add_argument("key_id", metavar="KEY_ID", help="8 hex digits (sealstore keys list)")
+    _columns_args(p, progress=False, json_output=False)
+    p.add_argument("--s3", action="append", metavar="s3://BUCKET/PREFIX", help="also check these objects")
+    p.add_argument("--endpoint-url", help="S3-compatible endpoint (default: AWS)")
+    p.add_argument("--region", help="S3 region (default: boto3's)")
+    p.add_argument("--force", action="store_true", help="retire even if values still use the key")
+    p.set_defaults(func=cmd_retire)
