@@ -33,7 +33,7 @@ import uuid
 MiB = 1 << 20
 
 
-def _median_rate(fn, nbytes: int, repeats: int) -> tuple[float, float]:  # noqa: D103
+def _median_rate(fn, nbytes: int, repeats: int) -> tuple[float, float]:
     """(median bytes/s, spread) over ``repeats`` timed calls of ``fn``."""
     rates = []
     for _ in range(repeats):
@@ -68,7 +68,10 @@ def stream_rows(size: int, repeats: int) -> list[dict]:
         for off in range(0, size, batch):
             raw.encrypt_into(out, nonce, view[off : off + batch])
 
-    raw_sealed = [[raw.encrypt(nonce, d[off : off + batch]) for off in range(0, size, batch)] for d in data]
+    raw_sealed = [
+        [raw.encrypt(nonce, d[off : off + batch]) for off in range(0, size, batch)]
+        for d in data
+    ]
 
     def raw_open(i):
         out = bytearray(batch)
@@ -103,7 +106,10 @@ def stream_rows(size: int, repeats: int) -> list[dict]:
         return time.perf_counter() - t0
 
     rows = []
-    for op, raw_fn, stream_fn in (("seal", raw_seal, stream_seal), ("open", raw_open, stream_open)):
+    for op, raw_fn, stream_fn in (
+        ("seal", raw_seal, stream_seal),
+        ("open", raw_open, stream_open),
+    ):
         # raw and stream runs alternate, so a busy machine slows both alike; each row keeps the
         # median rate and the median of the paired ratios
         t = {key: [] for key in ("raw1", "st1", "raw2", "st2")}
@@ -112,7 +118,10 @@ def stream_rows(size: int, repeats: int) -> list[dict]:
             t["st1"].append(timed(lambda: stream_fn(0)))
             t["raw2"].append(timed(two(raw_fn)))
             t["st2"].append(timed(two(stream_fn)))
-        for name, one, both in (("raw kernel", "raw1", "raw2"), ("stream layer", "st1", "st2")):
+        for name, one, both in (
+            ("raw kernel", "raw1", "raw2"),
+            ("stream layer", "st1", "st2"),
+        ):
             r1 = [size / x for x in t[one]]
             r2 = [2 * size / x for x in t[both]]
             m1, m2 = statistics.median(r1), statistics.median(r2)
@@ -125,11 +134,18 @@ def stream_rows(size: int, repeats: int) -> list[dict]:
                     "best_1t": max(r1) / 1e9,
                     "spread_1t": (max(r1) - min(r1)) / m1,
                     "gb_per_s_2t": m2 / 1e9,
-                    "scaling_2t": statistics.median(a / b for a, b in zip(t[one], t[both])) * 2,
+                    "scaling_2t": statistics.median(
+                        a / b for a, b in zip(t[one], t[both])
+                    )
+                    * 2,
                 }
             )
-        rows[-1]["vs_raw_1t"] = statistics.median(a / b for a, b in zip(t["raw1"], t["st1"]))
-        rows[-1]["vs_raw_2t"] = statistics.median(a / b for a, b in zip(t["raw2"], t["st2"]))
+        rows[-1]["vs_raw_1t"] = statistics.median(
+            a / b for a, b in zip(t["raw1"], t["st1"])
+        )
+        rows[-1]["vs_raw_2t"] = statistics.median(
+            a / b for a, b in zip(t["raw2"], t["st2"])
+        )
     return rows
 
 
@@ -142,15 +158,23 @@ def _client(endpoint: str | None):
 
     kwargs = {}
     if endpoint is None or "127.0.0.1" in endpoint or "localhost" in endpoint:
-        kwargs = dict(region_name="us-east-1", aws_access_key_id="bench", aws_secret_access_key="bench")
+        kwargs = dict(
+            region_name="us-east-1",
+            aws_access_key_id="bench",
+            aws_secret_access_key="bench",
+        )
     return boto3.client(
-        "s3", endpoint_url=endpoint, config=Config(s3={"addressing_style": "path"}), **kwargs
+        "s3",
+        endpoint_url=endpoint,
+        config=Config(s3={"addressing_style": "path"}),
+        **kwargs,
     )
 
 
-def s3_rows(endpoint: str | None, sizes: list[int], repeats: int) -> tuple[list[dict], str]:
+def s3_rows(
+    endpoint: str | None, sizes: list[int], repeats: int
+) -> tuple[list[dict], str]:
     from boto3.s3.transfer import TransferConfig
-
     from sealstore.adapters.s3 import encrypt_client
     from sealstore.keyring import Keyring
 
@@ -178,10 +202,16 @@ def s3_rows(endpoint: str | None, sizes: list[int], repeats: int) -> tuple[list[
         plain.create_bucket(Bucket=bucket)
         clients = {
             "plaintext": plain,
-            "AES-256-GCM": encrypt_client(_client(endpoint), Keyring.generate("AES-256-GCM", 16)),
-            "AEGIS-128X4": encrypt_client(_client(endpoint), Keyring.generate("AEGIS-128X4", 32)),
+            "AES-256-GCM": encrypt_client(
+                _client(endpoint), Keyring.generate("AES-256-GCM", 16)
+            ),
+            "AEGIS-128X4": encrypt_client(
+                _client(endpoint), Keyring.generate("AEGIS-128X4", 32)
+            ),
         }
-        transfer = TransferConfig(multipart_threshold=8 * MiB, multipart_chunksize=8 * MiB, max_concurrency=4)
+        transfer = TransferConfig(
+            multipart_threshold=8 * MiB, multipart_chunksize=8 * MiB, max_concurrency=4
+        )
         for size in sizes:
             data = os.urandom(size)
             reps = repeats if size <= 16 * MiB else max(2, repeats // 3)
@@ -197,7 +227,9 @@ def s3_rows(endpoint: str | None, sizes: list[int], repeats: int) -> tuple[list[
                         if put_name == "put_object":
                             client.put_object(Bucket=bucket, Key=key, Body=data)
                         else:
-                            client.upload_fileobj(io.BytesIO(data), bucket, key, Config=transfer)
+                            client.upload_fileobj(
+                                io.BytesIO(data), bucket, key, Config=transfer
+                            )
 
                     def get():
                         if get_name == "get_object":
@@ -205,7 +237,9 @@ def s3_rows(endpoint: str | None, sizes: list[int], repeats: int) -> tuple[list[
                             while body.read(MiB):
                                 pass
                         else:
-                            client.download_fileobj(bucket, key, _Sink(), Config=transfer)
+                            client.download_fileobj(
+                                bucket, key, _Sink(), Config=transfer
+                            )
 
                     for op, fn in ((put_name, put), (get_name, get)):
                         rate, spread = _median_rate(fn, size, reps)
@@ -262,7 +296,9 @@ def run(quick: bool = False, endpoint: str | None = None, network: bool = True) 
     stream = stream_rows(32 * MiB if quick else 128 * MiB, 5 if quick else 9)
     result = {"stream": stream, "s3": [], "s3_endpoint": None}
     if network:
-        result["s3"], result["s3_endpoint"] = s3_rows(endpoint, sizes, 3 if quick else 7)
+        result["s3"], result["s3_endpoint"] = s3_rows(
+            endpoint, sizes, 3 if quick else 7
+        )
     return result
 
 
@@ -275,19 +311,27 @@ def section(opts) -> dict:
             {
                 "title": "stream layer alone vs raw kernel (no network; medians)",
                 "columns": [
-                    ("op", "op", ""), ("path", "path", ""), ("kernel", "kernel", ""),
-                    ("GB/s 1 thread", "gb_per_s_1t", ".2f"), ("best", "best_1t", ".2f"),
+                    ("op", "op", ""),
+                    ("path", "path", ""),
+                    ("kernel", "kernel", ""),
+                    ("GB/s 1 thread", "gb_per_s_1t", ".2f"),
+                    ("best", "best_1t", ".2f"),
                     ("spread", "spread_1t", "pct"),
-                    ("GB/s 2 threads", "gb_per_s_2t", ".2f"), ("2t/1t", "scaling_2t", "ratio"),
-                    ("vs raw 1t", "vs_raw_1t", "pct"), ("vs raw 2t", "vs_raw_2t", "pct"),
+                    ("GB/s 2 threads", "gb_per_s_2t", ".2f"),
+                    ("2t/1t", "scaling_2t", "ratio"),
+                    ("vs raw 1t", "vs_raw_1t", "pct"),
+                    ("vs raw 2t", "vs_raw_2t", "pct"),
                 ],
                 "rows": result["stream"],
             },
             {
                 "title": f"S3 put/get through {result['s3_endpoint']} (medians)",
                 "columns": [
-                    ("MiB", "size_mib", ".0f"), ("op", "op", ""), ("suite", "suite", ""),
-                    ("MB/s", "mb_per_s", ".1f"), ("spread", "spread", "pct"),
+                    ("MiB", "size_mib", ".0f"),
+                    ("op", "op", ""),
+                    ("suite", "suite", ""),
+                    ("MB/s", "mb_per_s", ".1f"),
+                    ("spread", "spread", "pct"),
                     ("vs plaintext", "vs_plaintext", "ratio"),
                 ],
                 "rows": result["s3"],
@@ -323,8 +367,14 @@ def _print(result: dict) -> None:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="small sizes, few repeats")
-    p.add_argument("--s3-endpoint", metavar="URL", help="a real S3-compatible endpoint (default: moto)")
-    p.add_argument("--no-network", action="store_true", help="only the stream layer part")
+    p.add_argument(
+        "--s3-endpoint",
+        metavar="URL",
+        help="a real S3-compatible endpoint (default: moto)",
+    )
+    p.add_argument(
+        "--no-network", action="store_true", help="only the stream layer part"
+    )
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     args = p.parse_args(argv)
     result = run(args.quick, args.s3_endpoint, network=not args.no_network)

@@ -30,12 +30,12 @@ stays at a few segments per stream.  Nothing here knows about S3.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import io
 import os
 import struct
-from typing import Iterable, Iterator, NamedTuple
+from collections.abc import Iterator
+from typing import NamedTuple
 
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
@@ -48,29 +48,28 @@ from .errors import (
     NotSealedObject,
     SourceChanged,
     TruncatedObject,
-    UnknownKeyId,
 )
 from .format import Suite, context_digest
 
 __all__ = [
-    "MAGIC",
-    "VERSION",
-    "HEADER_SIZE",
-    "MIN_SEGMENT_SIZE",
-    "MAX_SEGMENT_SIZE",
-    "DEFAULT_SEGMENT_SIZE",
     "BATCH_BYTES",
+    "DEFAULT_SEGMENT_SIZE",
+    "HEADER_SIZE",
+    "MAGIC",
+    "MAX_SEGMENT_SIZE",
+    "MIN_SEGMENT_SIZE",
+    "VERSION",
+    "ObjectCipher",
     "ObjectHeader",
+    "OpeningReader",
     "RangePlan",
+    "SealingReader",
+    "open_stream",
     "parse_object_header",
-    "sealed_size",
     "plaintext_size",
     "plan_range",
-    "ObjectCipher",
-    "SealingReader",
-    "OpeningReader",
     "seal_stream",
-    "open_stream",
+    "sealed_size",
     "source_length",
 ]
 
@@ -133,7 +132,13 @@ class ObjectHeader(NamedTuple):
 
     def pack(self) -> bytes:
         return _FIXED.pack(
-            MAGIC, self.version, self.suite, self.flags, self.seg_log2, self.key_id, self.salt,
+            MAGIC,
+            self.version,
+            self.suite,
+            self.flags,
+            self.seg_log2,
+            self.key_id,
+            self.salt,
             self.commit,
         )
 
@@ -156,10 +161,16 @@ def parse_object_header(data) -> ObjectHeader:
     if len(view) < len(MAGIC) or view[: len(MAGIC)] != MAGIC:
         raise NotSealedObject("data does not start with a sealstore object header")
     if len(view) < HEADER_SIZE:
-        raise MalformedObject(f"object header truncated: {len(view)} of {HEADER_SIZE} bytes")
-    _, version, suite_id, flags, seg_log2, key_id, salt, commit = _FIXED.unpack_from(view)
+        raise MalformedObject(
+            f"object header truncated: {len(view)} of {HEADER_SIZE} bytes"
+        )
+    _, version, suite_id, flags, seg_log2, key_id, salt, commit = _FIXED.unpack_from(
+        view
+    )
     if version != VERSION:
-        raise MalformedObject(f"unsupported object format version 0x{version:02x} (expected 0x01)")
+        raise MalformedObject(
+            f"unsupported object format version 0x{version:02x} (expected 0x01)"
+        )
     try:
         suite = Suite(suite_id)
     except ValueError:
@@ -188,7 +199,9 @@ def plaintext_size(sealed: int, segment_size: int, tag_size: int) -> int:
     body = sealed - HEADER_SIZE
     full, rest = divmod(body, segment_size + tag_size) if body >= 0 else (0, -1)
     if rest < tag_size:
-        exc = TruncatedObject(f"a sealed object cannot be {sealed} bytes long (truncated or extended)")
+        exc = TruncatedObject(
+            f"a sealed object cannot be {sealed} bytes long (truncated or extended)"
+        )
         exc.index = max(full, 0)
         raise exc
     return full * segment_size + rest - tag_size
@@ -210,7 +223,9 @@ class RangePlan(NamedTuple):
         return self.last_segment - self.first_segment + 1
 
 
-def plan_range(first: int, last: int | None, size: int, segment_size: int, tag_size: int) -> RangePlan:
+def plan_range(
+    first: int, last: int | None, size: int, segment_size: int, tag_size: int
+) -> RangePlan:
     """Map plaintext bytes ``first..last`` (inclusive, ``last`` clipped to the end, None = to the
     end) of an object of ``size`` plaintext bytes to its covering segments."""
     if not 0 <= first < size:
@@ -223,8 +238,14 @@ def plan_range(first: int, last: int | None, size: int, segment_size: int, tag_s
     final_index = size // segment_size
     final = i1 == final_index
     start = HEADER_SIZE + i0 * step
-    stop = HEADER_SIZE + i1 * step + (size - i1 * segment_size + tag_size if final else step)
-    return RangePlan(i0, i1, final, start, stop, first - i0 * segment_size, last - first + 1)
+    stop = (
+        HEADER_SIZE
+        + i1 * step
+        + (size - i1 * segment_size + tag_size if final else step)
+    )
+    return RangePlan(
+        i0, i1, final, start, stop, first - i0 * segment_size, last - first + 1
+    )
 
 
 # ---- the per-object key ------------------------------------------------------------------------
@@ -236,11 +257,15 @@ def _usable_key(keyring, key_id: int, allow_retired: bool):
     if state == "destroyed":
         raise KeyNotUsable(f"key {key.id_hex} is destroyed")
     if state == "retired" and not (allow_retired or keyring.allow_retired):
-        raise KeyNotUsable(f"key {key.id_hex} is retired; pass allow_retired=True to open its objects")
+        raise KeyNotUsable(
+            f"key {key.id_hex} is retired; pass allow_retired=True to open its objects"
+        )
     return key
 
 
-def _derive(material: bytes, header_head: bytes, salt: bytes, suite: Suite, context) -> tuple:
+def _derive(
+    material: bytes, header_head: bytes, salt: bytes, suite: Suite, context
+) -> tuple:
     key_len, prefix_len = (32, 7) if suite is Suite.AES_256_GCM else (16, 11)
     okm = HKDF(
         algorithm=hashes.SHA256(),
@@ -248,15 +273,28 @@ def _derive(material: bytes, header_head: bytes, salt: bytes, suite: Suite, cont
         salt=salt,
         info=_INFO + header_head + context_digest(context),
     ).derive(material)
-    return okm[:key_len], okm[key_len : key_len + prefix_len], okm[key_len + prefix_len :]
+    return (
+        okm[:key_len],
+        okm[key_len : key_len + prefix_len],
+        okm[key_len + prefix_len :],
+    )
 
 
 def _cipher(suite: Suite, key: bytes, tag_size: int):
-    from . import AEGIS128L, AEGIS128X2, AEGIS128X4, AESGCM  # lazy: the package imports us
+    from . import (  # lazy: the package imports us
+        AEGIS128L,
+        AEGIS128X2,
+        AEGIS128X4,
+        AESGCM,
+    )
 
     if suite is Suite.AES_256_GCM:
         return AESGCM(key)
-    cls = {Suite.AEGIS_128L: AEGIS128L, Suite.AEGIS_128X2: AEGIS128X2, Suite.AEGIS_128X4: AEGIS128X4}
+    cls = {
+        Suite.AEGIS_128L: AEGIS128L,
+        Suite.AEGIS_128X2: AEGIS128X2,
+        Suite.AEGIS_128X4: AEGIS128X4,
+    }
     return cls[suite](key, tag_size=tag_size)
 
 
@@ -269,7 +307,14 @@ class ObjectCipher:
     MalformedObject or KeyCommitmentMismatch).  Safe to share between threads.
     """
 
-    __slots__ = ("header", "header_bytes", "segment_size", "tag_size", "_cipher", "_prefix")
+    __slots__ = (
+        "_cipher",
+        "_prefix",
+        "header",
+        "header_bytes",
+        "segment_size",
+        "tag_size",
+    )
 
     def __init__(self, header: ObjectHeader, cipher, prefix: bytes) -> None:
         self.header = header
@@ -280,25 +325,37 @@ class ObjectCipher:
         self._prefix = prefix
 
     @classmethod
-    def create(cls, keyring, *, segment_size: int = DEFAULT_SEGMENT_SIZE, context=b"") -> "ObjectCipher":
+    def create(
+        cls, keyring, *, segment_size: int = DEFAULT_SEGMENT_SIZE, context=b""
+    ) -> ObjectCipher:
         seg_log2 = _segment_log2(segment_size)
         key = keyring.primary
         suite = key.suite
         tag_size = 16 if suite is Suite.AES_256_GCM else keyring.tag_size
         flags = FLAG_TAG256 if tag_size == 32 else 0
         salt = os.urandom(32)
-        head = _FIXED.pack(MAGIC, VERSION, suite, flags, seg_log2, key.key_id, salt, b"")[:12]
-        okey, prefix, commit = _derive(key.reveal_material(), head, salt, suite, context)
+        head = _FIXED.pack(
+            MAGIC, VERSION, suite, flags, seg_log2, key.key_id, salt, b""
+        )[:12]
+        okey, prefix, commit = _derive(
+            key.reveal_material(), head, salt, suite, context
+        )
         header = ObjectHeader(VERSION, suite, flags, seg_log2, key.key_id, salt, commit)
         return cls(header, _cipher(suite, okey, tag_size), prefix)
 
     @classmethod
-    def from_header(cls, keyring, header, *, context=b"", allow_retired: bool = False) -> "ObjectCipher":
+    def from_header(
+        cls, keyring, header, *, context=b"", allow_retired: bool = False
+    ) -> ObjectCipher:
         h = header if isinstance(header, ObjectHeader) else parse_object_header(header)
         key = _usable_key(keyring, h.key_id, allow_retired)
         if (key.suite is Suite.AES_256_GCM) is not (h.suite is Suite.AES_256_GCM):
-            raise MalformedObject(f"object names suite {h.suite} but key {key.id_hex} is a {key.suite} key")
-        okey, prefix, commit = _derive(key.reveal_material(), h.pack()[:12], h.salt, h.suite, context)
+            raise MalformedObject(
+                f"object names suite {h.suite} but key {key.id_hex} is a {key.suite} key"
+            )
+        okey, prefix, commit = _derive(
+            key.reveal_material(), h.pack()[:12], h.salt, h.suite, context
+        )
         if not hmac.compare_digest(commit, h.commit):
             raise KeyCommitmentMismatch(
                 f"object header does not match key {key.id_hex} (edited header, another key "
@@ -330,19 +387,33 @@ class ObjectCipher:
         """Sealed bytes of ``n`` plaintext bytes sealed as a run of segments (no header)."""
         seg = self.segment_size
         if not final and n % seg:
-            raise ValueError(f"a non-final run must hold whole segments of {seg} bytes, not {n}")
+            raise ValueError(
+                f"a non-final run must hold whole segments of {seg} bytes, not {n}"
+            )
         return n + (n // seg + (1 if final else 0)) * self.tag_size
 
     def seal_into(self, out, data, first_index: int, final: bool) -> int:
         """Seal ``data`` as segments ``first_index, ...`` into ``out`` (one native call)."""
         return self._cipher.seal_segments_into(
-            out, data, self.segment_size, self._prefix, first_index, final, self.header_bytes
+            out,
+            data,
+            self.segment_size,
+            self._prefix,
+            first_index,
+            final,
+            self.header_bytes,
         )
 
     def open_into(self, out, data, first_index: int, final: bool) -> int:
         """Open sealed segments ``first_index, ...`` into ``out``; InvalidTag has ``.index``."""
         return self._cipher.open_segments_into(
-            out, data, self.segment_size, self._prefix, first_index, final, self.header_bytes
+            out,
+            data,
+            self.segment_size,
+            self._prefix,
+            first_index,
+            final,
+            self.header_bytes,
         )
 
     def seal(self, data, first_index: int = 0, final: bool = True) -> bytes:
@@ -352,11 +423,11 @@ class ObjectCipher:
         self.seal_into(out, view, first_index, final)
         return bytes(out)
 
-    def reader(self, source, length: int | None = None, **kwargs) -> "SealingReader":
+    def reader(self, source, length: int | None = None, **kwargs) -> SealingReader:
         """A :class:`SealingReader` of ``source`` under this key."""
         return SealingReader(self, source, length, **kwargs)
 
-    def opener(self, source, **kwargs) -> "OpeningReader":
+    def opener(self, source, **kwargs) -> OpeningReader:
         """An :class:`OpeningReader` of sealed segments read from ``source``."""
         return OpeningReader(self, source, **kwargs)
 
@@ -367,7 +438,7 @@ class ObjectCipher:
 class _Input:
     """Fill caller buffers from bytes-like data, a binary file object or an iterable of chunks."""
 
-    __slots__ = ("_view", "_pos", "_file", "_readinto", "_it", "_pending")
+    __slots__ = ("_file", "_it", "_pending", "_pos", "_readinto", "_view")
 
     def __init__(self, src) -> None:
         self._view = self._file = self._readinto = self._it = None
@@ -403,7 +474,9 @@ class _Input:
             return False
         try:
             return bool(f.seekable())
-        except AttributeError:  # e.g. s3transfer's ReadFileChunk: seek/tell without seekable()
+        except (
+            AttributeError
+        ):  # e.g. s3transfer's ReadFileChunk: seek/tell without seekable()
             return hasattr(f, "seek") and hasattr(f, "tell")
         except ValueError:
             return False
@@ -460,7 +533,9 @@ class _Input:
             else:
                 chunk = self._file.read(want - got)
                 if isinstance(chunk, str):
-                    raise TypeError("the file object returned str; open it in binary mode")
+                    raise TypeError(
+                        "the file object returned str; open it in binary mode"
+                    )
                 n = len(chunk) if chunk is not None else None
                 if n:
                     buf[got : got + n] = chunk
@@ -550,7 +625,9 @@ class SealingReader(io.RawIOBase):
         if length is None:
             length = known
         elif known is not None and known != length:
-            raise SourceChanged(f"the source holds {known} bytes, not the declared {length}")
+            raise SourceChanged(
+                f"the source holds {known} bytes, not the declared {length}"
+            )
         self._random = length is not None and self._src.seekable
         if self._random:
             self._base = self._src.tell()
@@ -560,12 +637,16 @@ class SealingReader(io.RawIOBase):
             self._size = len(self._head) + cipher.segments_size(length, final)
             self._batches = -(-nseg // self._k)
             if first_index + nseg > MAX_SEGMENTS:
-                raise ValueError("too many segments for one object; use a larger segment size")
+                raise ValueError(
+                    "too many segments for one object; use a larger segment size"
+                )
         else:
             self._size = None
             self._batches = None
         self._tags: dict[int, bytes] = {}
-        self._pt_buf = None  # allocated on first use: a caller's buffer often serves instead
+        self._pt_buf = (
+            None  # allocated on first use: a caller's buffer often serves instead
+        )
         self._ct_buf = None
         self._cur = -1  # batch whose ciphertext is in _ct (random mode)
         self._cur_len = 0
@@ -599,7 +680,9 @@ class SealingReader(io.RawIOBase):
 
     def __len__(self) -> int:
         if self._size is None:
-            raise TypeError("the sealed size is unknown until the source ends (no length given)")
+            raise TypeError(
+                "the sealed size is unknown until the source ends (no length given)"
+            )
         return self._size
 
     @property
@@ -615,7 +698,9 @@ class SealingReader(io.RawIOBase):
             offset += self._pos
         elif whence == io.SEEK_END:
             if self._size is None:
-                raise io.UnsupportedOperation("cannot seek from the end of an unknown size")
+                raise io.UnsupportedOperation(
+                    "cannot seek from the end of an unknown size"
+                )
             offset += self._size
         if offset < 0:
             raise ValueError("negative seek position")
@@ -633,7 +718,11 @@ class SealingReader(io.RawIOBase):
             done += n
             # Short reads at the header's end and at batch ends keep the caller's buffer
             # aligned with batches, so the next call can seal straight into it.
-            if n == 0 or at_header or (self._at_batch_end() and len(out) - done < self._ct_size):
+            if (
+                n == 0
+                or at_header
+                or (self._at_batch_end() and len(out) - done < self._ct_size)
+            ):
                 break
         return done
 
@@ -674,7 +763,9 @@ class SealingReader(io.RawIOBase):
                 return 0
             if batch != self._cur:
                 room = min(span, self._size - hl - batch * span)
-                if off == 0 and len(out) >= room:  # seal straight into the caller's buffer
+                if (
+                    off == 0 and len(out) >= room
+                ):  # seal straight into the caller's buffer
                     n = self._load_random(batch, out)
                     self._pos += n
                     return n
@@ -705,7 +796,9 @@ class SealingReader(io.RawIOBase):
         if not self._random:
             return written
         seg, step, tag = self._seg, self._step, self._tag
-        tags = b"".join(dst[i * step + seg : i * step + step] for i in range(len(pt) // seg))
+        tags = b"".join(
+            dst[i * step + seg : i * step + step] for i in range(len(pt) // seg)
+        )
         if final:
             tags += dst[written - tag : written]
         old = self._tags.get(batch)
@@ -732,7 +825,9 @@ class SealingReader(io.RawIOBase):
         self._src.seek(self._base + start)
         pt = self._plain(n)
         if len(pt) != n:
-            raise SourceChanged(f"the source ended after {start + len(pt)} of {self._length} bytes")
+            raise SourceChanged(
+                f"the source ended after {start + len(pt)} of {self._length} bytes"
+            )
         return self._seal(batch, pt, self._final and batch == self._batches - 1, dst)
 
     def _load_next(self, dst: memoryview) -> int:
@@ -749,14 +844,18 @@ class SealingReader(io.RawIOBase):
                 )
             last = self._consumed == self._length
             if last and self._src.fill(memoryview(bytearray(1))):
-                raise SourceChanged(f"the source holds more than the {self._length} declared bytes")
+                raise SourceChanged(
+                    f"the source holds more than the {self._length} declared bytes"
+                )
         else:
             last = got < want
         if last:
             self._seq_done = True
             if not self._final:
                 if got % self._seg:
-                    raise ValueError("a non-final run of segments must hold whole segments")
+                    raise ValueError(
+                        "a non-final run of segments must hold whole segments"
+                    )
                 if got == 0:
                     return 0
         batch = self._next
@@ -767,9 +866,13 @@ class SealingReader(io.RawIOBase):
         return n
 
 
-def seal_stream(source, keyring, *, segment_size: int = DEFAULT_SEGMENT_SIZE, context=b"") -> Iterator[bytes]:
+def seal_stream(
+    source, keyring, *, segment_size: int = DEFAULT_SEGMENT_SIZE, context=b""
+) -> Iterator[bytes]:
     """Yield a new sealed object (header, then batches of segments) made from ``source``."""
-    reader = SealingReader(ObjectCipher.create(keyring, segment_size=segment_size, context=context), source)
+    reader = SealingReader(
+        ObjectCipher.create(keyring, segment_size=segment_size, context=context), source
+    )
     while True:
         chunk = reader.read(BATCH_BYTES)
         if not chunk:
@@ -820,7 +923,9 @@ class OpeningReader(io.RawIOBase):
         seg, tag = cipher.segment_size, cipher.tag_size
         self._seg, self._step, self._tag = seg, seg + tag, tag
         self._k = _batch_segments(seg)
-        self._ct_buf = None  # allocated on first use (bytes sources and large reads skip them)
+        self._ct_buf = (
+            None  # allocated on first use (bytes sources and large reads skip them)
+        )
         self._pt_buf = None
         self._out = memoryview(b"")
         self._done = False
@@ -973,7 +1078,7 @@ class OpeningReader(io.RawIOBase):
         super().close()
 
 
-def read_header(source) -> tuple[bytes, "_Input"]:
+def read_header(source) -> tuple[bytes, _Input]:
     """Read the 76 header bytes from ``source``; NotSealedObject/MalformedObject if absent."""
     src = _Input(source)
     buf = bytearray(HEADER_SIZE)
@@ -982,13 +1087,18 @@ def read_header(source) -> tuple[bytes, "_Input"]:
     return bytes(buf), src
 
 
-def open_stream(source, keyring, *, context=b"", allow_retired: bool = False) -> Iterator[bytes]:
+def open_stream(
+    source, keyring, *, context=b"", allow_retired: bool = False
+) -> Iterator[bytes]:
     """Yield the verified plaintext of a whole sealed object read from ``source``."""
     src = _Input(source)
     head = bytearray(HEADER_SIZE)
     got = src.fill(memoryview(head))
     cipher = ObjectCipher.from_header(
-        keyring, parse_object_header(memoryview(head)[:got]), context=context, allow_retired=allow_retired
+        keyring,
+        parse_object_header(memoryview(head)[:got]),
+        context=context,
+        allow_retired=allow_retired,
     )
     reader = OpeningReader(cipher, _Rest(src), close_source=False)
     while True:

@@ -16,9 +16,8 @@ import sys
 import time
 import uuid
 
-import pytest
-
 import boto3
+import pytest
 from botocore.config import Config
 
 REGION = "us-east-1"
@@ -38,7 +37,9 @@ def make_client(endpoint: str, **config):
         region_name=REGION,
         aws_access_key_id="testing",
         aws_secret_access_key="testing",
-        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 2}, **config),
+        config=Config(
+            s3={"addressing_style": "path"}, retries={"max_attempts": 2}, **config
+        ),
     )
 
 

@@ -11,16 +11,18 @@ import time
 
 import pytest
 from fixtures_s3 import make_client
-
 from sealstore.adapters.s3 import encrypt_client
 from sealstore.adapters.s3.rotate import parse_s3_url, rotate_objects
+from sealstore.errors import KeyNotUsable
 from sealstore.keyring import Keyring
 
 SEG = 4096
 
 
 def key_id(raw_s3, bucket, key) -> str:
-    return raw_s3.head_object(Bucket=bucket, Key=key)["Metadata"].get("sealstore-key-id")
+    return raw_s3.head_object(Bucket=bucket, Key=key)["Metadata"].get(
+        "sealstore-key-id"
+    )
 
 
 def get(client, bucket, key) -> bytes:
@@ -36,14 +38,25 @@ def setup(s3_endpoint, raw_s3, bucket):
     contents = {}
     for i in range(5):
         data = os.urandom(1000 * i + 7)
-        s3.put_object(Bucket=bucket, Key=f"data/old-{i}", Body=data, Metadata={"n": str(i)}, ContentType="x/y")
+        s3.put_object(
+            Bucket=bucket,
+            Key=f"data/old-{i}",
+            Body=data,
+            Metadata={"n": str(i)},
+            ContentType="x/y",
+        )
         contents[f"data/old-{i}"] = data
     kr.rotate()
     contents["data/new"] = b"already under the new primary"
     s3.put_object(Bucket=bucket, Key="data/new", Body=contents["data/new"])
     contents["data/bare"] = b"new key, metadata lost in a copy"
     s3.put_object(Bucket=bucket, Key="src", Body=contents["data/bare"])
-    raw_s3.copy_object(Bucket=bucket, Key="data/bare", CopySource=f"{bucket}/src", MetadataDirective="REPLACE")
+    raw_s3.copy_object(
+        Bucket=bucket,
+        Key="data/bare",
+        CopySource=f"{bucket}/src",
+        MetadataDirective="REPLACE",
+    )
     raw_s3.delete_object(Bucket=bucket, Key="src")
     raw_s3.put_object(Bucket=bucket, Key="data/plain", Body=b"never sealed")
     raw_s3.put_object(Bucket=bucket, Key="other/old", Body=b"outside the prefix")
@@ -62,7 +75,13 @@ def test_rotate_objects(setup, raw_s3, bucket):
     s3, contents = setup
     primary = s3.sealstore.keyring.primary.id_hex
     report = rotate_objects(s3, bucket, "data/")
-    assert (report.scanned, report.resealed, report.repaired, report.current, report.not_sealed) == (8, 5, 1, 1, 1)
+    assert (
+        report.scanned,
+        report.resealed,
+        report.repaired,
+        report.current,
+        report.not_sealed,
+    ) == (8, 5, 1, 1, 1)
     assert report.complete and report.ok and not report.conflicts
     for key, data in contents.items():
         assert key_id(raw_s3, bucket, key) == primary, key
@@ -78,7 +97,7 @@ def test_old_key_retired(setup, raw_s3, bucket):
     kr = s3.sealstore.keyring
     old = [k for k in kr.keys if k.state.value == "active"][0]
     kr.retire(old.key_id)
-    with pytest.raises(Exception):
+    with pytest.raises(KeyNotUsable):
         get(s3, bucket, "data/old-0")  # retired keys do not open by default...
     report = rotate_objects(s3, bucket, "data/")
     assert report.resealed == 5  # ...but rotation opens them to re-seal
@@ -89,11 +108,17 @@ def test_seal_plaintext_and_dry_run(setup, raw_s3, bucket):
     s3, contents = setup
     dry = rotate_objects(s3, bucket, "data/", dry_run=True, seal_plaintext=True)
     assert (dry.resealed, dry.sealed_plaintext) == (5, 1)
-    assert key_id(raw_s3, bucket, "data/old-0") != s3.sealstore.keyring.primary.id_hex  # untouched
+    assert (
+        key_id(raw_s3, bucket, "data/old-0") != s3.sealstore.keyring.primary.id_hex
+    )  # untouched
     report = rotate_objects(s3, bucket, "data/", seal_plaintext=True)
     assert report.sealed_plaintext == 1
     assert get(s3, bucket, "data/plain") == b"never sealed"
-    assert raw_s3.get_object(Bucket=bucket, Key="data/plain")["Body"].read().startswith(b"SSOB")
+    assert (
+        raw_s3.get_object(Bucket=bucket, Key="data/plain")["Body"]
+        .read()
+        .startswith(b"SSOB")
+    )
 
 
 def test_concurrent_writer_never_overwritten(setup, raw_s3, bucket, s3_endpoint):
@@ -101,10 +126,14 @@ def test_concurrent_writer_never_overwritten(setup, raw_s3, bucket, s3_endpoint)
     writer = encrypt_client(make_client(s3_endpoint), s3.sealstore.keyring)
     done = []
 
-    def race(params, **kwargs):  # another writer updates old-2 between our read and write
+    def race(
+        params, **kwargs
+    ):  # another writer updates old-2 between our read and write
         if params.get("Key") == "data/old-2" and not done:
             done.append(1)
-            writer.put_object(Bucket=bucket, Key="data/old-2", Body=b"written concurrently")
+            writer.put_object(
+                Bucket=bucket, Key="data/old-2", Body=b"written concurrently"
+            )
 
     s3.meta.events.register("before-parameter-build.s3.PutObject", race)
     report = rotate_objects(s3, bucket, "data/")
@@ -122,14 +151,18 @@ def test_checkpoint_resume(setup, raw_s3, bucket, tmp_path):
 
     with pytest.raises(KeyboardInterrupt):
         rotate_objects(s3, bucket, "data/", checkpoint=path, progress=stop_after_three)
-    state = json.loads(open(path).read())
+    with open(path) as f:
+        state = json.load(f)
     assert state["last_key"] == "data/old-0" and not state["complete"]
     report = rotate_objects(s3, bucket, "data/", checkpoint=path)
     assert report.after == "data/old-0" and report.scanned == 5
-    assert json.loads(open(path).read())["complete"]
+    with open(path) as f:
+        assert json.load(f)["complete"]
     primary = s3.sealstore.keyring.primary.id_hex
     assert all(key_id(raw_s3, bucket, k) == primary for k in contents)
-    fresh = rotate_objects(s3, bucket, "data/", checkpoint=path)  # complete: starts over
+    fresh = rotate_objects(
+        s3, bucket, "data/", checkpoint=path
+    )  # complete: starts over
     assert fresh.after is None and fresh.scanned == 8
 
 
@@ -137,9 +170,19 @@ def test_cli_resumes_after_kill(s3_endpoint, raw_s3, bucket, tmp_path):
     from sealstore.cli import main
 
     config = tmp_path / "sealstore.toml"
-    config.write_text(f'[key_source]\ntype = "file"\npath = "{tmp_path / "keys.json"}"\n')
-    env = {k: v for k, v in os.environ.items() if not k.startswith("SEALSTORE_") or k == "SEALSTORE_KERNEL"}
-    env.update(AWS_ACCESS_KEY_ID="testing", AWS_SECRET_ACCESS_KEY="testing", AWS_DEFAULT_REGION="us-east-1")
+    config.write_text(
+        f'[key_source]\ntype = "file"\npath = "{tmp_path / "keys.json"}"\n'
+    )
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("SEALSTORE_") or k == "SEALSTORE_KERNEL"
+    }
+    env.update(
+        AWS_ACCESS_KEY_ID="testing",
+        AWS_SECRET_ACCESS_KEY="testing",
+        AWS_DEFAULT_REGION="us-east-1",
+    )
     assert main(["-c", str(config), "keys", "init"]) == 0
     from sealstore.config import load_config
 
@@ -152,14 +195,32 @@ def test_cli_resumes_after_kill(s3_endpoint, raw_s3, bucket, tmp_path):
     assert main(["-c", str(config), "keys", "rotate"]) == 0
     checkpoint = tmp_path / "cp.json"
     cmd = [
-        sys.executable, "-m", "sealstore", "-c", str(config), "s3", "rotate", f"s3://{bucket}",
-        "--endpoint-url", s3_endpoint, "--checkpoint", str(checkpoint),
+        sys.executable,
+        "-m",
+        "sealstore",
+        "-c",
+        str(config),
+        "s3",
+        "rotate",
+        f"s3://{bucket}",
+        "--endpoint-url",
+        s3_endpoint,
+        "--checkpoint",
+        str(checkpoint),
     ]
-    proc = subprocess.Popen(cmd + ["--pause", "0.3"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        cmd + ["--pause", "0.3"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            if checkpoint.exists() and json.loads(checkpoint.read_text()).get("scanned", 0) >= 3:
+            if (
+                checkpoint.exists()
+                and json.loads(checkpoint.read_text()).get("scanned", 0) >= 3
+            ):
                 break
             assert proc.poll() is None, proc.stderr.read().decode()
             time.sleep(0.05)
@@ -169,11 +230,16 @@ def test_cli_resumes_after_kill(s3_endpoint, raw_s3, bucket, tmp_path):
     state = json.loads(checkpoint.read_text())
     assert 3 <= state["scanned"] < 12 and not state["complete"]
     done = state["scanned"]
-    out = subprocess.run(cmd + ["--json"], env=env, capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        cmd + ["--json"], env=env, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     assert report["after"] == state["last_key"] and report["complete"]
-    assert report["scanned"] == 12 - done and report["resealed"] + report["current"] == 12 - done
+    assert (
+        report["scanned"] == 12 - done
+        and report["resealed"] + report["current"] == 12 - done
+    )
     new = load_config(str(config)).load_keyring()
     assert new.primary.id_hex != old
     reader = encrypt_client(make_client(s3_endpoint), new)

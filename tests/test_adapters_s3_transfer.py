@@ -12,7 +12,6 @@ import tracemalloc
 import pytest
 from boto3.s3.transfer import TransferConfig
 from fixtures_s3 import make_client
-
 from sealstore import stream as S
 from sealstore.adapters.s3 import encrypt_client
 from sealstore.adapters.s3.transfer import part_size
@@ -58,20 +57,30 @@ def test_part_size():
 
 
 class TestManagedTransfers:
-    def test_upload_file_parts_sealed_in_worker_threads(self, s3, raw_s3, bucket, tmp_path):
+    def test_upload_file_parts_sealed_in_worker_threads(
+        self, s3, raw_s3, bucket, tmp_path
+    ):
         data = os.urandom(21 * MiB + 12345)
         src = tmp_path / "src.bin"
         src.write_bytes(data)
         threads = []
         s3.meta.events.register(
-            "before-send.s3.UploadPart", lambda **kw: threads.append(threading.get_ident())
+            "before-send.s3.UploadPart",
+            lambda **kw: threads.append(threading.get_ident()),
         )
-        config = TransferConfig(multipart_threshold=5 * MiB, multipart_chunksize=5 * MiB, max_concurrency=4)
+        config = TransferConfig(
+            multipart_threshold=5 * MiB, multipart_chunksize=5 * MiB, max_concurrency=4
+        )
         s3.upload_file(str(src), bucket, "big", Config=config)
         assert parts_of(raw_s3, bucket, "big") == 5
-        assert threads and threading.get_ident() not in threads  # sealed where it was sent
+        assert (
+            threads and threading.get_ident() not in threads
+        )  # sealed where it was sent
         meta = raw_s3.head_object(Bucket=bucket, Key="big")["Metadata"]
-        assert meta["sealstore-length"] == str(len(data)) and "sealstore-part-size" not in meta
+        assert (
+            meta["sealstore-length"] == str(len(data))
+            and "sealstore-part-size" not in meta
+        )
         sealed = raw_s3.get_object(Bucket=bucket, Key="big")["Body"].read()
         assert len(sealed) == S.sealed_size(len(data), S.DEFAULT_SEGMENT_SIZE, 32)
         out = tmp_path / "out.bin"
@@ -95,20 +104,35 @@ class TestManagedTransfers:
         """Parts are sealed as they come; when the last part was full, completing the upload
         adds one part holding only the final (empty) segment."""
         data = os.urandom(size)
-        config = TransferConfig(multipart_threshold=5 * MiB, multipart_chunksize=5 * MiB, max_concurrency=3)
+        config = TransferConfig(
+            multipart_threshold=5 * MiB, multipart_chunksize=5 * MiB, max_concurrency=3
+        )
         s3.upload_fileobj(NonSeekable(data), bucket, "k", Config=config)
         assert s3.get_object(Bucket=bucket, Key="k")["Body"].read() == data
         assert s3.head_object(Bucket=bucket, Key="k")["ContentLength"] == size
-        assert "sealstore-length" not in raw_s3.head_object(Bucket=bucket, Key="k")["Metadata"]
-        assert parts_of(raw_s3, bucket, "k") == -(-size // (5 * MiB)) + (size % (5 * MiB) == 0)
+        assert (
+            "sealstore-length"
+            not in raw_s3.head_object(Bucket=bucket, Key="k")["Metadata"]
+        )
+        assert parts_of(raw_s3, bucket, "k") == -(-size // (5 * MiB)) + (
+            size % (5 * MiB) == 0
+        )
         buf = io.BytesIO()
         s3.download_fileobj(bucket, "k", buf, Config=config)
         assert buf.getvalue() == data
 
     def test_upload_fileobj_seekable(self, s3, bucket):
         data = os.urandom(11 * MiB)
-        config = TransferConfig(multipart_threshold=5 * MiB, multipart_chunksize=5 * MiB)
-        s3.upload_fileobj(io.BytesIO(data), bucket, "k", Config=config, ExtraArgs={"Metadata": {"x": "y"}})
+        config = TransferConfig(
+            multipart_threshold=5 * MiB, multipart_chunksize=5 * MiB
+        )
+        s3.upload_fileobj(
+            io.BytesIO(data),
+            bucket,
+            "k",
+            Config=config,
+            ExtraArgs={"Metadata": {"x": "y"}},
+        )
         resp = s3.get_object(Bucket=bucket, Key="k")
         assert resp["Metadata"]["x"] == "y" and resp["Body"].read() == data
 
@@ -118,52 +142,90 @@ class TestLowLevelMultipart:
 
     def test_parts_in_any_order(self, s3, bucket):
         data = os.urandom(2 * self.P + 1000)
-        up = s3.create_multipart_upload(Bucket=bucket, Key="k", Metadata={"sealstore-part-size": str(self.P)})
+        up = s3.create_multipart_upload(
+            Bucket=bucket, Key="k", Metadata={"sealstore-part-size": str(self.P)}
+        )
         etags = {}
         for number in (3, 1, 2):
             chunk = data[(number - 1) * self.P : number * self.P]
-            r = s3.upload_part(Bucket=bucket, Key="k", UploadId=up["UploadId"], PartNumber=number, Body=chunk)
+            r = s3.upload_part(
+                Bucket=bucket,
+                Key="k",
+                UploadId=up["UploadId"],
+                PartNumber=number,
+                Body=chunk,
+            )
             etags[number] = r["ETag"]
         s3.complete_multipart_upload(
             Bucket=bucket,
             Key="k",
             UploadId=up["UploadId"],
-            MultipartUpload={"Parts": [{"PartNumber": n, "ETag": etags[n]} for n in (1, 2, 3)]},
+            MultipartUpload={
+                "Parts": [{"PartNumber": n, "ETag": etags[n]} for n in (1, 2, 3)]
+            },
         )
         assert s3.get_object(Bucket=bucket, Key="k")["Body"].read() == data
-        assert s3.get_object(Bucket=bucket, Key="k", Range=f"bytes={self.P - 5}-{self.P + 5}")["Body"].read() == (
-            data[self.P - 5 : self.P + 6]
+        assert (
+            s3.get_object(
+                Bucket=bucket, Key="k", Range=f"bytes={self.P - 5}-{self.P + 5}"
+            )["Body"].read()
+            == (data[self.P - 5 : self.P + 6])
         )
 
     def test_needs_part_size(self, s3, bucket):
         with pytest.raises(UnsupportedOperation):
             s3.create_multipart_upload(Bucket=bucket, Key="k")
         with pytest.raises(UnsupportedOperation):
-            s3.create_multipart_upload(Bucket=bucket, Key="k", Metadata={"sealstore-part-size": "5000001"})
+            s3.create_multipart_upload(
+                Bucket=bucket, Key="k", Metadata={"sealstore-part-size": "5000001"}
+            )
 
     def test_bad_part_layout_refused(self, s3, bucket):
         up = s3.create_multipart_upload(
-            Bucket=bucket, Key="k", Metadata={"sealstore-part-size": str(self.P), "sealstore-length": str(2 * self.P)}
+            Bucket=bucket,
+            Key="k",
+            Metadata={
+                "sealstore-part-size": str(self.P),
+                "sealstore-length": str(2 * self.P),
+            },
         )
         uid = up["UploadId"]
         with pytest.raises(UnsupportedOperation):  # larger than the part size
-            s3.upload_part(Bucket=bucket, Key="k", UploadId=uid, PartNumber=1, Body=b"x" * (self.P + 1))
-        with pytest.raises(UnsupportedOperation):  # short, but not the end of the declared length
-            s3.upload_part(Bucket=bucket, Key="k", UploadId=uid, PartNumber=1, Body=b"x" * 10)
-        r = s3.upload_part(Bucket=bucket, Key="k", UploadId=uid, PartNumber=2, Body=b"x" * self.P)
+            s3.upload_part(
+                Bucket=bucket,
+                Key="k",
+                UploadId=uid,
+                PartNumber=1,
+                Body=b"x" * (self.P + 1),
+            )
+        with pytest.raises(
+            UnsupportedOperation
+        ):  # short, but not the end of the declared length
+            s3.upload_part(
+                Bucket=bucket, Key="k", UploadId=uid, PartNumber=1, Body=b"x" * 10
+            )
+        r = s3.upload_part(
+            Bucket=bucket, Key="k", UploadId=uid, PartNumber=2, Body=b"x" * self.P
+        )
         with pytest.raises(UnsupportedOperation):  # part 1 missing
             s3.complete_multipart_upload(
-                Bucket=bucket, Key="k", UploadId=uid,
+                Bucket=bucket,
+                Key="k",
+                UploadId=uid,
                 MultipartUpload={"Parts": [{"PartNumber": 2, "ETag": r["ETag"]}]},
             )
         s3.abort_multipart_upload(Bucket=bucket, Key="k", UploadId=uid)
         with pytest.raises(UnsupportedOperation):  # forgotten after the abort
-            s3.upload_part(Bucket=bucket, Key="k", UploadId=uid, PartNumber=1, Body=b"x")
+            s3.upload_part(
+                Bucket=bucket, Key="k", UploadId=uid, PartNumber=1, Body=b"x"
+            )
 
     def test_unknown_upload(self, s3, raw_s3, bucket):
         up = raw_s3.create_multipart_upload(Bucket=bucket, Key="k")
         with pytest.raises(UnsupportedOperation):
-            s3.upload_part(Bucket=bucket, Key="k", UploadId=up["UploadId"], PartNumber=1, Body=b"x")
+            s3.upload_part(
+                Bucket=bucket, Key="k", UploadId=up["UploadId"], PartNumber=1, Body=b"x"
+            )
 
 
 def test_100_mib_multipart_upload(s3, raw_s3, bucket, tmp_path):
@@ -176,7 +238,9 @@ def test_100_mib_multipart_upload(s3, raw_s3, bucket, tmp_path):
             chunk = bytes([i & 0xFF]) + block[1:]
             f.write(chunk)
             digest.update(chunk)
-    config = TransferConfig(multipart_threshold=8 * MiB, multipart_chunksize=16 * MiB, max_concurrency=4)
+    config = TransferConfig(
+        multipart_threshold=8 * MiB, multipart_chunksize=16 * MiB, max_concurrency=4
+    )
     s3.upload_file(str(src), bucket, "100m", Config=config)
     assert parts_of(raw_s3, bucket, "100m") == 7
     assert s3.head_object(Bucket=bucket, Key="100m")["ContentLength"] == size
@@ -199,8 +263,7 @@ def test_peak_memory_is_bounded(s3_endpoint_process, keyring, tmp_path):
     src = tmp_path / "src.bin"
     block = os.urandom(MiB)
     with open(src, "wb") as f:
-        for _ in range(size // MiB):
-            f.write(block)
+        f.writelines(block for _ in range(size // MiB))
     tracemalloc.start()
     try:
         with open(src, "rb") as f:
@@ -216,6 +279,8 @@ def test_peak_memory_is_bounded(s3_endpoint_process, keyring, tmp_path):
     finally:
         tracemalloc.stop()
     assert total == size
-    print(f"peak put {put_peak / MiB:.1f} MiB, get {get_peak / MiB:.1f} MiB of a {size // MiB} MiB object")
+    print(
+        f"peak put {put_peak / MiB:.1f} MiB, get {get_peak / MiB:.1f} MiB of a {size // MiB} MiB object"
+    )
     assert put_peak < size // 4, put_peak
     assert get_peak < size // 4, get_peak

@@ -10,7 +10,6 @@ import tracemalloc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from sealstore import stream as S
 from sealstore.errors import (
     InvalidTag,
@@ -50,7 +49,9 @@ SIZES = [0, 1, SEG - 1, SEG, SEG + 1, 5 * SEG, S.BATCH_BYTES // SEG * SEG + 7]
 
 class TestRoundTrip:
     @pytest.mark.parametrize("n", SIZES)
-    @pytest.mark.parametrize("kind", ["bytes", "bytearray", "file", "iterable", "memoryview"])
+    @pytest.mark.parametrize(
+        "kind", ["bytes", "bytearray", "file", "iterable", "memoryview"]
+    )
     def test_sizes_and_sources(self, keyring, n, kind):
         data = os.urandom(n)
         src = {
@@ -65,7 +66,9 @@ class TestRoundTrip:
         assert len(segments(sealed)) == n // SEG + 1
         assert unseal(sealed, keyring) == data
 
-    @pytest.mark.parametrize("suite,tag", [("AES-256-GCM", 16), ("AEGIS-128L", 16), ("AEGIS-128X2", 32)])
+    @pytest.mark.parametrize(
+        "suite,tag", [("AES-256-GCM", 16), ("AEGIS-128L", 16), ("AEGIS-128X2", 32)]
+    )
     def test_suites(self, suite, tag):
         kr = Keyring.generate(suite, tag)
         data = os.urandom(3 * SEG + 5)
@@ -90,7 +93,9 @@ class TestRoundTrip:
         assert b"SECRET-PLAINTEXT" not in seal(data, keyring)
 
     @settings(max_examples=40)
-    @given(st.binary(max_size=5 * SEG), st.integers(1, 3000), st.sampled_from([1024, 2048]))
+    @given(
+        st.binary(max_size=5 * SEG), st.integers(1, 3000), st.sampled_from([1024, 2048])
+    )
     def test_property_roundtrip(self, keyring, data, chunk, seg):
         chunks = [data[i : i + chunk] for i in range(0, len(data), chunk)]
         sealed = seal(iter(chunks), keyring, seg=seg)
@@ -111,7 +116,9 @@ class TestSizes:
                 for n in range(0, 3 * seg + 3, 97):
                     assert S.plaintext_size(S.sealed_size(n, seg, tag), seg, tag) == n
 
-    @pytest.mark.parametrize("length", [0, 1, S.HEADER_SIZE, S.HEADER_SIZE + 31, S.HEADER_SIZE + SEG + 32])
+    @pytest.mark.parametrize(
+        "length", [0, 1, S.HEADER_SIZE, S.HEADER_SIZE + 31, S.HEADER_SIZE + SEG + 32]
+    )
     def test_impossible_lengths(self, length):
         # header + 31 bytes cannot hold a 32-byte tag; header + one full segment lacks the final one
         with pytest.raises(TruncatedObject):
@@ -132,7 +139,9 @@ class TestHeader:
         h = S.parse_object_header(sealed)
         assert h.pack() == sealed[: S.HEADER_SIZE]
 
-    @pytest.mark.parametrize("data", [b"", b"SSO", b"PK\x03\x04 a zip file", b"plain text object"])
+    @pytest.mark.parametrize(
+        "data", [b"", b"SSO", b"PK\x03\x04 a zip file", b"plain text object"]
+    )
     def test_not_sealed(self, data):
         with pytest.raises(NotSealedObject):
             S.parse_object_header(data)
@@ -182,7 +191,16 @@ class TestHeader:
     def test_same_id_other_material(self, keyring):
         from sealstore.keyring import Key
 
-        impostor = Keyring([Key(keyring.primary.key_id, "AEGIS-128X4", os.urandom(32), state="primary")])
+        impostor = Keyring(
+            [
+                Key(
+                    keyring.primary.key_id,
+                    "AEGIS-128X4",
+                    os.urandom(32),
+                    state="primary",
+                )
+            ]
+        )
         with pytest.raises(KeyCommitmentMismatch):
             unseal(seal(b"abc", keyring), impostor)
 
@@ -259,7 +277,9 @@ class TestRanges:
         data = os.urandom(n)
         sealed = seal(data, keyring)
         cipher = S.ObjectCipher.from_header(keyring, sealed)
-        edges = sorted({0, 1, n - 1, n // 2} | {k * SEG + d for k in range(4) for d in (-1, 0, 1)})
+        edges = sorted(
+            {0, 1, n - 1, n // 2} | {k * SEG + d for k in range(4) for d in (-1, 0, 1)}
+        )
         edges = [e for e in edges if 0 <= e < n]
         for first in edges:
             for last in edges + [None, n + 5]:
@@ -289,7 +309,9 @@ class TestRanges:
         sealed = seal(data, keyring)
         segs = segments(sealed)
         cipher = S.ObjectCipher.from_header(keyring, sealed)
-        reader = cipher.opener(io.BytesIO(segs[2]), first_index=1, final=False, segments=1)
+        reader = cipher.opener(
+            io.BytesIO(segs[2]), first_index=1, final=False, segments=1
+        )
         with pytest.raises(InvalidTag):
             reader.read()
 
@@ -299,7 +321,9 @@ class TestRanges:
         cipher = S.ObjectCipher.from_header(keyring, sealed)
         plan = S.plan_range(0, 2 * SEG - 1, len(data), SEG, 32)
         reader = cipher.opener(
-            io.BytesIO(sealed[plan.start : plan.stop - 1]), final=False, segments=plan.segments
+            io.BytesIO(sealed[plan.start : plan.stop - 1]),
+            final=False,
+            segments=plan.segments,
         )
         with pytest.raises(TruncatedObject):
             reader.read()
@@ -319,7 +343,9 @@ class TestSealingReader:
         assert b"".join(S.open_stream(first, keyring)) == data
 
     def test_changed_source_detected(self, keyring):
-        data = bytearray(os.urandom(S.BATCH_BYTES + 3 * SEG))  # two batches: seek(0) re-seals
+        data = bytearray(
+            os.urandom(S.BATCH_BYTES + 3 * SEG)
+        )  # two batches: seek(0) re-seals
         cipher = S.ObjectCipher.create(keyring, segment_size=SEG)
         reader = cipher.reader(data)
         reader.read()
@@ -346,7 +372,10 @@ class TestSealingReader:
             chunk = data[off : off + part]
             last = off + part >= len(data)
             pieces[number] = cipher.reader(
-                io.BytesIO(chunk), first_index=off // SEG, final=last, header=number == 1
+                io.BytesIO(chunk),
+                first_index=off // SEG,
+                final=last,
+                header=number == 1,
             ).read()
         sealed = pieces[1] + pieces[2] + pieces[3]
         assert unseal(sealed, keyring) == data
@@ -411,14 +440,27 @@ def test_frozen_vectors():
     cases = json.loads(path.read_text())
     assert {c["suite"] for c in cases} == {"AEGIS-128X4", "AEGIS-128L", "AES-256-GCM"}
     for case in cases:
-        key = Key(int(case["key_id"], 16), case["suite"], bytes.fromhex(case["material"]), state="primary")
+        key = Key(
+            int(case["key_id"], 16),
+            case["suite"],
+            bytes.fromhex(case["material"]),
+            state="primary",
+        )
         kr = Keyring([key], tag_size=case["tag_size"])
         sealed = bytes.fromhex(case["sealed"])
         h = S.parse_object_header(sealed)
-        assert (h.segment_size, h.tag_size, str(h.suite)) == (case["segment_size"], case["tag_size"], case["suite"])
-        opened = b"".join(S.open_stream(sealed, kr, context=bytes.fromhex(case["context"])))
+        assert (h.segment_size, h.tag_size, str(h.suite)) == (
+            case["segment_size"],
+            case["tag_size"],
+            case["suite"],
+        )
+        opened = b"".join(
+            S.open_stream(sealed, kr, context=bytes.fromhex(case["context"]))
+        )
         assert opened == bytes.fromhex(case["plaintext"])
         bad = bytearray(sealed)
         bad[-1] ^= 1
         with pytest.raises(InvalidTag):
-            b"".join(S.open_stream(bytes(bad), kr, context=bytes.fromhex(case["context"])))
+            b"".join(
+                S.open_stream(bytes(bad), kr, context=bytes.fromhex(case["context"]))
+            )

@@ -21,7 +21,7 @@ from sealstore.stream import DEFAULT_SEGMENT_SIZE
 from .handlers import S3Sealing
 from .transfer import install
 
-__all__ = ["encrypt_client", "S3Sealing"]
+__all__ = ["S3Sealing", "encrypt_client"]
 
 
 def encrypt_client(

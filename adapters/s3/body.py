@@ -6,10 +6,16 @@ import re
 
 from botocore.exceptions import ClientError
 from botocore.response import StreamingBody
-
 from sealstore.errors import UnsupportedOperation
 
-__all__ = ["ByteRange", "parse_range", "invalid_range", "Window", "Prepended", "streaming_body"]
+__all__ = [
+    "ByteRange",
+    "Prepended",
+    "Window",
+    "invalid_range",
+    "parse_range",
+    "streaming_body",
+]
 
 _RANGE = re.compile(r"^\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*$", re.IGNORECASE)
 
@@ -19,7 +25,9 @@ class ByteRange:
 
     __slots__ = ("first", "last", "suffix", "text")
 
-    def __init__(self, first: int | None, last: int | None, suffix: int | None, text: str) -> None:
+    def __init__(
+        self, first: int | None, last: int | None, suffix: int | None, text: str
+    ) -> None:
         self.first, self.last, self.suffix, self.text = first, last, suffix, text
 
     def resolve(self, size: int) -> tuple[int, int] | None:
@@ -29,7 +37,9 @@ class ByteRange:
         if self.suffix is not None:
             if self.suffix == 0:
                 return None
-            if size == 0:  # S3 (as moto does) answers a suffix of an empty object with it whole
+            if (
+                size == 0
+            ):  # S3 (as moto does) answers a suffix of an empty object with it whole
                 return ()
             return max(0, size - self.suffix), size - 1
         if self.first >= size:

@@ -25,7 +25,6 @@ def _default_checkpoint(url: str) -> str:
 
 def _cmd_rotate(args) -> int:
     import boto3
-
     from sealstore.config import load_config
 
     from . import encrypt_client
@@ -79,16 +78,36 @@ def add_commands(commands) -> None:
     s3 = commands.add_parser("s3", help="encrypted S3 objects").add_subparsers(
         dest="s3_command", required=True, metavar="ACTION"
     )
-    p = s3.add_parser("rotate", help="re-seal objects under the primary key (resumable)")
+    p = s3.add_parser(
+        "rotate", help="re-seal objects under the primary key (resumable)"
+    )
     p.add_argument("url", metavar="s3://BUCKET[/PREFIX]")
     p.add_argument("--endpoint-url", help="S3-compatible endpoint (default: AWS)")
     p.add_argument("--region", help="region name (default: boto3's)")
-    p.add_argument("--checkpoint", metavar="PATH", help="position file (default: .sealstore-rotate-<hash>.json)")
-    p.add_argument("--pause", type=float, default=0.0, metavar="SECONDS", help="wait between objects")
-    p.add_argument("--dry-run", action="store_true", help="only count what would change")
-    p.add_argument("--seal-plaintext", action="store_true", help="also seal objects that are not sealed")
+    p.add_argument(
+        "--checkpoint",
+        metavar="PATH",
+        help="position file (default: .sealstore-rotate-<hash>.json)",
+    )
+    p.add_argument(
+        "--pause",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="wait between objects",
+    )
+    p.add_argument(
+        "--dry-run", action="store_true", help="only count what would change"
+    )
+    p.add_argument(
+        "--seal-plaintext",
+        action="store_true",
+        help="also seal objects that are not sealed",
+    )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
-    p.add_argument("-v", "--verbose", action="store_true", help="list unchanged objects too")
+    p.add_argument(
+        "-v", "--verbose", action="store_true", help="list unchanged objects too"
+    )
     p.set_defaults(func=_cmd_rotate)
 
 
@@ -97,8 +116,12 @@ def main(argv=None) -> int:
     from sealstore.errors import SealstoreError
 
     parser = argparse.ArgumentParser(prog="sealstore")
-    parser.add_argument("-c", "--config", metavar="PATH", help="config file; default $SEALSTORE_CONFIG")
-    add_commands(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
+    parser.add_argument(
+        "-c", "--config", metavar="PATH", help="config file; default $SEALSTORE_CONFIG"
+    )
+    add_commands(
+        parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    )
     args = parser.parse_args(argv)
     try:
         return args.func(args)

@@ -29,15 +29,22 @@ from sealstore.stream import (
     OpeningReader,
     SealingReader,
     parse_object_header,
-    plan_range,
     plaintext_size,
+    plan_range,
     source_length,
 )
 
 from . import metadata as M
-from .body import Prepended, Window, invalid_range, parse_range, read_exactly, streaming_body
+from .body import (
+    Prepended,
+    Window,
+    invalid_range,
+    parse_range,
+    read_exactly,
+    streaming_body,
+)
 
-__all__ = ["S3Sealing", "SPOOL_MEMORY"]
+__all__ = ["SPOOL_MEMORY", "S3Sealing"]
 
 #: Sealed bodies of unknown length are spooled; this much stays in memory, the rest on disk.
 SPOOL_MEMORY = 8 << 20
@@ -66,9 +73,11 @@ def _refuse_checksums(params, op: str) -> None:
 class _Upload:
     """State of one multipart upload: its object key, part size and which parts went up."""
 
-    __slots__ = ("cipher", "part_size", "length", "finals", "plain", "lock")
+    __slots__ = ("cipher", "finals", "length", "lock", "part_size", "plain")
 
-    def __init__(self, cipher: ObjectCipher, part_size: int, length: int | None) -> None:
+    def __init__(
+        self, cipher: ObjectCipher, part_size: int, length: int | None
+    ) -> None:
         self.cipher = cipher
         self.part_size = part_size
         self.length = length
@@ -102,7 +111,9 @@ class S3Sealing:
         allow_retired: bool = False,
         context=b"",
     ) -> None:
-        ObjectCipher.create(keyring, segment_size=segment_size)  # validates the settings early
+        ObjectCipher.create(
+            keyring, segment_size=segment_size
+        )  # validates the settings early
         self.client = client
         self.keyring = keyring
         self.segment_size = segment_size
@@ -129,7 +140,10 @@ class S3Sealing:
             ("before-parameter-build.s3.CreateMultipartUpload", self.start_multipart),
             ("after-call.s3.CreateMultipartUpload", self.remember_multipart),
             ("before-parameter-build.s3.UploadPart", self.seal_part),
-            ("before-parameter-build.s3.CompleteMultipartUpload", self.finish_multipart),
+            (
+                "before-parameter-build.s3.CompleteMultipartUpload",
+                self.finish_multipart,
+            ),
             ("after-call.s3.CompleteMultipartUpload", self.forget_multipart),
             ("before-parameter-build.s3.AbortMultipartUpload", self.note_upload_id),
             ("after-call.s3.AbortMultipartUpload", self.forget_multipart),
@@ -156,7 +170,11 @@ class S3Sealing:
             self._local.depth -= 1
 
     def _tag_size(self) -> int:
-        return 16 if self.keyring.primary.suite is Suite.AES_256_GCM else self.keyring.tag_size
+        return (
+            16
+            if self.keyring.primary.suite is Suite.AES_256_GCM
+            else self.keyring.tag_size
+        )
 
     def _remember_layout(self, bucket, key, header) -> None:
         with self._lock:
@@ -167,7 +185,10 @@ class S3Sealing:
 
     def _layout_guess(self, bucket, key) -> tuple[int, int]:
         with self._lock:
-            return self._layouts.get((bucket, key)) or (self.segment_size, self._tag_size())
+            return self._layouts.get((bucket, key)) or (
+                self.segment_size,
+                self._tag_size(),
+            )
 
     @contextlib.contextmanager
     def opening_retired(self):
@@ -181,7 +202,9 @@ class S3Sealing:
 
     def _opener(self, header) -> ObjectCipher:
         allow = self.allow_retired or getattr(self._local, "retired", False)
-        return ObjectCipher.from_header(self.keyring, header, context=self.context, allow_retired=allow)
+        return ObjectCipher.from_header(
+            self.keyring, header, context=self.context, allow_retired=allow
+        )
 
     # ---- uploads ------------------------------------------------------------------------------
 
@@ -201,12 +224,16 @@ class S3Sealing:
         M.reject_reserved(meta)
         given = params.pop("ContentLength", None)
         if declared is not None and given is not None and declared != given:
-            raise UnsupportedOperation("ContentLength and Metadata sealstore-length disagree")
+            raise UnsupportedOperation(
+                "ContentLength and Metadata sealstore-length disagree"
+            )
         length = declared if declared is not None else given
         body = params.get("Body", b"")
         if isinstance(body, str):
             body = body.encode("utf-8")
-        cipher = ObjectCipher.create(self.keyring, segment_size=self.segment_size, context=self.context)
+        cipher = ObjectCipher.create(
+            self.keyring, segment_size=self.segment_size, context=self.context
+        )
         reader = SealingReader(cipher, body, length)
         if reader.seekable():
             out, size = reader, len(reader)
@@ -250,7 +277,9 @@ class S3Sealing:
                 f"with P a multiple of the segment size ({seg}) and send every part but the "
                 "last with exactly P bytes"
             )
-        cipher = ObjectCipher.create(self.keyring, segment_size=seg, context=self.context)
+        cipher = ObjectCipher.create(
+            self.keyring, segment_size=seg, context=self.context
+        )
         context["sealstore_upload"] = _Upload(cipher, part_size, length)
         params["Metadata"] = {**meta, **M.object_metadata(cipher.header, length)}
 
@@ -288,15 +317,21 @@ class S3Sealing:
         size = params.pop("ContentLength", None)
         if size is None:
             size = source_length(body)
-        if size is None:  # a stream of unknown size: hold the part (at most P + 1 bytes)
+        if (
+            size is None
+        ):  # a stream of unknown size: hold the part (at most P + 1 bytes)
             body = read_exactly(body, state.part_size + 1)
             size = len(body)
         p, seg = state.part_size, state.cipher.segment_size
         offset = (number - 1) * p
         if size > p:
-            raise UnsupportedOperation(f"part {number} holds {size} bytes, more than the part size {p}")
+            raise UnsupportedOperation(
+                f"part {number} holds {size} bytes, more than the part size {p}"
+            )
         if state.length is not None:
-            if offset + size > state.length or (size < p and offset + size != state.length):
+            if offset + size > state.length or (
+                size < p and offset + size != state.length
+            ):
                 raise UnsupportedOperation(
                     f"part {number} ({size} bytes at {offset}) does not fit the declared "
                     f"length {state.length}"
@@ -305,7 +340,12 @@ class S3Sealing:
         else:
             final = size < p
         reader = SealingReader(
-            state.cipher, body, size, first_index=offset // seg, final=final, header=number == 1
+            state.cipher,
+            body,
+            size,
+            first_index=offset // seg,
+            final=final,
+            header=number == 1,
         )
         if not reader.seekable():
             reader, sealed = self._spool(reader)
@@ -329,18 +369,25 @@ class S3Sealing:
             state = self._uploads.get(params.get("UploadId"))
         if state is None:
             return
-        _refuse_checksums({k: v for k, v in params.items() if k != "MpuObjectSize"}, "CompleteMultipartUpload")
+        _refuse_checksums(
+            {k: v for k, v in params.items() if k != "MpuObjectSize"},
+            "CompleteMultipartUpload",
+        )
         parts = list((params.get("MultipartUpload") or {}).get("Parts") or [])
         numbers = sorted(int(p["PartNumber"]) for p in parts)
         count = len(numbers)
         if numbers != list(range(1, count + 1)):
-            raise UnsupportedOperation("an encrypted multipart upload needs parts numbered 1..N without gaps")
+            raise UnsupportedOperation(
+                "an encrypted multipart upload needs parts numbered 1..N without gaps"
+            )
         with state.lock:
             finals = sorted(k for k, f in state.finals.items() if f)
             plain = sum(state.plain.get(k, 0) for k in numbers)
             missing = [k for k in numbers if k not in state.finals]
         if missing:
-            raise UnsupportedOperation(f"parts {missing} were not sealed by this client")
+            raise UnsupportedOperation(
+                f"parts {missing} were not sealed by this client"
+            )
         if finals and finals != [count]:
             raise UnsupportedOperation(
                 f"part {finals[0]} ended the object but part {count} is the last; "
@@ -349,9 +396,16 @@ class S3Sealing:
         if not finals:
             cipher = state.cipher
             first = count * state.part_size // cipher.segment_size
-            body = (cipher.header_bytes if count == 0 else b"") + cipher.seal(b"", first, True)
+            body = (cipher.header_bytes if count == 0 else b"") + cipher.seal(
+                b"", first, True
+            )
             extra = {}
-            algorithms = {k[len("Checksum") :] for p in parts for k in p if k.startswith("Checksum")}
+            algorithms = {
+                k[len("Checksum") :]
+                for p in parts
+                for k in p
+                if k.startswith("Checksum")
+            }
             if algorithms:
                 extra["ChecksumAlgorithm"] = sorted(algorithms)[0]
             with self.raw() as client:
@@ -368,7 +422,10 @@ class S3Sealing:
                 if k.startswith("Checksum") and k not in _CHECKSUM_PARAMS:
                     entry[k] = resp[k]
             parts.append(entry)
-            params["MultipartUpload"] = {**(params.get("MultipartUpload") or {}), "Parts": parts}
+            params["MultipartUpload"] = {
+                **(params.get("MultipartUpload") or {}),
+                "Parts": parts,
+            }
         if "MpuObjectSize" in params:
             params["MpuObjectSize"] = state.cipher.sealed_size(plain)
 
@@ -430,10 +487,17 @@ class S3Sealing:
 
     def open_body(self, http_response, parsed, model, context, **kwargs):
         """GetObject: replace the sealed body by a stream of verified plaintext."""
-        if not context.get("sealstore_get") or not 200 <= http_response.status_code < 300:
+        if (
+            not context.get("sealstore_get")
+            or not 200 <= http_response.status_code < 300
+        ):
             return
         rng = context.get("sealstore_range")
-        if rng is None or http_response.status_code == 200 and "ContentRange" not in parsed:
+        if (
+            rng is None
+            or http_response.status_code == 200
+            and "ContentRange" not in parsed
+        ):
             self._open_whole(parsed, context)
         else:
             self._open_range(parsed, context, rng)
@@ -452,11 +516,15 @@ class S3Sealing:
                 return
             raw.close()
             if from_meta is not None:
-                raise MalformedObject("the object's metadata says sealed but its body is not") from None
+                raise MalformedObject(
+                    "the object's metadata says sealed but its body is not"
+                ) from None
             raise
         if from_meta is not None and from_meta[1] != head:
             raw.close()
-            raise MalformedObject("the object's metadata header differs from its body header")
+            raise MalformedObject(
+                "the object's metadata header differs from its body header"
+            )
         cipher = self._opener(header)
         request = context.get("sealstore_request", {})
         self._remember_layout(request.get("Bucket"), request.get("Key"), header)
@@ -464,7 +532,9 @@ class S3Sealing:
         expected = M.stored_length(meta)
         if expected is not None and expected != n:
             raw.close()
-            raise MalformedObject(f"object metadata says {expected} bytes, its size says {n}")
+            raise MalformedObject(
+                f"object metadata says {expected} bytes, its size says {n}"
+            )
         parsed["Body"] = streaming_body(OpeningReader(cipher, raw), n)
         parsed["ContentLength"] = n
 
@@ -472,7 +542,9 @@ class S3Sealing:
         raw = parsed["Body"]
         meta = parsed.get("Metadata")
         request = context.get("sealstore_request", {})
-        start, end, total = _content_range(parsed.get("ContentRange"), parsed.get("ContentLength"))
+        start, end, total = _content_range(
+            parsed.get("ContentRange"), parsed.get("ContentLength")
+        )
         from_meta = M.header_from_metadata(meta)
         try:
             if from_meta is not None:
@@ -499,7 +571,9 @@ class S3Sealing:
         expected = M.stored_length(meta)
         if expected is not None and expected != n:
             raw.close()
-            raise MalformedObject(f"object metadata says {expected} bytes, its size says {n}")
+            raise MalformedObject(
+                f"object metadata says {expected} bytes, its size says {n}"
+            )
         span = rng.resolve(n)
         if span is None:
             raw.close()
@@ -511,9 +585,14 @@ class S3Sealing:
             parsed.pop("ContentRange", None)
             return
         plan = plan_range(span[0], span[1], n, header.segment_size, header.tag_size)
-        if not (start <= plan.start and plan.stop - 1 <= end):  # the layout guess was wrong
+        if not (
+            start <= plan.start and plan.stop - 1 <= end
+        ):  # the layout guess was wrong
             raw.close()
-            raw, start = self._fetch(request, parsed.get("ETag"), plan.start, plan.stop - 1), plan.start
+            raw, start = (
+                self._fetch(request, parsed.get("ETag"), plan.start, plan.stop - 1),
+                plan.start,
+            )
         reader = OpeningReader(
             cipher,
             Window(raw, plan.start - start, plan.stop - plan.start),
@@ -549,13 +628,18 @@ class S3Sealing:
         if self._raw_depth:
             return
         if params.get("Range") or params.get("PartNumber") is not None:
-            raise UnsupportedOperation("HeadObject with Range or PartNumber is not supported on an encrypted client")
+            raise UnsupportedOperation(
+                "HeadObject with Range or PartNumber is not supported on an encrypted client"
+            )
         context["sealstore_head"] = True
         context["sealstore_request"] = _object_args(params)
 
     def plaintext_length(self, http_response, parsed, context, **kwargs):
         """HeadObject: report the plaintext length (from the header copy and the stored size)."""
-        if not context.get("sealstore_head") or not 200 <= http_response.status_code < 300:
+        if (
+            not context.get("sealstore_head")
+            or not 200 <= http_response.status_code < 300
+        ):
             return
         request = context.get("sealstore_request", {})
         meta = parsed.get("Metadata")
@@ -571,17 +655,32 @@ class S3Sealing:
                 if self.passthrough:
                     return
                 raise
-        n = plaintext_size(parsed["ContentLength"], header.segment_size, header.tag_size)
+        n = plaintext_size(
+            parsed["ContentLength"], header.segment_size, header.tag_size
+        )
         expected = M.stored_length(meta)
         if expected is not None and expected != n:
-            raise MalformedObject(f"object metadata says {expected} bytes, its size says {n}")
+            raise MalformedObject(
+                f"object metadata says {expected} bytes, its size says {n}"
+            )
         self._remember_layout(request.get("Bucket"), request.get("Key"), header)
         parsed["ContentLength"] = n
 
 
 def _object_args(params) -> dict:
-    return {k: params[k] for k in ("Bucket", "Key", "VersionId", "SSECustomerAlgorithm",
-            "SSECustomerKey", "RequestPayer", "ExpectedBucketOwner") if params.get(k)}
+    return {
+        k: params[k]
+        for k in (
+            "Bucket",
+            "Key",
+            "VersionId",
+            "SSECustomerAlgorithm",
+            "SSECustomerKey",
+            "RequestPayer",
+            "ExpectedBucketOwner",
+        )
+        if params.get(k)
+    }
 
 
 def _sealed_range(rng, seg: int, tag: int) -> str:

@@ -16,17 +16,17 @@ from sealstore.errors import MalformedObject, NotSealedObject, UnsupportedOperat
 from sealstore.stream import ObjectHeader, parse_object_header
 
 __all__ = [
-    "PREFIX",
-    "VERSION",
-    "SUITE",
-    "KEY_ID",
-    "SEGMENT_SIZE",
-    "LENGTH",
     "HEADER",
+    "KEY_ID",
+    "LENGTH",
     "PART_SIZE",
-    "object_metadata",
-    "header_from_metadata",
+    "PREFIX",
+    "SEGMENT_SIZE",
+    "SUITE",
+    "VERSION",
     "declared_length",
+    "header_from_metadata",
+    "object_metadata",
     "split_user_metadata",
 ]
 
@@ -73,11 +73,15 @@ def header_from_metadata(meta) -> tuple[ObjectHeader, bytes] | None:
     except KeyError:
         raise MalformedObject(f"object metadata lacks {HEADER}") from None
     except (binascii.Error, UnicodeEncodeError, NotSealedObject) as exc:
-        raise MalformedObject(f"object metadata {HEADER} is not a sealstore header ({exc})") from None
+        raise MalformedObject(
+            f"object metadata {HEADER} is not a sealstore header ({exc})"
+        ) from None
     expected = object_metadata(header, None)
     for name in (VERSION, SUITE, KEY_ID, SEGMENT_SIZE):
         if meta.get(name) != expected[name]:
-            raise MalformedObject(f"object metadata {name} disagrees with the stored header")
+            raise MalformedObject(
+                f"object metadata {name} disagrees with the stored header"
+            )
     return header, raw
 
 
@@ -101,13 +105,17 @@ def declared_length(meta: dict) -> int | None:
     except (TypeError, ValueError):
         length = -1
     if length < 0:
-        raise UnsupportedOperation(f"Metadata[{LENGTH!r}] must be the plaintext length in bytes")
+        raise UnsupportedOperation(
+            f"Metadata[{LENGTH!r}] must be the plaintext length in bytes"
+        )
     return length
 
 
 def split_user_metadata(meta) -> dict[str, str]:
     """``meta`` without sealstore fields."""
-    return {k: v for k, v in (meta or {}).items() if not str(k).lower().startswith(PREFIX)}
+    return {
+        k: v for k, v in (meta or {}).items() if not str(k).lower().startswith(PREFIX)
+    }
 
 
 def sealstore_fields(meta) -> dict[str, str]:

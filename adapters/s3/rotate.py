@@ -25,15 +25,21 @@ import time
 from dataclasses import asdict, dataclass, field
 
 from botocore.exceptions import ClientError
-
 from sealstore.errors import NotSealedObject, SealstoreError
 from sealstore.stream import HEADER_SIZE, ObjectCipher, parse_object_header
 
 from . import metadata as M
 
-__all__ = ["RotationReport", "rotate_objects", "parse_s3_url"]
+__all__ = ["RotationReport", "parse_s3_url", "rotate_objects"]
 
-_KEEP = ("CacheControl", "ContentDisposition", "ContentEncoding", "ContentLanguage", "ContentType", "Expires")
+_KEEP = (
+    "CacheControl",
+    "ContentDisposition",
+    "ContentEncoding",
+    "ContentLanguage",
+    "ContentType",
+    "Expires",
+)
 
 
 @dataclass
@@ -79,7 +85,11 @@ def _load_checkpoint(path, bucket, prefix, primary) -> str | None:
             state = json.load(f)
     except (OSError, ValueError):
         return None
-    if (state.get("bucket"), state.get("prefix"), state.get("primary")) != (bucket, prefix, primary):
+    if (state.get("bucket"), state.get("prefix"), state.get("primary")) != (
+        bucket,
+        prefix,
+        primary,
+    ):
         return None  # another rotation
     if state.get("complete"):
         return None
@@ -127,7 +137,9 @@ def rotate_objects(
         for item in page.get("Contents", []):
             key = item["Key"]
             try:
-                outcome = _rotate_one(client, sealing, bucket, key, primary, dry_run, seal_plaintext)
+                outcome = _rotate_one(
+                    client, sealing, bucket, key, primary, dry_run, seal_plaintext
+                )
             except ClientError as exc:
                 code = exc.response.get("Error", {}).get("Code")
                 if code in ("PreconditionFailed", "412", "NoSuchKey"):
@@ -137,9 +149,17 @@ def rotate_objects(
                     report.failures.append({"key": key, "error": f"{code}: {exc}"})
                     outcome = "failed"
             except SealstoreError as exc:
-                report.failures.append({"key": key, "error": f"{type(exc).__name__}: {exc}"})
+                report.failures.append(
+                    {"key": key, "error": f"{type(exc).__name__}: {exc}"}
+                )
                 outcome = "failed"
-            if outcome in ("current", "repaired", "resealed", "sealed_plaintext", "not_sealed"):
+            if outcome in (
+                "current",
+                "repaired",
+                "resealed",
+                "sealed_plaintext",
+                "not_sealed",
+            ):
                 setattr(report, outcome, getattr(report, outcome) + 1)
             report.scanned += 1
             report.last_key = key
@@ -158,7 +178,9 @@ def _pages(sealing, args):
     token = None
     while True:
         with sealing.raw() as raw:
-            page = raw.list_objects_v2(**args, **({"ContinuationToken": token} if token else {}))
+            page = raw.list_objects_v2(
+                **args, **({"ContinuationToken": token} if token else {})
+            )
         yield page
         token = page.get("NextContinuationToken")
         if not page.get("IsTruncated") or not token:
@@ -174,7 +196,10 @@ def _header_of(sealing, bucket, key, head):
         return None, False
     with sealing.raw() as raw:
         body = raw.get_object(
-            Bucket=bucket, Key=key, Range=f"bytes=0-{HEADER_SIZE - 1}", IfMatch=head["ETag"]
+            Bucket=bucket,
+            Key=key,
+            Range=f"bytes=0-{HEADER_SIZE - 1}",
+            IfMatch=head["ETag"],
         )["Body"]
         try:
             data = body.read()
@@ -199,13 +224,19 @@ def _rotate_one(client, sealing, bucket, key, primary, dry_run, seal_plaintext) 
         if not dry_run:
             with sealing.raw() as raw:
                 body = raw.get_object(Bucket=bucket, Key=key, IfMatch=etag)["Body"]
-            _write(client, bucket, key, body, head["ContentLength"], etag, user_meta, keep)
+            _write(
+                client, bucket, key, body, head["ContentLength"], etag, user_meta, keep
+            )
         return "sealed_plaintext"
     cipher = ObjectCipher.from_header(
         sealing.keyring, header, context=sealing.context, allow_retired=True
     )  # the commitment is checked before anything is decided
     tag = 16 if str(primary.suite) == "AES-256-GCM" else sealing.keyring.tag_size
-    if (header.key_id, header.suite, header.tag_size) == (primary.key_id, primary.suite, tag):
+    if (header.key_id, header.suite, header.tag_size) == (
+        primary.key_id,
+        primary.suite,
+        tag,
+    ):
         meta = head.get("Metadata") or {}
         if in_meta and M.stored_length(meta) is not None:
             return "current"
@@ -223,9 +254,20 @@ def _rotate_one(client, sealing, bucket, key, primary, dry_run, seal_plaintext) 
                 )
         return "repaired"
     if not dry_run:
-        with sealing.opening_retired():  # rotating away from a retired key is what this is for
+        with (
+            sealing.opening_retired()
+        ):  # rotating away from a retired key is what this is for
             resp = client.get_object(Bucket=bucket, Key=key, IfMatch=etag)
-        _write(client, bucket, key, resp["Body"], resp["ContentLength"], etag, user_meta, keep)
+        _write(
+            client,
+            bucket,
+            key,
+            resp["Body"],
+            resp["ContentLength"],
+            etag,
+            user_meta,
+            keep,
+        )
     return "resealed"
 
 

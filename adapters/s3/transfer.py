@@ -15,13 +15,12 @@ import os
 
 from boto3.s3 import inject
 from boto3.s3.transfer import TransferConfig
-
 from sealstore.errors import UnsupportedOperation
 from sealstore.stream import source_length
 
 from . import metadata as M
 
-__all__ = ["part_size", "install"]
+__all__ = ["install", "part_size"]
 
 MIN_PART = 5 << 20
 MAX_PART = 5 << 30
@@ -36,7 +35,9 @@ def part_size(length: int | None, wanted: int, segment_size: int) -> int:
         size = max(size, -(-length // MAX_PARTS))
     size = -(-size // segment_size) * segment_size
     if size > MAX_PART:
-        raise UnsupportedOperation("the object is too large for 10,000 parts of at most 5 GiB")
+        raise UnsupportedOperation(
+            "the object is too large for 10,000 parts of at most 5 GiB"
+        )
     return size
 
 
@@ -59,13 +60,27 @@ def install(client, sealing) -> None:
 
     def upload_file(Filename, Bucket, Key, ExtraArgs=None, Callback=None, Config=None):
         extra, config = _plan(sealing, os.path.getsize(Filename), ExtraArgs, Config)
-        return inject.upload_file(client, Filename, Bucket, Key, extra, Callback, config)
+        return inject.upload_file(
+            client, Filename, Bucket, Key, extra, Callback, config
+        )
 
-    def upload_fileobj(Fileobj, Bucket, Key, ExtraArgs=None, Callback=None, Config=None):
+    def upload_fileobj(
+        Fileobj, Bucket, Key, ExtraArgs=None, Callback=None, Config=None
+    ):
         extra, config = _plan(sealing, source_length(Fileobj), ExtraArgs, Config)
-        return inject.upload_fileobj(client, Fileobj, Bucket, Key, extra, Callback, config)
+        return inject.upload_fileobj(
+            client, Fileobj, Bucket, Key, extra, Callback, config
+        )
 
-    def copy_(CopySource, Bucket, Key, ExtraArgs=None, Callback=None, SourceClient=None, Config=None):
+    def copy_(
+        CopySource,
+        Bucket,
+        Key,
+        ExtraArgs=None,
+        Callback=None,
+        SourceClient=None,
+        Config=None,
+    ):
         """Server-side copy of the sealed bytes with CopyObject (sources up to 5 GiB)."""
         extra = dict(ExtraArgs or {})
         from .handlers import _copy_source
