@@ -11,8 +11,15 @@ run as root, so as root the server runs as the ``postgres`` user (``runuser``).
 (or psycopg) the PostgreSQL tests are skipped, except in CI (``CI=true``), where that is a
 failure: CI must exercise the real database.
 
-``db_url`` / ``sql_engine`` are parametrized over ``sqlite`` and ``postgresql``: every test
-that uses them runs on both.  ``sql_engine`` drops every table it created when the test ends.
+``mariadb_url`` (session scope) does the same for MariaDB (``mariadb-install-db`` and
+``mariadbd --user=mysql`` on a temporary directory and a free port, grant tables skipped,
+``mysql+pymysql://``).  MariaDB is optional: without the server or PyMySQL its tests are
+skipped, in CI too (install ``mariadb-server`` and ``pymysql`` to run them);
+``SEALSTORE_TEST_MARIADB_URL`` points at an existing server.
+
+``db_url`` / ``sql_engine`` are parametrized over ``sqlite``, ``postgresql`` and ``mariadb``:
+every test that uses them runs on each.  ``sql_engine`` drops every table it created when the
+test ends.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -151,11 +159,131 @@ def pg_url():
         server.stop()
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+# ---- MariaDB (optional) ------------------------------------------------------------------------
+
+MARIADB_USER = "mysql"
+
+
+def find_mariadb() -> tuple[Path, Path] | None:
+    """(server binary, install-db script) of a local MariaDB/MySQL, or None."""
+    for server, install in (("mariadbd", "mariadb-install-db"), ("mysqld", "mysql_install_db")):
+        found_server = shutil.which(server) or next(
+            (p for p in (f"/usr/sbin/{server}", f"/usr/libexec/{server}") if os.path.isfile(p)), None
+        )
+        found_install = shutil.which(install)
+        if found_server and found_install:
+            return Path(found_server), Path(found_install)
+    return None
+
+
+class MariaDBServer:
+    """One temporary MariaDB server: install-db on a temporary directory, the server on a free
+    127.0.0.1 port with its socket in that directory, grant tables skipped (tests only)."""
+
+    def __init__(self, server: Path, install_db: Path) -> None:
+        self.server, self.install_db = server, install_db
+        self.root = Path(tempfile.mkdtemp(prefix="sealstore-mariadb-"))
+        self.data = self.root / "data"
+        self.port = _free_port()
+        self.proc: subprocess.Popen | None = None
+        self._user_args: list[str] = []
+        if os.geteuid() == 0:
+            try:
+                owner = pwd.getpwnam(MARIADB_USER)
+            except KeyError:
+                shutil.rmtree(self.root, ignore_errors=True)
+                raise RuntimeError(f"running as root and there is no {MARIADB_USER!r} user") from None
+            os.chown(self.root, owner.pw_uid, owner.pw_gid)
+            self._user_args = [f"--user={MARIADB_USER}"]
+
+    def start(self) -> str:
+        import pymysql
+
+        proc = subprocess.run(
+            [str(self.install_db), "--no-defaults", f"--datadir={self.data}", "--skip-test-db",
+             "--auth-root-authentication-method=normal", *self._user_args],
+            capture_output=True, text=True, timeout=180,
+        )  # fmt: skip
+        if proc.returncode != 0:
+            raise RuntimeError(f"{self.install_db} failed: {proc.stdout}\n{proc.stderr}")
+        self.proc = subprocess.Popen(
+            [str(self.server), "--no-defaults", f"--datadir={self.data}", f"--port={self.port}",
+             "--bind-address=127.0.0.1", f"--socket={self.root / 'mysqld.sock'}",
+             f"--pid-file={self.root / 'mysqld.pid'}", f"--log-error={self.root / 'error.log'}",
+             "--skip-grant-tables", "--skip-log-bin", "--innodb-flush-log-at-trx-commit=0",
+             "--innodb-buffer-pool-size=64M", "--max-allowed-packet=64M", *self._user_args],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        deadline = 60.0
+        step = 0.1
+        while True:
+            try:
+                conn = pymysql.connect(host="127.0.0.1", port=self.port, user="root", connect_timeout=2)
+                break
+            except pymysql.err.OperationalError:
+                if self.proc.poll() is not None or deadline <= 0:
+                    log = (self.root / "error.log")
+                    text = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+                    raise RuntimeError(f"MariaDB did not start:\n{text}") from None
+                time.sleep(step)  # waiting for a server to start; tests never time anything
+                deadline -= step
+        with conn:
+            with conn.cursor() as cur:
+                cur.execute(f"CREATE DATABASE {PG_DATABASE} CHARACTER SET utf8mb4")
+        return self.url
+
+    @property
+    def url(self) -> str:
+        return f"mysql+pymysql://root@127.0.0.1:{self.port}/{PG_DATABASE}?charset=utf8mb4"
+
+    def stop(self) -> None:
+        try:
+            if self.proc is not None and self.proc.poll() is None:
+                self.proc.terminate()
+                try:
+                    self.proc.wait(timeout=60)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait()
+        finally:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def mariadb_url():
+    """URL of a MariaDB database for this session.  Optional: skipped (also in CI) when the
+    server or PyMySQL is not installed; ``SEALSTORE_TEST_MARIADB_URL`` uses an existing one."""
+    existing = os.environ.get("SEALSTORE_TEST_MARIADB_URL")
+    if existing:
+        yield existing
+        return
+    try:
+        import pymysql  # noqa: F401
+    except ImportError:
+        pytest.skip("MariaDB tests need PyMySQL (pip install pymysql)")
+    found = find_mariadb()
+    if found is None:
+        pytest.skip("MariaDB not installed (apt-get install mariadb-server)")
+    server = MariaDBServer(*found)
+    try:
+        url = server.start()
+    except Exception as exc:
+        server.stop()
+        pytest.skip(f"MariaDB could not start: {exc}")
+    try:
+        yield url
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql", "mariadb"])
 def db_url(request, tmp_path):
-    """A database URL, once per backend: a fresh SQLite file, then the session's PostgreSQL."""
+    """A database URL, once per backend: a fresh SQLite file, the session's PostgreSQL, and the
+    session's MariaDB when one is installed."""
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'test.db'}"
+    if request.param == "mariadb":
+        return request.getfixturevalue("mariadb_url")
     return request.getfixturevalue("pg_url")
 
 

@@ -22,7 +22,7 @@ def test_missing_postgres_fails_in_ci(monkeypatch, value):
 
 
 def test_engine_reaches_each_backend(sql_engine, db_url):
-    expected = "postgresql" if db_url.startswith("postgresql") else "sqlite"
+    expected = db_url.split(":", 1)[0].split("+", 1)[0]  # sqlite, postgresql, mysql
     assert sql_engine.dialect.name == expected
     with sql_engine.connect() as conn:
         assert conn.execute(text("SELECT 41 + 1")).scalar() == 42
