@@ -707,6 +707,13 @@ class SealingReader(io.RawIOBase):
         if not self._random and offset != self._pos:
             raise io.UnsupportedOperation("this sealing reader only reads forward")
         self._pos = offset
+        if self._random:
+            # Keep the source in step and read it again rather than from the cached batch:
+            # sources that report progress (s3transfer's) see exactly what is sent, and a
+            # changed source is caught by the tag comparison.
+            batch = max(0, offset - len(self._head)) // (self._k * self._step)
+            self._src.seek(self._base + min(batch * self._k * self._seg, self._length))
+            self._cur = -1
         return offset
 
     def readinto(self, b) -> int:

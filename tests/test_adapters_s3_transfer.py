@@ -71,7 +71,9 @@ class TestManagedTransfers:
         config = TransferConfig(
             multipart_threshold=5 * MiB, multipart_chunksize=5 * MiB, max_concurrency=4
         )
-        s3.upload_file(str(src), bucket, "big", Config=config)
+        seen = []
+        s3.upload_file(str(src), bucket, "big", Config=config, Callback=seen.append)
+        assert sum(seen) == len(data)  # progress in plaintext bytes, signing passes not counted
         assert parts_of(raw_s3, bucket, "big") == 5
         assert (
             threads and threading.get_ident() not in threads

@@ -241,6 +241,7 @@ class S3Sealing:
             out, size = self._spool(reader)
         if length is None:
             length = cipher.plaintext_size(size)
+        _forward_transfer_signals(out, body)
         params["Body"] = out
         params["ContentLength"] = size
         params["Metadata"] = {**meta, **M.object_metadata(cipher.header, length)}
@@ -493,13 +494,9 @@ class S3Sealing:
         ):
             return
         rng = context.get("sealstore_range")
-        if (
-            rng is None
-            or http_response.status_code == 200
-            and "ContentRange" not in parsed
-        ):
+        if rng is None:
             self._open_whole(parsed, context)
-        else:
+        else:  # a 200 to a ranged request (range ignored) is a range from 0 to the end
             self._open_range(parsed, context, rng)
 
     def _open_whole(self, parsed, context) -> None:
