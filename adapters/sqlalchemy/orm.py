@@ -10,10 +10,11 @@ import uuid
 import weakref
 from typing import Any
 
-from sqlalchemy import event, inspect
+from sqlalchemy import Column, event, inspect
 from sqlalchemy import types as sqltypes
 from sqlalchemy.orm import Mapper, attributes
 from sqlalchemy.orm.attributes import set_committed_value
+from sqlalchemy.orm.exc import UnmappedColumnError
 
 from ...errors import ColumnBindingError
 from .blind_index import BlindIndex
@@ -149,11 +150,16 @@ def _configure(mapper: Mapper, class_) -> None:
     row_attrs, indexes = [], []
     for prop in mapper.column_attrs:
         col = prop.columns[0]
-        type_ = getattr(col, "type", None)
+        if not isinstance(col, Column):  # column_property(<SQL expression>)
+            continue
+        type_ = col.type
         if isinstance(type_, EncryptedType) and type_.bind_row:
             row_attrs.append((prop.key, type_))
-        elif isinstance(type_, BlindIndex) and getattr(type_, "_table_obj", None) is not None:
-            source = mapper.get_property_by_column(type_.source_column)
+        elif isinstance(type_, BlindIndex) and type_._table_obj is not None:
+            try:
+                source = mapper.get_property_by_column(type_.source_column)
+            except UnmappedColumnError:  # the source is excluded from this mapper
+                continue
             indexes.append((source.key, prop.key, type_))
     if not row_attrs and not indexes:
         return

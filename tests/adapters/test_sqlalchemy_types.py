@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from sqlalchemy import Column, Integer, MetaData, Table
 from sqlalchemy.dialects import mysql, postgresql, sqlite
+from sqlalchemy.orm import DeclarativeBase, Mapped, column_property, mapped_column
 from sqlalchemy.schema import CreateTable
 
 import sealstore.adapters.sqlalchemy as ssa
@@ -27,7 +28,7 @@ from sealstore.adapters.sqlalchemy import (
     EncryptedText,
     codec_for,
 )
-from sealstore.errors import ColumnBindingError, ValueTooLong
+from sealstore.errors import ColumnBindingError, InvalidTag, ValueTooLong
 from sealstore.format import Suite, overhead, tag_sizes
 
 from sqlalchemy_cases import keyrings  # noqa: F401
@@ -283,3 +284,26 @@ def test_alembic_autogenerate_renders_the_types():
     namespace = {"sa": sa, "sealstore": __import__("sealstore.adapters.sqlalchemy")}
     rendered = eval("sealstore.adapters.sqlalchemy.EncryptedString(11)", namespace)
     assert isinstance(rendered, EncryptedString) and rendered.length == 11
+
+
+def test_declarative_mixins_bind_per_table(keyrings):
+    class Base(DeclarativeBase):
+        pass
+
+    class HasSecret:
+        secret: Mapped[str | None] = mapped_column(EncryptedString(20))
+
+    class A(HasSecret, Base):
+        __tablename__ = "mix_a"
+        id: Mapped[int] = mapped_column(primary_key=True)
+
+    class B(HasSecret, Base):
+        __tablename__ = "mix_b"
+        id: Mapped[int] = mapped_column(primary_key=True)
+        secret_or_none = column_property(sa.func.coalesce(sa.literal_column("secret"), None))
+
+    sa.orm.configure_mappers()
+    a_type, b_type = A.__table__.c.secret.type, B.__table__.c.secret.type
+    assert (a_type.table, b_type.table) == ("mix_a", "mix_b")
+    with pytest.raises(InvalidTag):
+        b_type.open(a_type.seal("x"))
