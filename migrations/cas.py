@@ -80,7 +80,8 @@ def _cas_generic(conn, table, pk_cols, target, guards, rows) -> list[int]:
     current = {}
     for start in range(0, len(keys), 500):
         chunk = keys[start : start + 500]
-        for rec in conn.execute(select(*pk_cols, target).where(key.in_(chunk))):
+        q = select(*pk_cols, target).where(key.in_(chunk)).with_for_update()  # latest values
+        for rec in conn.execute(q):
             current[tuple(rec[: len(pk_cols)])] = rec[-1]
     missed = []
     for i, (pk, _, new) in enumerate(rows):

@@ -145,7 +145,7 @@ def _guard(fn):
     return wrapper
 
 
-def _worker_lines(results, verb: str) -> tuple[list[str], bool]:
+def _worker_lines(results, verb: str, done: str) -> tuple[list[str], bool]:
     lines, clean = [], True
     for r in results:
         if r.dry_run:
@@ -155,7 +155,7 @@ def _worker_lines(results, verb: str) -> tuple[list[str], bool]:
             lines.append(f"{r.name}: would {verb} {r.total_estimate} values" + (f" ({per_key})" if per_key else ""))
             continue
         lines.append(
-            f"{r.name}: job {r.job_id} {r.status}; this worker {verb}d {r.resealed} values in "
+            f"{r.name}: job {r.job_id} {r.status}; this worker {done} {r.resealed} values in "
             f"{r.batches} batches ({r.conflicted} changed meanwhile, re-read; {r.failed} failed); "
             f"{r.remaining} values not under {r.target_key_id:08x}"
         )
@@ -195,7 +195,7 @@ def cmd_rotate(args) -> int:
     results = rotate(
         engine, columns, batch_size=args.batch_size, dry_run=args.dry_run, progress=_progress(args)
     )
-    lines, clean = _worker_lines(results, "re-seal")
+    lines, clean = _worker_lines(results, "re-seal", "re-sealed")
     print(_results_json(results) if args.json else "\n".join(lines))
     keyring.close()
     return 0 if clean or args.dry_run else 1
@@ -219,7 +219,7 @@ def cmd_reindex(args) -> int:
     results = reindex(
         engine, indexes, batch_size=args.batch_size, dry_run=args.dry_run, progress=_progress(args)
     )
-    lines, clean = _worker_lines(results, "re-index")
+    lines, clean = _worker_lines(results, "re-index", "re-indexed")
     print(_results_json(results) if args.json else "\n".join(lines))
     for kr in (keyring, *index_keyrings.values()):
         kr.close()

@@ -59,9 +59,12 @@ class ReindexTask:
         q = select(func.count()).select_from(self.table).where(self._stale(self.target_key_id()))
         return conn.execute(q).scalar_one()
 
-    def _read(self, conn, where) -> list[tuple]:
+    def _read(self, conn, where, *, lock: bool = False) -> list[tuple]:
         n = len(self.pk_cols)
-        rows = conn.execute(select(*self.pk_cols, self.src, self.idx).where(where)).all()
+        q = select(*self.pk_cols, self.src, self.idx).where(where)
+        if lock:  # latest committed values, also under MySQL's REPEATABLE READ
+            q = q.with_for_update()
+        rows = conn.execute(q).all()
         return [
             (tuple(r[:n]), None if r[n] is None else bytes(r[n]), None if r[n + 1] is None else bytes(r[n + 1]))
             for r in rows
@@ -115,7 +118,7 @@ class ReindexTask:
                 where = self.pk_cols[0].in_([k[0] for k in keys])
             else:
                 where = tuple_(*self.pk_cols).in_(keys)
-            todo = self._read(conn, and_(where, stale))
+            todo = self._read(conn, and_(where, stale), lock=True)
 
 
 def as_index_specs(indexes) -> list[IndexSpec]:

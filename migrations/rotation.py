@@ -126,9 +126,12 @@ class ResealTask:
             out.append((pk, (old,), keyring.seal(plaintext, ctx)))
         return out
 
-    def _read(self, conn: Connection, where) -> list[tuple]:
+    def _read(self, conn: Connection, where, *, lock: bool = False) -> list[tuple]:
         n = len(self.pk_cols)
-        rows = conn.execute(select(*self.pk_cols, self.col).where(where)).all()
+        q = select(*self.pk_cols, self.col).where(where)
+        if lock:  # read the latest committed values (MySQL's REPEATABLE READ would not)
+            q = q.with_for_update()
+        rows = conn.execute(q).all()
         return [(tuple(r[:n]), bytes(r[n])) for r in rows]
 
     def process(self, conn, lo, hi, stats: BatchStats, *, emit=None, profile=None) -> None:
@@ -171,7 +174,7 @@ class ResealTask:
             where = self.pk_cols[0].in_([k[0] for k in keys])
         else:
             where = tuple_(*self.pk_cols).in_(keys)
-        return [(pk, v) for pk, v in self._read(conn, and_(where, self.col.is_not(None)))]
+        return self._read(conn, and_(where, self.col.is_not(None)), lock=True)
 
 
 def rotate(

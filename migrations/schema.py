@@ -117,7 +117,7 @@ sealstore_job_batches = Table(
 sealstore_s3_prefixes = Table(
     S3_PREFIXES_TABLE,
     metadata,
-    Column("url", String(1024), primary_key=True),  # s3://bucket/prefix
+    Column("url", String(700), primary_key=True),  # s3://bucket/prefix (700: MySQL key limit)
     Column("registered_at", DateTime(timezone=True), nullable=False),
 )
 # the registry table joins this MetaData too, so create_tables() makes all three

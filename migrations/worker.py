@@ -17,11 +17,13 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from sqlalchemy import inspect
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError, OperationalError
 
+from ..errors import MigrationRequired
 from . import jobs
-from .schema import DONE, SUPERSEDED
+from .schema import BATCHES_TABLE, DONE, JOBS_TABLE, SUPERSEDED
 
 __all__ = ["WorkerResult", "default_worker_id", "run"]
 
@@ -111,6 +113,13 @@ def run(
     """
     if batch_size < 1:
         raise ValueError("batch_size must be >= 1")
+    with engine.connect() as conn:
+        insp = inspect(conn)
+        if not (insp.has_table(JOBS_TABLE) and insp.has_table(BATCHES_TABLE)):
+            raise MigrationRequired(
+                f"the job tables {JOBS_TABLE}/{BATCHES_TABLE} do not exist: run "
+                "`alembic upgrade sealstore@head` (or sealstore.migrations.create_tables)"
+            )
     worker_id = worker_id or default_worker_id()
     emit = on_event or (lambda name, **info: None)
     target = task.target_key_id()

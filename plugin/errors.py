@@ -25,6 +25,7 @@ __all__ = [
     "ColumnBindingError",
     "ValueTooLong",
     "BlindIndexError",
+    "MigrationRequired",
 ]
 
 
@@ -122,3 +123,7 @@ class SourceChanged(SealstoreError, RuntimeError):
 
 class UnsupportedOperation(SealstoreError, ValueError):
     """A request cannot be sealed or opened as asked; the message says why and what to do instead."""
+
+
+class MigrationRequired(SealstoreError, RuntimeError):
+    """sealstore's tables are missing from the database: run ``alembic upgrade sealstore@head``."""

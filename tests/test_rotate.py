@@ -39,7 +39,7 @@ pairs = sa.Table(  # composite key, row-bound values
     metadata,
     sa.Column("tenant", sa.Integer, primary_key=True, autoincrement=False),
     sa.Column("name", sa.String(40), primary_key=True),
-    sa.Column("blob", EncryptedBinary(bind_row=True), nullable=True),
+    sa.Column("payload", EncryptedBinary(bind_row=True), nullable=True),
 )
 raw_secrets = sa.Table(
     "secrets", sa.MetaData(), sa.Column("id", sa.Integer, primary_key=True), sa.Column("body", sa.LargeBinary)
@@ -149,20 +149,20 @@ def test_composite_key_and_row_bound_values(db, keyring):
     rows = {(t, f"n{i}"): os.urandom(i % 40) for t in (1, 2, 3) for i in range(25)}
     with db.begin() as conn:
         conn.execute(sa.insert(pairs), [
-            {"tenant": t, "name": n, "blob": seal_for_row(pairs.c.blob, v, (t, n))}
+            {"tenant": t, "name": n, "payload": seal_for_row(pairs.c.payload, v, (t, n))}
             for (t, n), v in rows.items()
         ])  # fmt: skip
     keyring.rotate()
-    result = rotate(db, spec_of(pairs, "blob"), batch_size=10)[0]
+    result = rotate(db, spec_of(pairs, "payload"), batch_size=10)[0]
     assert (result.resealed, result.failed, result.remaining) == (75, 0, 0)
     with db.connect() as conn:
         got = {(t, n): v.open((t, n)) for t, n, v in conn.execute(sa.select(pairs))}
     assert got == rows
     # the values stay bound to their rows: swapping two ciphertexts makes both fail
     with db.connect() as conn:
-        a, b = conn.execute(sa.text("SELECT blob FROM pairs WHERE tenant = 1 ORDER BY name LIMIT 2")).scalars()
+        a, b = conn.execute(sa.text("SELECT payload FROM pairs WHERE tenant = 1 ORDER BY name LIMIT 2")).scalars()
     with pytest.raises(InvalidTag):
-        keyring.open(bytes(a), column_context("pairs", "blob", (1, "n1")))
+        keyring.open(bytes(a), column_context("pairs", "payload", (1, "n1")))
     assert b is not None
 
 
@@ -346,6 +346,7 @@ def spawn(script, engine, keys_path, out_path, *, batch_size=25, kill_at=-1, bar
     return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.parametrize("db_url", ["sqlite", "postgresql"], indirect=True)
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_worker_killed_at_random_points_resumes(db, keyring, worker_script, tmp_path, seed):
     values = fill(db, keyring, 300, null_every=7)

@@ -19,7 +19,7 @@ depends_on = None
 def upgrade() -> None:
     op.create_table(
         "sealstore_s3_prefixes",
-        sa.Column("url", sa.String(1024), primary_key=True),
+        sa.Column("url", sa.String(700), primary_key=True),
         sa.Column("registered_at", sa.DateTime(timezone=True), nullable=False),
     )
 
