@@ -1,14 +1,32 @@
-"""Declares the native modules; everything else is in pyproject.toml."""
+"""Declares the native modules and the packages; everything else is in pyproject.toml."""
 
 import os
 import sys
 
 from setuptools import Extension, setup
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "native"))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "native"))
 from build_ffi import compile_args  # noqa: E402
 
+# top-level directory -> import name (pyproject's package-dir says the same)
+ROOTS = {"plugin": "sealstore", "adapters": "sealstore.adapters",
+         "migrations": "sealstore.migrations", "bench": "sealstore.bench"}
+
+
+def packages():
+    """Every directory under the mapped roots that holds an __init__.py."""
+    found = []
+    for top, name in ROOTS.items():
+        for dirpath, _dirs, files in os.walk(os.path.join(HERE, top)):
+            if "__init__.py" in files:
+                rel = os.path.relpath(dirpath, os.path.join(HERE, top))
+                found.append(name if rel == "." else name + "." + rel.replace(os.sep, "."))
+    return sorted(found)
+
+
 setup(
+    packages=packages(),
     cffi_modules=["native/build_ffi.py:ffibuilder"],
     ext_modules=[
         Extension(
