@@ -272,15 +272,16 @@ static void Context_dealloc(ContextObject *self)
 static const char *const names_crypt[] = {"nonce", "data", "associated_data"};
 static const char *const names_into[] = {"out", "nonce", "data", "associated_data"};
 
-static PyObject *Context_encrypt(ContextObject *self, PyObject *const *args, Py_ssize_t nargs,
-                                 PyObject *kwnames)
+/* encrypt / decrypt into a new bytes object; they share everything but the direction. */
+static PyObject *crypt_bytes(ContextObject *self, PyObject *const *args, Py_ssize_t nargs,
+                       PyObject *kwnames, int enc)
 {
     PyObject *a[3];
     Py_buffer nonce, data, ad;
     PyObject *res = NULL;
     const size_t maclen = self->ctx->maclen;
 
-    if (parse_args(args, nargs, kwnames, 2, "encrypt", a, names_crypt) != 0 ||
+    if (parse_args(args, nargs, kwnames, 2, enc ? "encrypt" : "decrypt", a, names_crypt) != 0 ||
         get_nonce(a[0], &nonce) != 0) {
         return NULL;
     }
@@ -290,18 +291,30 @@ static PyObject *Context_encrypt(ContextObject *self, PyObject *const *args, Py_
     if (get_ad(a[2], &ad) != 0) {
         goto out_data;
     }
-    res = PyBytes_FromStringAndSize(NULL, data.len + (Py_ssize_t)maclen);
+    if (!enc && (size_t)data.len < maclen) {
+        raise_invalid_tag(-1);
+        goto out_ad;
+    }
+    res = PyBytes_FromStringAndSize(NULL, enc ? data.len + (Py_ssize_t)maclen
+                                              : data.len - (Py_ssize_t)maclen);
     if (res != NULL) {
-        uint8_t *c = (uint8_t *)PyBytes_AS_STRING(res);
+        uint8_t *o = (uint8_t *)PyBytes_AS_STRING(res);
         PyThreadState *ts = nogil_begin(data.len);
-        int rc = sealstore_encrypt(self->ctx, c, data.buf, (size_t)data.len, ad.buf,
-                                   (size_t)ad.len, nonce.buf);
+        int rc = enc ? sealstore_encrypt(self->ctx, o, data.buf, (size_t)data.len, ad.buf,
+                                         (size_t)ad.len, nonce.buf)
+                     : sealstore_decrypt(self->ctx, o, data.buf, (size_t)data.len, ad.buf,
+                                         (size_t)ad.len, nonce.buf);
         nogil_end(ts);
         if (rc != 0) {
             Py_CLEAR(res);
-            PyErr_SetString(PyExc_RuntimeError, "sealstore: encryption failed");
+            if (enc) {
+                PyErr_SetString(PyExc_RuntimeError, "sealstore: encryption failed");
+            } else {
+                raise_invalid_tag(-1);
+            }
         }
     }
+out_ad:
     release(&ad);
 out_data:
     PyBuffer_Release(&data);
@@ -310,46 +323,16 @@ out_nonce:
     return res;
 }
 
+static PyObject *Context_encrypt(ContextObject *self, PyObject *const *args, Py_ssize_t nargs,
+                                 PyObject *kwnames)
+{
+    return crypt_bytes(self, args, nargs, kwnames, 1);
+}
+
 static PyObject *Context_decrypt(ContextObject *self, PyObject *const *args, Py_ssize_t nargs,
                                  PyObject *kwnames)
 {
-    PyObject *a[3];
-    Py_buffer nonce, data, ad;
-    PyObject *res = NULL;
-    const size_t maclen = self->ctx->maclen;
-
-    if (parse_args(args, nargs, kwnames, 2, "decrypt", a, names_crypt) != 0 ||
-        get_nonce(a[0], &nonce) != 0) {
-        return NULL;
-    }
-    if (get_buffer(a[1], &data, "data", 0) != 0) {
-        goto out_nonce;
-    }
-    if (get_ad(a[2], &ad) != 0) {
-        goto out_data;
-    }
-    if ((size_t)data.len < maclen) {
-        raise_invalid_tag(-1);
-    } else {
-        res = PyBytes_FromStringAndSize(NULL, data.len - (Py_ssize_t)maclen);
-        if (res != NULL) {
-            uint8_t *m = (uint8_t *)PyBytes_AS_STRING(res);
-            PyThreadState *ts = nogil_begin(data.len);
-            int rc = sealstore_decrypt(self->ctx, m, data.buf, (size_t)data.len, ad.buf,
-                                       (size_t)ad.len, nonce.buf);
-            nogil_end(ts);
-            if (rc != 0) {
-                Py_CLEAR(res);
-                raise_invalid_tag(-1);
-            }
-        }
-    }
-    release(&ad);
-out_data:
-    PyBuffer_Release(&data);
-out_nonce:
-    PyBuffer_Release(&nonce);
-    return res;
+    return crypt_bytes(self, args, nargs, kwnames, 0);
 }
 
 /* encrypt_into / decrypt_into share everything but the direction. */
