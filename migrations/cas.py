@@ -52,10 +52,33 @@ def _cas_postgresql(conn, table, pk_cols, target, guards, rows) -> list[int]:
     cond = [c == src.c[f"k{i}"] for i, c in enumerate(pk_cols)]
     cond += [c.is_not_distinct_from(src.c[f"g{i}"]) for i, c in enumerate(guards)]
     stmt = update(table).values({target: src.c.v}).where(*cond).returning(*pk_cols)
-    done = {tuple(r) for r in conn.execute(stmt)}
+    if conn.dialect.driver == "psycopg":
+        done = _execute_binary(conn, stmt)
+    else:
+        done = {tuple(r) for r in conn.execute(stmt)}
     if len(done) == len(rows):
         return []
     return [i for i, r in enumerate(rows) if tuple(r[0]) not in done]
+
+
+def _execute_binary(conn, stmt) -> set[tuple]:
+    """Run ``stmt`` on psycopg 3 with parameters in binary format, inside the caller's
+    transaction.  Text format would ship every ciphertext hex-encoded, twice (old and new):
+    that alone cuts the rows per second of a batch by about three."""
+    compiled = stmt.compile(dialect=conn.dialect)
+    sql = compiled.string
+    processors = getattr(compiled, "_bind_processors", {})
+    params = {}
+    for name, value in compiled.params.items():
+        sql = sql.replace(f"%({name})s", f"%({name})b")
+        proc = processors.get(name) if name.startswith("k") else None  # keys: SQLAlchemy's
+        params[name] = proc(value) if proc is not None else value  # bytes go as they are
+    cursor = conn.connection.driver_connection.cursor(binary=True)
+    try:
+        cursor.execute(sql, params)
+        return {tuple(r) for r in cursor.fetchall()}
+    finally:
+        cursor.close()
 
 
 def _cas_generic(conn, table, pk_cols, target, guards, rows) -> list[int]:

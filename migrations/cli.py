@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+from contextlib import contextmanager
 import json
 import os
 import sys
@@ -104,18 +105,40 @@ def _specs(args, engine, keyring_name: str):
     return columns, indexes
 
 
+@contextmanager
 def _setup(args):
-    """(config, keyring, engine, column specs using that keyring, index specs)."""
+    """(keyring, engine, column specs using that keyring, index specs); closes and disposes
+    them afterwards (and every keyring registered on the way, see ``_extra``)."""
     from sqlalchemy import create_engine
 
-    from sealstore.keyring import use_keyring
+    from sealstore.keyring import forget_keyring, use_keyring
 
     cfg = _config(args)
-    keyring = use_keyring(cfg.load_keyring(), args.keyring)
     engine = create_engine(_db_url(args, cfg))
-    columns, indexes = _specs(args, engine, args.keyring)
-    columns = [s for s in columns if s.keyring == args.keyring]
-    return cfg, keyring, engine, columns, indexes
+    keyring = use_keyring(cfg.load_keyring(), args.keyring)
+    extra: list = []
+    try:
+        columns, indexes = _specs(args, engine, args.keyring)
+        columns = [s for s in columns if s.keyring == args.keyring]
+        yield _Setup(keyring, engine, columns, indexes, extra)
+    finally:
+        for name, kr in [(args.keyring, keyring), *extra]:
+            forget_keyring(name)
+            kr.close()
+        engine.dispose()
+
+
+class _Setup:
+    def __init__(self, keyring, engine, columns, indexes, extra) -> None:
+        self.keyring, self.engine, self.columns, self.indexes = keyring, engine, columns, indexes
+        self._extra = extra
+
+    def register(self, keyring, name: str):
+        """Register another keyring (closed and forgotten with the rest)."""
+        from sealstore.keyring import use_keyring
+
+        self._extra.append((name, keyring))
+        return use_keyring(keyring, name)
 
 
 def _progress(args):
@@ -189,15 +212,15 @@ def cmd_rotate(args) -> int:
     """Re-seal every value not under the primary key (resumable; run on several machines)."""
     from sealstore.migrations.rotation import rotate
 
-    _, keyring, engine, columns, _ = _setup(args)
-    if not columns:
-        raise UsageError(f"no encrypted column uses keyring {args.keyring!r}")
-    results = rotate(
-        engine, columns, batch_size=args.batch_size, dry_run=args.dry_run, progress=_progress(args)
-    )
+    with _setup(args) as env:
+        if not env.columns:
+            raise UsageError(f"no encrypted column uses keyring {args.keyring!r}")
+        results = rotate(
+            env.engine, env.columns, batch_size=args.batch_size, dry_run=args.dry_run,
+            progress=_progress(args),
+        )  # fmt: skip
     lines, clean = _worker_lines(results, "re-seal", "re-sealed")
     print(_results_json(results) if args.json else "\n".join(lines))
-    keyring.close()
     return 0 if clean or args.dry_run else 1
 
 
@@ -205,24 +228,19 @@ def cmd_rotate(args) -> int:
 def cmd_reindex(args) -> int:
     """Recompute blind indexes that are not under the index keyring's primary key."""
     from sealstore.config import load_config
-    from sealstore.keyring import use_keyring
     from sealstore.migrations.reindexing import reindex
 
-    _, keyring, engine, _, indexes = _setup(args)
-    if not indexes:
-        raise UsageError("no blind index found in --models")
-    index_keyrings = {}
-    for spec in indexes:
-        name = spec.type.keyring
-        if name not in index_keyrings:
-            index_keyrings[name] = use_keyring(load_config(args.index_config).load_keyring(), name)
-    results = reindex(
-        engine, indexes, batch_size=args.batch_size, dry_run=args.dry_run, progress=_progress(args)
-    )
+    with _setup(args) as env:
+        if not env.indexes:
+            raise UsageError("no blind index found in --models")
+        for name in sorted({spec.type.keyring for spec in env.indexes}):
+            env.register(load_config(args.index_config).load_keyring(), name)
+        results = reindex(
+            env.engine, env.indexes, batch_size=args.batch_size, dry_run=args.dry_run,
+            progress=_progress(args),
+        )  # fmt: skip
     lines, clean = _worker_lines(results, "re-index", "re-indexed")
     print(_results_json(results) if args.json else "\n".join(lines))
-    for kr in (keyring, *index_keyrings.values()):
-        kr.close()
     return 0 if clean or args.dry_run else 1
 
 
@@ -233,10 +251,9 @@ def cmd_status(args) -> int:
 
     from sealstore.migrations.keystatus import status
 
-    _, keyring, engine, columns, indexes = _setup(args)
-    report = status(engine, columns, indexes)
-    states = {k.key_id: k.state.value for k in keyring.keys}
-    keyring.close()
+    with _setup(args) as env:
+        report = status(env.engine, env.columns, env.indexes)
+        states = {k.key_id: k.state.value for k in env.keyring.keys}
     if args.json:
         print(json.dumps({
             "columns": [{
@@ -287,9 +304,8 @@ def cmd_verify(args) -> int:
     """Open every value; list the rows that fail by primary key and key id (no plaintext)."""
     from sealstore.migrations.verification import verify
 
-    _, keyring, engine, columns, _ = _setup(args)
-    results = verify(engine, columns, batch_size=args.batch_size, progress=_progress(args))
-    keyring.close()
+    with _setup(args) as env:
+        results = verify(env.engine, env.columns, batch_size=args.batch_size, progress=_progress(args))
     bad = 0
     for r in results:
         bad += r.failed
@@ -365,6 +381,8 @@ def cmd_retire(args) -> int:
         source.save(keyring)
     finally:
         keyring.close()
+        if engine is not None:
+            engine.dispose()
     if refs:
         print(f"key {key.id_hex} retired (forced)")
     else:

@@ -132,7 +132,9 @@ class ResealTask:
         if lock:  # read the latest committed values (MySQL's REPEATABLE READ would not)
             q = q.with_for_update()
         rows = conn.execute(q).all()
-        return [(tuple(r[:n]), bytes(r[n])) for r in rows]
+        if n == 1:
+            return [((k,), v if type(v) is bytes else bytes(v)) for k, v in rows]
+        return [(tuple(r[:n]), r[n] if type(r[n]) is bytes else bytes(r[n])) for r in rows]
 
     def process(self, conn, lo, hi, stats: BatchStats, *, emit=None, profile=None) -> None:
         """Re-seal the stale values of ``lo < pk <= hi`` (inside the caller's transaction)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import re
 import textwrap
+from pathlib import Path
 
 import alembic
 import pytest
@@ -26,16 +27,18 @@ from sealstore.migrations.ops import rewriter
 
 config = context.config
 engine = create_engine(config.get_main_option("sqlalchemy.url"))
-with engine.connect() as conn:
-    context.configure(
-        connection=conn,
-        target_metadata=config.attributes.get("target_metadata"),
-        process_revision_directives=rewriter,
-        transaction_per_migration=True,
-    )
-    with context.begin_transaction():
-        context.run_migrations()
-engine.dispose()
+try:
+    with engine.connect() as conn:
+        context.configure(
+            connection=conn,
+            target_metadata=config.attributes.get("target_metadata"),
+            process_revision_directives=rewriter,
+            transaction_per_migration=True,
+        )
+        with context.begin_transaction():
+            context.run_migrations()
+finally:
+    engine.dispose()
 '''
 
 USERS_REV = '''
@@ -98,7 +101,7 @@ def alembic_env(tmp_path, sql_engine):
     (root / "versions").mkdir(parents=True)
     (root / "env.py").write_text(ENV_PY)
     template = os.path.join(os.path.dirname(alembic.__file__), "templates/generic/script.py.mako")
-    (root / "script.py.mako").write_text(open(template).read())
+    (root / "script.py.mako").write_text(Path(template).read_text())
     cfg = Config()
     cfg.set_main_option("script_location", str(root))
     cfg.set_main_option("path_separator", "space")
@@ -245,7 +248,7 @@ def test_autogenerate_writes_encrypt_and_decrypt_ops(alembic_env, keyring):
         t.to_metadata(target)
     cfg.attributes["target_metadata"] = target
     script = command.revision(cfg, "encrypt ssn", autogenerate=True, head="app@head", rev_id="app_0002")
-    text = open(script.path).read()
+    text = Path(script.path).read_text()
     upgrade = text.split("def upgrade")[1].split("def downgrade")[0]
     downgrade = text.split("def downgrade")[1]
     assert "op.encrypt_column('users', 'ssn', sealstore.adapters.sqlalchemy.EncryptedString(11)" in upgrade

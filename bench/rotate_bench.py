@@ -1,0 +1,231 @@
+"""Rotation throughput: rows per second per worker re-sealing 100-byte values, and where the time goes.
+
+    python bench/rotate_bench.py [--db URL] [--rows N] [--batch-size N] [--workers 1,2]
+                                 [--value-size BYTES] [--quick] [--json PATH]
+
+The default database is a throwaway PostgreSQL server (started like the test fixture, from
+the binaries on this machine) when the repository's ``tests/fixtures_pg.py`` is available;
+``--db`` points at any other database (``sqlite:///path`` works too).  A table of ``--rows``
+values sealed under one key is rotated to a new primary key: once by one worker in this
+process, with the time split into phases (claiming ranges, reading, crypto, compare-and-swap
+writes, commits), then by several worker processes sharing one job.  The crypto line is the
+same re-seal done in memory with no database: how far the kernel is from the bottleneck.
+Target (issue 5): at least 50,000 rows/s per worker for 100-byte values on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import sys
+import time
+from pathlib import Path
+
+TARGET = 50_000
+TABLE = "sealstore_bench_rotate"
+
+
+def _table():
+    import sqlalchemy as sa
+
+    return sa.Table(
+        TABLE,
+        sa.MetaData(),
+        sa.Column("id", sa.BigInteger, primary_key=True, autoincrement=False),
+        sa.Column("v", sa.LargeBinary),
+    )
+
+
+def _spec(keyring):
+    from sealstore.format import column_context
+    from sealstore.migrations.spec import ColumnSpec
+    import sqlalchemy as sa
+
+    ctx = column_context(TABLE, "v")
+    return ColumnSpec(TABLE, "v", ("id",), (sa.BigInteger(),), lambda row, _c=ctx: _c, keyring=keyring)
+
+
+def _keys_of(keyring) -> list[dict]:
+    return [
+        {"id": k.key_id, "suite": str(k.suite), "state": k.state.value, "material": k.reveal_material()}
+        for k in keyring.keys
+    ]
+
+
+def _keyring_from(keys):
+    from sealstore.keyring import Key, Keyring
+
+    return Keyring([Key(k["id"], k["suite"], k["material"], state=k["state"]) for k in keys])
+
+
+def setup(engine, rows: int, value_size: int, keyring) -> None:
+    """(Re)create the table with ``rows`` values sealed under the keyring's primary."""
+    from sealstore.format import column_context
+    from sealstore.migrations.schema import create_tables
+
+    t = _table()
+    t.drop(engine, checkfirst=True)
+    t.create(engine)
+    create_tables(engine)
+    ctx = column_context(TABLE, "v")
+    chunk = 20_000
+    with engine.begin() as conn:
+        for start in range(0, rows, chunk):
+            n = min(chunk, rows - start)
+            sealed = keyring.seal_many([os.urandom(value_size) for _ in range(n)], ctx)
+            conn.execute(t.insert(), [{"id": start + i, "v": v} for i, v in enumerate(sealed)])
+    _vacuum(engine)
+
+
+def _vacuum(engine) -> None:
+    if engine.dialect.name == "postgresql":
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.exec_driver_sql(f"VACUUM ANALYZE {TABLE}")
+            conn.exec_driver_sql("VACUUM ANALYZE sealstore_jobs")
+            conn.exec_driver_sql("VACUUM ANALYZE sealstore_job_batches")
+
+
+def _worker(url, keys, batch_size, ready, go, out) -> None:
+    import sqlalchemy as sa
+
+    from sealstore.migrations.rotation import rotate
+
+    keyring = _keyring_from(keys)
+    engine = sa.create_engine(url)
+    with engine.connect():
+        pass  # connect before the clock starts
+    ready.put(os.getpid())
+    go.wait()
+    r = rotate(engine, _spec(keyring), batch_size=batch_size)[0]
+    out.put({"resealed": r.resealed, "batches": r.batches, "conflicted": r.conflicted})
+    engine.dispose()
+
+
+def run_parallel(url, keyring, workers: int, batch_size: int) -> tuple[float, list[dict]]:
+    ctx = mp.get_context("spawn")
+    ready, out, go = ctx.Queue(), ctx.Queue(), ctx.Event()
+    keys = _keys_of(keyring)
+    procs = [ctx.Process(target=_worker, args=(url, keys, batch_size, ready, go, out)) for _ in range(workers)]
+    for p in procs:
+        p.start()
+    for _ in procs:
+        ready.get(timeout=120)
+    t0 = time.perf_counter()
+    go.set()
+    results = [out.get(timeout=3600) for _ in procs]
+    elapsed = time.perf_counter() - t0
+    for p in procs:
+        p.join()
+    return elapsed, results
+
+
+def crypto_only(keyring, old_values: list[bytes], ctx: bytes) -> float:
+    """Values per second for open_many + seal_many alone (the kernel's share)."""
+    t0 = time.perf_counter()
+    for start in range(0, len(old_values), 2000):
+        keyring.seal_many(keyring.open_many(old_values[start : start + 2000], ctx), ctx)
+    return len(old_values) / (time.perf_counter() - t0)
+
+
+def _start_postgres():
+    root = Path(__file__).resolve().parents[1] / "tests"
+    if not (root / "fixtures_pg.py").exists():
+        return None, None
+    sys.path.insert(0, str(root))
+    try:
+        from fixtures_pg import PostgresServer, find_pg_bindir
+    finally:
+        sys.path.pop(0)
+    bindir = find_pg_bindir()
+    if bindir is None:
+        return None, None
+    server = PostgresServer(bindir)
+    return server, server.start()
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--db", metavar="URL", help="database URL (default: a temporary PostgreSQL)")
+    p.add_argument("--rows", type=int, help="rows in the table (default 200,000; --quick 50,000)")
+    p.add_argument("--batch-size", type=int, default=2000, help="rows per batch (default 2000)")
+    p.add_argument("--workers", default="1,2", help="worker counts for the parallel runs (default 1,2)")
+    p.add_argument("--value-size", type=int, default=100, help="plaintext bytes per value (default 100)")
+    p.add_argument("--quick", action="store_true", help="50,000 rows")
+    p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    args = p.parse_args(argv)
+    rows = args.rows or (50_000 if args.quick else 200_000)
+
+    import sqlalchemy as sa
+
+    import sealstore.native
+    from sealstore.format import column_context
+    from sealstore.keyring import Keyring
+    from sealstore.migrations.rotation import rotate
+
+    server = None
+    url = args.db
+    if url is None:
+        server, url = _start_postgres()
+        if url is None:
+            print("no --db and no PostgreSQL binaries: nothing to measure", file=sys.stderr)
+            return 2
+    engine = sa.create_engine(url)
+    report: dict = {"db": engine.dialect.name, "rows": rows, "value_size": args.value_size,
+                    "batch_size": args.batch_size, "kernels": sealstore.native.info().get("selected")}  # fmt: skip
+    try:
+        keyring = Keyring.generate()
+        print(f"{engine.dialect.name}: {rows:,} rows of {args.value_size}-byte values, batches of {args.batch_size}")
+        setup(engine, rows, args.value_size, keyring)
+        ctx = column_context(TABLE, "v")
+        t = _table()
+        with engine.connect() as conn:
+            old_values = [bytes(v) for (v,) in conn.execute(sa.select(t.c.v))]
+
+        # one worker, in process, with the phase breakdown
+        keyring.rotate()
+        profile: dict = {}
+        t0 = time.perf_counter()
+        r = rotate(engine, _spec(keyring), batch_size=args.batch_size, profile=profile)[0]
+        elapsed = time.perf_counter() - t0
+        assert r.resealed == rows and r.remaining == 0, r
+        one = rows / elapsed
+        phases = {k: profile.get(k, 0.0) for k in ("claim", "read", "crypto", "write", "commit")}
+        phases["other"] = max(0.0, elapsed - sum(phases.values()))
+        crypto = crypto_only(keyring, old_values, ctx)
+        report.update(one_worker_rows_per_s=one, seconds=elapsed, phases=phases, crypto_only_rows_per_s=crypto)
+        print(f"1 worker (in process): {one:,.0f} rows/s ({elapsed:.2f} s)")
+        for name, sec in phases.items():
+            print(f"  {name:<7} {sec:7.3f} s  {100 * sec / elapsed:5.1f}%")
+        print(f"  crypto alone (open_many + seal_many, no database): {crypto:,.0f} rows/s "
+              f"= {100 * phases['crypto'] / elapsed:.1f}% of the run")  # fmt: skip
+
+        parallel = []
+        for k in [int(x) for x in args.workers.split(",") if x.strip()]:
+            _vacuum(engine)
+            keyring.rotate()
+            wall, results = run_parallel(url, keyring, k, args.batch_size)
+            done = sum(x["resealed"] for x in results)
+            assert done == rows, (done, rows)
+            total = rows / wall
+            parallel.append({"workers": k, "seconds": wall, "rows_per_s": total, "per_worker": total / k,
+                             "batches": [x["batches"] for x in results]})  # fmt: skip
+            print(f"{k} worker process(es): {total:,.0f} rows/s total, {total / k:,.0f} per worker "
+                  f"({wall:.2f} s; batches per worker {[x['batches'] for x in results]})")  # fmt: skip
+        report["parallel"] = parallel
+        ok = one >= TARGET
+        print(f"{'PASS' if ok else 'FAIL'}  >= {TARGET:,} rows/s per worker (one worker: {one:,.0f})")
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump(report, fh, indent=1)
+        t.drop(engine, checkfirst=True)
+        return 0 if ok else 1
+    finally:
+        engine.dispose()
+        if server is not None:
+            server.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
