@@ -39,17 +39,24 @@ def _table():
 
 
 def _spec(keyring):
+    import sqlalchemy as sa
     from sealstore.format import column_context
     from sealstore.migrations.spec import ColumnSpec
-    import sqlalchemy as sa
 
     ctx = column_context(TABLE, "v")
-    return ColumnSpec(TABLE, "v", ("id",), (sa.BigInteger(),), lambda row, _c=ctx: _c, keyring=keyring)
+    return ColumnSpec(
+        TABLE, "v", ("id",), (sa.BigInteger(),), lambda row, _c=ctx: _c, keyring=keyring
+    )
 
 
 def _keys_of(keyring) -> list[dict]:
     return [
-        {"id": k.key_id, "suite": str(k.suite), "state": k.state.value, "material": k.reveal_material()}
+        {
+            "id": k.key_id,
+            "suite": str(k.suite),
+            "state": k.state.value,
+            "material": k.reveal_material(),
+        }
         for k in keyring.keys
     ]
 
@@ -57,7 +64,9 @@ def _keys_of(keyring) -> list[dict]:
 def _keyring_from(keys):
     from sealstore.keyring import Key, Keyring
 
-    return Keyring([Key(k["id"], k["suite"], k["material"], state=k["state"]) for k in keys])
+    return Keyring(
+        [Key(k["id"], k["suite"], k["material"], state=k["state"]) for k in keys]
+    )
 
 
 def setup(engine, rows: int, value_size: int, keyring) -> None:
@@ -75,7 +84,9 @@ def setup(engine, rows: int, value_size: int, keyring) -> None:
         for start in range(0, rows, chunk):
             n = min(chunk, rows - start)
             sealed = keyring.seal_many([os.urandom(value_size) for _ in range(n)], ctx)
-            conn.execute(t.insert(), [{"id": start + i, "v": v} for i, v in enumerate(sealed)])
+            conn.execute(
+                t.insert(), [{"id": start + i, "v": v} for i, v in enumerate(sealed)]
+            )
     _vacuum(engine)
 
 
@@ -89,7 +100,6 @@ def _vacuum(engine) -> None:
 
 def _worker(url, keys, batch_size, ready, go, out) -> None:
     import sqlalchemy as sa
-
     from sealstore.migrations.rotation import rotate
 
     keyring = _keyring_from(keys)
@@ -103,11 +113,16 @@ def _worker(url, keys, batch_size, ready, go, out) -> None:
     engine.dispose()
 
 
-def run_parallel(url, keyring, workers: int, batch_size: int) -> tuple[float, list[dict]]:
+def run_parallel(
+    url, keyring, workers: int, batch_size: int
+) -> tuple[float, list[dict]]:
     ctx = mp.get_context("spawn")
     ready, out, go = ctx.Queue(), ctx.Queue(), ctx.Event()
     keys = _keys_of(keyring)
-    procs = [ctx.Process(target=_worker, args=(url, keys, batch_size, ready, go, out)) for _ in range(workers)]
+    procs = [
+        ctx.Process(target=_worker, args=(url, keys, batch_size, ready, go, out))
+        for _ in range(workers)
+    ]
     for p in procs:
         p.start()
     for _ in procs:
@@ -147,19 +162,33 @@ def _start_postgres():
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--db", metavar="URL", help="database URL (default: a temporary PostgreSQL)")
-    p.add_argument("--rows", type=int, help="rows in the table (default 200,000; --quick 50,000)")
-    p.add_argument("--batch-size", type=int, default=2000, help="rows per batch (default 2000)")
-    p.add_argument("--workers", default="1,2", help="worker counts for the parallel runs (default 1,2)")
-    p.add_argument("--value-size", type=int, default=100, help="plaintext bytes per value (default 100)")
+    p.add_argument(
+        "--db", metavar="URL", help="database URL (default: a temporary PostgreSQL)"
+    )
+    p.add_argument(
+        "--rows", type=int, help="rows in the table (default 200,000; --quick 50,000)"
+    )
+    p.add_argument(
+        "--batch-size", type=int, default=2000, help="rows per batch (default 2000)"
+    )
+    p.add_argument(
+        "--workers",
+        default="1,2",
+        help="worker counts for the parallel runs (default 1,2)",
+    )
+    p.add_argument(
+        "--value-size",
+        type=int,
+        default=100,
+        help="plaintext bytes per value (default 100)",
+    )
     p.add_argument("--quick", action="store_true", help="50,000 rows")
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     args = p.parse_args(argv)
     rows = args.rows or (50_000 if args.quick else 200_000)
 
-    import sqlalchemy as sa
-
     import sealstore.native
+    import sqlalchemy as sa
     from sealstore.format import column_context
     from sealstore.keyring import Keyring
     from sealstore.migrations.rotation import rotate
@@ -169,14 +198,19 @@ def main(argv=None) -> int:
     if url is None:
         server, url = _start_postgres()
         if url is None:
-            print("no --db and no PostgreSQL binaries: nothing to measure", file=sys.stderr)
+            print(
+                "no --db and no PostgreSQL binaries: nothing to measure",
+                file=sys.stderr,
+            )
             return 2
     engine = sa.create_engine(url)
     report: dict = {"db": engine.dialect.name, "rows": rows, "value_size": args.value_size,
                     "batch_size": args.batch_size, "kernels": sealstore.native.info().get("selected")}  # fmt: skip
     try:
         keyring = Keyring.generate()
-        print(f"{engine.dialect.name}: {rows:,} rows of {args.value_size}-byte values, batches of {args.batch_size}")
+        print(
+            f"{engine.dialect.name}: {rows:,} rows of {args.value_size}-byte values, batches of {args.batch_size}"
+        )
         setup(engine, rows, args.value_size, keyring)
         ctx = column_context(TABLE, "v")
         t = _table()
@@ -187,14 +221,24 @@ def main(argv=None) -> int:
         keyring.rotate()
         profile: dict = {}
         t0 = time.perf_counter()
-        r = rotate(engine, _spec(keyring), batch_size=args.batch_size, profile=profile)[0]
+        r = rotate(engine, _spec(keyring), batch_size=args.batch_size, profile=profile)[
+            0
+        ]
         elapsed = time.perf_counter() - t0
         assert r.resealed == rows and r.remaining == 0, r
         one = rows / elapsed
-        phases = {k: profile.get(k, 0.0) for k in ("claim", "read", "crypto", "write", "commit")}
+        phases = {
+            k: profile.get(k, 0.0)
+            for k in ("claim", "read", "crypto", "write", "commit")
+        }
         phases["other"] = max(0.0, elapsed - sum(phases.values()))
         crypto = crypto_only(keyring, old_values, ctx)
-        report.update(one_worker_rows_per_s=one, seconds=elapsed, phases=phases, crypto_only_rows_per_s=crypto)
+        report.update(
+            one_worker_rows_per_s=one,
+            seconds=elapsed,
+            phases=phases,
+            crypto_only_rows_per_s=crypto,
+        )
         print(f"1 worker (in process): {one:,.0f} rows/s ({elapsed:.2f} s)")
         for name, sec in phases.items():
             print(f"  {name:<7} {sec:7.3f} s  {100 * sec / elapsed:5.1f}%")
@@ -215,7 +259,9 @@ def main(argv=None) -> int:
                   f"({wall:.2f} s; batches per worker {[x['batches'] for x in results]})")  # fmt: skip
         report["parallel"] = parallel
         ok = one >= TARGET
-        print(f"{'PASS' if ok else 'FAIL'}  >= {TARGET:,} rows/s per worker (one worker: {one:,.0f})")
+        print(
+            f"{'PASS' if ok else 'FAIL'}  >= {TARGET:,} rows/s per worker (one worker: {one:,.0f})"
+        )
         if args.json:
             with open(args.json, "w") as fh:
                 json.dump(report, fh, indent=1)

@@ -20,12 +20,11 @@ references), 2 usage error.
 
 from __future__ import annotations
 
-import argparse
 import importlib
-from contextlib import contextmanager
 import json
 import os
 import sys
+from contextlib import contextmanager
 
 __all__ = ["add_commands", "add_keys_commands"]
 
@@ -61,24 +60,34 @@ def _load_models(spec: str):
     from sqlalchemy import MetaData
 
     if os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # like alembic: models of the project in this directory
+        sys.path.insert(
+            0, os.getcwd()
+        )  # like alembic: models of the project in this directory
     module_name, _, attr = spec.partition(":")
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise UsageError(f"--models {spec}: cannot import {module_name} ({exc})") from None
+        raise UsageError(
+            f"--models {spec}: cannot import {module_name} ({exc})"
+        ) from None
     if attr:
         try:
             return getattr(module, attr)
         except AttributeError:
-            raise UsageError(f"--models {spec}: {module_name} has no attribute {attr}") from None
+            raise UsageError(
+                f"--models {spec}: {module_name} has no attribute {attr}"
+            ) from None
     found = []
     for value in vars(module).values():
-        meta = value if isinstance(value, MetaData) else getattr(value, "metadata", None)
+        meta = (
+            value if isinstance(value, MetaData) else getattr(value, "metadata", None)
+        )
         if isinstance(meta, MetaData) and not any(meta is m for m in found):
             found.append(meta)
     if not found:
-        raise UsageError(f"--models {spec}: no MetaData or declarative base in {module_name}")
+        raise UsageError(
+            f"--models {spec}: no MetaData or declarative base in {module_name}"
+        )
     return found
 
 
@@ -96,9 +105,15 @@ def _specs(args, engine, keyring_name: str):
         if not sep or not table:
             raise UsageError(f"--column {name}: expected TABLE.COLUMN")
         schema, _, table = table.rpartition(".")
-        columns.append(ColumnSpec.reflect(engine, table, column, keyring=keyring_name, schema=schema or None))
+        columns.append(
+            ColumnSpec.reflect(
+                engine, table, column, keyring=keyring_name, schema=schema or None
+            )
+        )
     if not args.models and not args.column:
-        raise UsageError("name the columns: --models MODULE[:ATTR] or --column TABLE.COLUMN")
+        raise UsageError(
+            "name the columns: --models MODULE[:ATTR] or --column TABLE.COLUMN"
+        )
     if args.table:
         columns = [s for s in columns if s.table == args.table]
         indexes = [s for s in indexes if s.table == args.table]
@@ -109,9 +124,8 @@ def _specs(args, engine, keyring_name: str):
 def _setup(args):
     """(keyring, engine, column specs using that keyring, index specs); closes and disposes
     them afterwards (and every keyring registered on the way, see ``_extra``)."""
-    from sqlalchemy import create_engine
-
     from sealstore.keyring import forget_keyring, use_keyring
+    from sqlalchemy import create_engine
 
     cfg = _config(args)
     engine = create_engine(_db_url(args, cfg))
@@ -130,7 +144,12 @@ def _setup(args):
 
 class _Setup:
     def __init__(self, keyring, engine, columns, indexes, extra) -> None:
-        self.keyring, self.engine, self.columns, self.indexes = keyring, engine, columns, indexes
+        self.keyring, self.engine, self.columns, self.indexes = (
+            keyring,
+            engine,
+            columns,
+            indexes,
+        )
         self._extra = extra
 
     def register(self, keyring, name: str):
@@ -173,9 +192,13 @@ def _worker_lines(results, verb: str, done: str) -> tuple[list[str], bool]:
     for r in results:
         if r.dry_run:
             per_key = ", ".join(
-                f"{'-' if k is None else f'{k:08x}'}: {n}" for k, n in sorted(r.by_key.items(), key=str)
+                f"{'-' if k is None else f'{k:08x}'}: {n}"
+                for k, n in sorted(r.by_key.items(), key=str)
             )
-            lines.append(f"{r.name}: would {verb} {r.total_estimate} values" + (f" ({per_key})" if per_key else ""))
+            lines.append(
+                f"{r.name}: would {verb} {r.total_estimate} values"
+                + (f" ({per_key})" if per_key else "")
+            )
             continue
         lines.append(
             f"{r.name}: job {r.job_id} {r.status}; this worker {done} {r.resealed} values in "
@@ -288,7 +311,11 @@ def cmd_status(args) -> int:
         total = f"/{j.total_estimate}" if j.total_estimate is not None else ""
         beat = "never"
         if j.heartbeat_at is not None:
-            hb = j.heartbeat_at if j.heartbeat_at.tzinfo else j.heartbeat_at.replace(tzinfo=timezone.utc)
+            hb = (
+                j.heartbeat_at
+                if j.heartbeat_at.tzinfo
+                else j.heartbeat_at.replace(tzinfo=timezone.utc)
+            )
             beat = f"{int((now - hb).total_seconds())}s ago by {j.worker}"
         print(
             f"job {j.job_id}: {j.kind} {j.table_name}.{j.column_name} to {j.target_key_id:08x}: "
@@ -305,7 +332,12 @@ def cmd_verify(args) -> int:
     from sealstore.migrations.verification import verify
 
     with _setup(args) as env:
-        results = verify(env.engine, env.columns, batch_size=args.batch_size, progress=_progress(args))
+        results = verify(
+            env.engine,
+            env.columns,
+            batch_size=args.batch_size,
+            progress=_progress(args),
+        )
     bad = 0
     for r in results:
         bad += r.failed
@@ -325,14 +357,19 @@ def cmd_verify(args) -> int:
 @_guard
 def cmd_retire(args) -> int:
     """Retire a key once nothing references it (``--force``: retire anyway, saying what breaks)."""
+    from sealstore.migrations.retire import (
+        describe,
+        find_references,
+        registered_s3_prefixes,
+    )
     from sqlalchemy import create_engine
-
-    from sealstore.migrations.retire import describe, find_references, registered_s3_prefixes
 
     try:
         key_id = int(args.key_id, 16)
     except ValueError:
-        raise UsageError(f"KEY_ID must be 8 hex digits (sealstore keys list), not {args.key_id!r}") from None
+        raise UsageError(
+            f"KEY_ID must be 8 hex digits (sealstore keys list), not {args.key_id!r}"
+        ) from None
     cfg = _config(args)
     try:
         engine = create_engine(_db_url(args, cfg))
@@ -341,15 +378,21 @@ def cmd_retire(args) -> int:
     specs = []
     if args.models or args.column:
         if engine is None:
-            raise UsageError(f"--models/--column need a database: pass --db URL or set {DB_ENV}")
+            raise UsageError(
+                f"--models/--column need a database: pass --db URL or set {DB_ENV}"
+            )
         columns, indexes = _specs(args, engine, args.keyring)
-        specs = columns + indexes  # every column: a key id names one key whatever its keyring
+        specs = (
+            columns + indexes
+        )  # every column: a key id names one key whatever its keyring
     urls = list(args.s3 or ())
     if engine is not None:
         urls += [u for u in registered_s3_prefixes(engine) if u not in urls]
     checked = [s.name for s in specs] + urls
     if not checked and not args.force:
-        raise UsageError("nothing to check: name the columns (--models/--column) and S3 prefixes (--s3)")
+        raise UsageError(
+            "nothing to check: name the columns (--models/--column) and S3 prefixes (--s3)"
+        )
     source = cfg.key_source_object()
     keyring = source.load(suite=cfg.suite, tag_size=cfg.tag_size)
     try:
@@ -358,8 +401,16 @@ def cmd_retire(args) -> int:
         if urls:
             import boto3
 
-            client = boto3.client("s3", endpoint_url=args.endpoint_url, region_name=args.region)
-        refs = find_references(engine if specs or urls else None, specs, key_id, s3_client=client, s3_urls=urls)
+            client = boto3.client(
+                "s3", endpoint_url=args.endpoint_url, region_name=args.region
+            )
+        refs = find_references(
+            engine if specs or urls else None,
+            specs,
+            key_id,
+            s3_client=client,
+            s3_urls=urls,
+        )
         if refs and not args.force:
             print(
                 f"sealstore: refusing to retire key {key.id_hex}: {sum(r.count for r in refs)} values "
@@ -376,7 +427,10 @@ def cmd_retire(args) -> int:
                 file=sys.stderr,
             )
         elif not checked:
-            print(f"--force: retiring key {key.id_hex} without checking any column or S3 prefix", file=sys.stderr)
+            print(
+                f"--force: retiring key {key.id_hex} without checking any column or S3 prefix",
+                file=sys.stderr,
+            )
         keyring.retire(key_id)
         source.save(keyring)
     finally:
@@ -394,48 +448,100 @@ def cmd_retire(args) -> int:
 
 
 def _columns_args(p, *, progress: bool = True, json_output: bool = True) -> None:
-    p.add_argument("--db", metavar="URL", help=f"SQLAlchemy database URL (default ${DB_ENV})")
-    p.add_argument("--models", action="append", metavar="MODULE[:ATTR]", help="models whose encrypted columns to use")
-    p.add_argument("--column", action="append", metavar="TABLE.COLUMN", help="a column-bound column by name")
+    p.add_argument(
+        "--db", metavar="URL", help=f"SQLAlchemy database URL (default ${DB_ENV})"
+    )
+    p.add_argument(
+        "--models",
+        action="append",
+        metavar="MODULE[:ATTR]",
+        help="models whose encrypted columns to use",
+    )
+    p.add_argument(
+        "--column",
+        action="append",
+        metavar="TABLE.COLUMN",
+        help="a column-bound column by name",
+    )
     p.add_argument("--table", help="only this table")
-    p.add_argument("--keyring", default="default", help="keyring name the columns use (default: default)")
+    p.add_argument(
+        "--keyring",
+        default="default",
+        help="keyring name the columns use (default: default)",
+    )
     if json_output:
         p.add_argument("--json", action="store_true", help="machine-readable output")
     if progress:
-        p.add_argument("--batch-size", type=int, default=1000, metavar="N", help="rows per batch (default 1000)")
+        p.add_argument(
+            "--batch-size",
+            type=int,
+            default=1000,
+            metavar="N",
+            help="rows per batch (default 1000)",
+        )
         p.add_argument("--progress", choices=("auto", "bar", "log", "none"), default="auto",
                        help="progress bar on a terminal, log lines otherwise (default auto)")  # fmt: skip
 
 
 def add_commands(commands) -> None:
     """Add rotate, reindex, status and verify to the console script's sub-commands."""
-    p = commands.add_parser("rotate", help="re-seal column values under the primary key (online, resumable)")
+    p = commands.add_parser(
+        "rotate", help="re-seal column values under the primary key (online, resumable)"
+    )
     _columns_args(p)
-    p.add_argument("--dry-run", action="store_true", help="only count, per key id, what would change")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="only count, per key id, what would change",
+    )
     p.set_defaults(func=cmd_rotate)
 
-    p = commands.add_parser("reindex", help="recompute blind indexes with the index keyring's primary key")
+    p = commands.add_parser(
+        "reindex", help="recompute blind indexes with the index keyring's primary key"
+    )
     _columns_args(p)
-    p.add_argument("--index-config", required=True, metavar="PATH", help="sealstore config of the index keyring")
-    p.add_argument("--dry-run", action="store_true", help="only count what would change")
+    p.add_argument(
+        "--index-config",
+        required=True,
+        metavar="PATH",
+        help="sealstore config of the index keyring",
+    )
+    p.add_argument(
+        "--dry-run", action="store_true", help="only count what would change"
+    )
     p.set_defaults(func=cmd_reindex)
 
-    p = commands.add_parser("status", help="rows per key id per column (SQL only), running jobs")
+    p = commands.add_parser(
+        "status", help="rows per key id per column (SQL only), running jobs"
+    )
     _columns_args(p, progress=False)
     p.set_defaults(func=cmd_status)
 
-    p = commands.add_parser("verify", help="open every value; report failing rows by primary key")
+    p = commands.add_parser(
+        "verify", help="open every value; report failing rows by primary key"
+    )
     _columns_args(p)
     p.set_defaults(func=cmd_verify)
 
 
 def add_keys_commands(keys) -> None:
     """Add ``keys retire`` to the ``keys`` sub-commands."""
-    p = keys.add_parser("retire", help="retire a key once no value uses it (--force: anyway)")
-    p.add_argument("key_id", metavar="KEY_ID", help="8 hex digits (sealstore keys list)")
+    p = keys.add_parser(
+        "retire", help="retire a key once no value uses it (--force: anyway)"
+    )
+    p.add_argument(
+        "key_id", metavar="KEY_ID", help="8 hex digits (sealstore keys list)"
+    )
     _columns_args(p, progress=False, json_output=False)
-    p.add_argument("--s3", action="append", metavar="s3://BUCKET/PREFIX", help="also check these objects")
+    p.add_argument(
+        "--s3",
+        action="append",
+        metavar="s3://BUCKET/PREFIX",
+        help="also check these objects",
+    )
     p.add_argument("--endpoint-url", help="S3-compatible endpoint (default: AWS)")
     p.add_argument("--region", help="S3 region (default: boto3's)")
-    p.add_argument("--force", action="store_true", help="retire even if values still use the key")
+    p.add_argument(
+        "--force", action="store_true", help="retire even if values still use the key"
+    )
     p.set_defaults(func=cmd_retire)

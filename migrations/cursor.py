@@ -16,14 +16,17 @@ from typing import Any
 from sqlalchemy import and_, tuple_
 from sqlalchemy.sql.elements import ColumnElement
 
-__all__ = ["dump_key", "load_key", "after", "at_most", "in_range"]
+__all__ = ["after", "at_most", "dump_key", "in_range", "load_key"]
 
 _ENCODERS = (
     (bool, None),  # refused: a bool primary key is almost certainly a mistake
     (int, ("i", lambda v: v)),
     (str, ("s", lambda v: v)),
     (uuid.UUID, ("u", lambda v: v.hex)),
-    ((bytes, bytearray, memoryview), ("b", lambda v: base64.b64encode(bytes(v)).decode())),
+    (
+        (bytes, bytearray, memoryview),
+        ("b", lambda v: base64.b64encode(bytes(v)).decode()),
+    ),
     (_dt.datetime, ("dt", lambda v: v.isoformat())),
     (_dt.date, ("d", lambda v: v.isoformat())),
     (decimal.Decimal, ("n", str)),
@@ -67,7 +70,9 @@ def load_key(text: str | None) -> tuple | None:
 
 def _cmp(cols, key: tuple, op: str) -> ColumnElement:
     if len(cols) != len(key):
-        raise ValueError(f"primary key has {len(cols)} columns, checkpoint has {len(key)}")
+        raise ValueError(
+            f"primary key has {len(cols)} columns, checkpoint has {len(key)}"
+        )
     if len(cols) == 1:
         left, right = cols[0], key[0]
     else:  # row-value comparison: indexed on PostgreSQL, supported by SQLite >= 3.15
@@ -88,7 +93,11 @@ def at_most(cols, key: tuple) -> ColumnElement:
 
 def in_range(cols, lo: tuple | None, hi: tuple | None) -> ColumnElement | None:
     """``lo < pk <= hi`` with either bound optional."""
-    parts = [c for c in (after(cols, lo), None if hi is None else at_most(cols, hi)) if c is not None]
+    parts = [
+        c
+        for c in (after(cols, lo), None if hi is None else at_most(cols, hi))
+        if c is not None
+    ]
     if not parts:
         return None
     return parts[0] if len(parts) == 1 else and_(*parts)

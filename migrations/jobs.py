@@ -30,22 +30,26 @@ from .schema import (
     PENDING,
     RUNNING,
     SUPERSEDED,
+)
+from .schema import (
     sealstore_job_batches as batches_t,
+)
+from .schema import (
     sealstore_jobs as jobs_t,
 )
 
 __all__ = [
     "Batch",
     "Job",
-    "start_job",
-    "get_job",
-    "claim_range",
     "begin_write",
-    "take_pending",
+    "claim_range",
     "count_pending",
     "finish_batch",
     "finish_job",
+    "get_job",
     "running_jobs",
+    "start_job",
+    "take_pending",
 ]
 
 
@@ -127,14 +131,18 @@ def start_job(
     for _ in range(5):
         try:
             with engine.begin() as conn:
-                row = conn.execute(select(jobs_t).where(jobs_t.c.active_key == active)).first()
+                row = conn.execute(
+                    select(jobs_t).where(jobs_t.c.active_key == active)
+                ).first()
                 if row is not None:
                     job = Job.from_row(row)
                     if job.target_key_id == target_key_id:
                         return job, False
                     conn.execute(
                         update(jobs_t)
-                        .where(jobs_t.c.job_id == job.job_id, jobs_t.c.status == RUNNING)
+                        .where(
+                            jobs_t.c.job_id == job.job_id, jobs_t.c.status == RUNNING
+                        )
                         .values(
                             status=SUPERSEDED,
                             active_key=None,
@@ -184,7 +192,10 @@ def claim_range(conn: Connection, job: Job, pk_cols) -> tuple[Job, Batch | None]
     hi = conn.execute(q.offset(current.batch_size - 1).limit(1)).first()
     if hi is None:  # fewer than batch_size keys left: the range ends at the last one
         hi = conn.execute(
-            select(*pk_cols).where(*conds).order_by(*[c.desc() for c in pk_cols]).limit(1)
+            select(*pk_cols)
+            .where(*conds)
+            .order_by(*[c.desc() for c in pk_cols])
+            .limit(1)
         ).first()
     if hi is None:
         return current, None
@@ -221,7 +232,9 @@ def begin_write(conn: Connection, job: Job) -> None:
     """
     if conn.dialect.name == "sqlite":
         conn.execute(
-            update(jobs_t).where(jobs_t.c.job_id == job.job_id).values(heartbeat_at=now())
+            update(jobs_t)
+            .where(jobs_t.c.job_id == job.job_id)
+            .values(heartbeat_at=now())
         )
 
 
@@ -248,13 +261,23 @@ def count_pending(conn: Connection, job: Job) -> int:
     ).scalar_one()
 
 
-def finish_batch(conn: Connection, batch: Batch, *, resealed: int, conflicted: int, failed: int,
-                 worker: str, message: str | None = None) -> None:
+def finish_batch(
+    conn: Connection,
+    batch: Batch,
+    *,
+    resealed: int,
+    conflicted: int,
+    failed: int,
+    worker: str,
+    message: str | None = None,
+) -> None:
     """Mark ``batch`` done and add its counts to the job (same transaction as the rewrite)."""
     ts = now()
     conn.execute(
         update(batches_t)
-        .where(batches_t.c.job_id == batch.job_id, batches_t.c.batch_no == batch.batch_no)
+        .where(
+            batches_t.c.job_id == batch.job_id, batches_t.c.batch_no == batch.batch_no
+        )
         .values(
             state=DONE,
             rows_resealed=resealed,
@@ -264,25 +287,29 @@ def finish_batch(conn: Connection, batch: Batch, *, resealed: int, conflicted: i
             finished_at=ts,
         )
     )
-    values = dict(
-        rows_resealed=jobs_t.c.rows_resealed + resealed,
-        rows_conflicted=jobs_t.c.rows_conflicted + conflicted,
-        rows_failed=jobs_t.c.rows_failed + failed,
-        heartbeat_at=ts,
-        worker=worker,
-    )
+    values = {
+        "rows_resealed": jobs_t.c.rows_resealed + resealed,
+        "rows_conflicted": jobs_t.c.rows_conflicted + conflicted,
+        "rows_failed": jobs_t.c.rows_failed + failed,
+        "heartbeat_at": ts,
+        "worker": worker,
+    }
     if message:
         values["message"] = message
     conn.execute(update(jobs_t).where(jobs_t.c.job_id == batch.job_id).values(**values))
 
 
-def finish_job(conn: Connection, job: Job, status: str = DONE, message: str | None = None) -> None:
+def finish_job(
+    conn: Connection, job: Job, status: str = DONE, message: str | None = None
+) -> None:
     """Close a running job (idempotent: a job that is no longer running is left alone)."""
-    values = dict(status=status, active_key=None, finished_at=now())
+    values = {"status": status, "active_key": None, "finished_at": now()}
     if message is not None:
         values["message"] = message
     conn.execute(
-        update(jobs_t).where(jobs_t.c.job_id == job.job_id, jobs_t.c.status == RUNNING).values(**values)
+        update(jobs_t)
+        .where(jobs_t.c.job_id == job.job_id, jobs_t.c.status == RUNNING)
+        .values(**values)
     )
 
 

@@ -13,13 +13,21 @@ from dataclasses import dataclass, field
 from sqlalchemy import func, inspect, select
 from sqlalchemy.engine import Connection, Engine
 
+from ..errors import SealstoreError
 from ..format import KEY_ID_OFFSET
 from . import jobs
 from .rotation import key_id_bytes, key_id_sql
 from .schema import JOBS_TABLE
 from .spec import ColumnSpec, IndexSpec
 
-__all__ = ["ColumnStatus", "StatusReport", "Reference", "column_status", "status", "references"]
+__all__ = [
+    "ColumnStatus",
+    "Reference",
+    "StatusReport",
+    "column_status",
+    "references",
+    "status",
+]
 
 _KID = struct.Struct(">I")
 INDEX_KEY_ID_OFFSET = 0  # a blind-index value starts with its index key id
@@ -71,7 +79,9 @@ def column_status(conn: Connection, spec: ColumnSpec | IndexSpec) -> ColumnStatu
     kid = key_id_sql(col, offset)
     by_key: dict[int | None, int] = {}
     rows = nulls = 0
-    for raw, n in conn.execute(select(kid, func.count()).select_from(table).group_by(kid)):
+    for raw, n in conn.execute(
+        select(kid, func.count()).select_from(table).group_by(kid)
+    ):
         rows += n
         if raw is None:
             nulls += n
@@ -81,7 +91,7 @@ def column_status(conn: Connection, spec: ColumnSpec | IndexSpec) -> ColumnStatu
         by_key[k] = by_key.get(k, 0) + n
     try:
         primary = get_keyring().primary.key_id
-    except Exception:  # no keyring registered under that name: counts only
+    except SealstoreError:  # no keyring under that name (or closed): counts only
         primary = None
     kind = "blind index" if isinstance(spec, IndexSpec) else "encrypted"
     return ColumnStatus(spec.name, kind, rows, nulls, by_key, primary)
@@ -105,8 +115,12 @@ def references(engine: Engine, specs, key_id: int) -> list[Reference]:
     with engine.connect() as conn:
         for spec in specs:
             table, col, offset, _ = _target(spec)
-            q = select(func.count()).select_from(table).where(
-                col.is_not(None), key_id_sql(col, offset) == key_id_bytes(key_id)
+            q = (
+                select(func.count())
+                .select_from(table)
+                .where(
+                    col.is_not(None), key_id_sql(col, offset) == key_id_bytes(key_id)
+                )
             )
             n = conn.execute(q).scalar_one()
             if n:

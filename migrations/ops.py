@@ -32,13 +32,23 @@ from alembic.autogenerate import renderers
 from alembic.autogenerate import rewriter as _rewriter
 from alembic.operations import MigrateOperation, Operations
 from alembic.operations import ops as alembic_ops
-from sqlalchemy import Column, LargeBinary, MetaData, Table, and_, func, inspect, select
-from sqlalchemy import bindparam, update
+from sqlalchemy import (
+    Column,
+    LargeBinary,
+    MetaData,
+    Table,
+    and_,
+    bindparam,
+    func,
+    inspect,
+    select,
+    update,
+)
 
 from ..errors import ColumnBindingError
 from .cursor import after
 
-__all__ = ["EncryptColumnOp", "DecryptColumnOp", "rewriter", "shadow_name"]
+__all__ = ["DecryptColumnOp", "EncryptColumnOp", "rewriter", "shadow_name"]
 
 log = logging.getLogger("sealstore.migrations")
 
@@ -115,7 +125,9 @@ class DecryptColumnOp(MigrateOperation):
         commit_batches: bool = True,
     ) -> None:
         if plain_type is None:
-            raise ValueError("decrypt_column() needs plain_type= (the column's new type)")
+            raise ValueError(
+                "decrypt_column() needs plain_type= (the column's new type)"
+            )
         self.table_name = table_name
         self.column_name = column_name
         self.type_ = _encrypted(type_)
@@ -125,10 +137,14 @@ class DecryptColumnOp(MigrateOperation):
         self.commit_batches = commit_batches
 
     @classmethod
-    def decrypt_column(cls, operations, table_name, column_name, type_, *, plain_type, **kw):
+    def decrypt_column(
+        cls, operations, table_name, column_name, type_, *, plain_type, **kw
+    ):
         """``op.decrypt_column(table, column, EncryptedString(11), plain_type=sa.String(11))``:
         the reverse of ``encrypt_column``."""
-        return operations.invoke(cls(table_name, column_name, type_, plain_type=plain_type, **kw))
+        return operations.invoke(
+            cls(table_name, column_name, type_, plain_type=plain_type, **kw)
+        )
 
     def reverse(self) -> EncryptColumnOp:
         return EncryptColumnOp(
@@ -168,24 +184,34 @@ class _Converter:
         insp = inspect(conn)
         cols = {c["name"]: c for c in insp.get_columns(op.table_name, schema=op.schema)}
         name, shadow = op.column_name, self.shadow
-        if name not in cols and shadow in cols:  # interrupted after the drop: finish the swap
+        if (
+            name not in cols and shadow in cols
+        ):  # interrupted after the drop: finish the swap
             self._swap(None)
             return
         if name not in cols:
             raise ColumnBindingError(f"table {op.table_name} has no column {name}")
         original = cols[name]
-        pk = insp.get_pk_constraint(op.table_name, schema=op.schema)["constrained_columns"]
+        pk = insp.get_pk_constraint(op.table_name, schema=op.schema)[
+            "constrained_columns"
+        ]
         if not pk:
-            raise ColumnBindingError(f"table {op.table_name} has no primary key to paginate on")
+            raise ColumnBindingError(
+                f"table {op.table_name} has no primary key to paginate on"
+            )
         if shadow not in cols:
             operations.add_column(
-                op.table_name, Column(shadow, self.shadow_type, nullable=True), schema=op.schema
+                op.table_name,
+                Column(shadow, self.shadow_type, nullable=True),
+                schema=op.schema,
             )
         table = Table(
             op.table_name,
             MetaData(),
             *[Column(n, cols[n]["type"], primary_key=True) for n in pk],
-            Column(name, self.read_type if self.read_type is not None else original["type"]),
+            Column(
+                name, self.read_type if self.read_type is not None else original["type"]
+            ),
             Column(shadow, _raw(self.shadow_type)),
             schema=op.schema,
         )
@@ -204,7 +230,10 @@ class _Converter:
         key = {f"k{i}": c for i, c in enumerate(pk_cols)}
         stmt = (
             update(table)
-            .where(*[c == bindparam(k, type_=c.type) for k, c in key.items()], shadow.is_(None))
+            .where(
+                *[c == bindparam(k, type_=c.type) for k, c in key.items()],
+                shadow.is_(None),
+            )
             .values({shadow: bindparam("v", type_=shadow.type)})
         )
         cursor, done = None, 0
@@ -212,7 +241,12 @@ class _Converter:
             cond = [col.is_not(None), shadow.is_(None)]
             if cursor is not None:
                 cond.append(after(pk_cols, cursor))
-            q = select(*pk_cols, col).where(and_(*cond)).order_by(*pk_cols).limit(op.batch_size)
+            q = (
+                select(*pk_cols, col)
+                .where(and_(*cond))
+                .order_by(*pk_cols)
+                .limit(op.batch_size)
+            )
             if per_batch_commit:
                 conn.exec_driver_sql("BEGIN")
             try:
@@ -238,23 +272,36 @@ class _Converter:
             done += len(rows)
             cursor = tuple(rows[-1][: len(pk_cols)])
         left = conn.execute(
-            select(func.count()).select_from(table).where(col.is_not(None), shadow.is_(None))
+            select(func.count())
+            .select_from(table)
+            .where(col.is_not(None), shadow.is_(None))
         ).scalar_one()
         if left:
             raise RuntimeError(
                 f"{left} rows of {op.table_name}.{op.column_name} were written during the "
                 "conversion and have no converted value; run the migration again"
             )
-        log.info("%s %s.%s: %d values converted", type(op).__name__, op.table_name, op.column_name, done)
+        log.info(
+            "%s %s.%s: %d values converted",
+            type(op).__name__,
+            op.table_name,
+            op.column_name,
+            done,
+        )
 
     def _swap(self, nullable) -> None:
         op = self.op
         kw = {} if nullable is None else {"nullable": nullable}
-        with self.operations.batch_alter_table(op.table_name, schema=op.schema) as batch:
+        with self.operations.batch_alter_table(
+            op.table_name, schema=op.schema
+        ) as batch:
             if nullable is not None:
                 batch.drop_column(op.column_name)
             batch.alter_column(
-                self.shadow, new_column_name=op.column_name, existing_type=_raw(self.shadow_type), **kw
+                self.shadow,
+                new_column_name=op.column_name,
+                existing_type=_raw(self.shadow_type),
+                **kw,
             )
 
 
@@ -282,7 +329,10 @@ def _open_rows(bound, items):
     keyring = get_keyring(bound.keyring_name)
     decode = bound.codec.decode
     if not bound.bind_row:
-        return [decode(p) for p in keyring.open_many([bytes(v) for _, v in items], bound.context())]
+        return [
+            decode(p)
+            for p in keyring.open_many([bytes(v) for _, v in items], bound.context())
+        ]
     return [decode(keyring.open(bytes(v), bound.context(pk))) for pk, v in items]
 
 
@@ -296,7 +346,11 @@ def _encrypt_column(operations, op: EncryptColumnOp) -> None:
 @Operations.implementation_for(DecryptColumnOp)
 def _decrypt_column(operations, op: DecryptColumnOp) -> None:
     _Converter(
-        operations, op, shadow_type=op.plain_type, read_type=LargeBinary(), write=_open_rows
+        operations,
+        op,
+        shadow_type=op.plain_type,
+        read_type=LargeBinary(),
+        write=_open_rows,
     ).run()
 
 
@@ -316,11 +370,18 @@ def _alter_column(context, revision, op):
     new_enc, old_enc = isinstance(new, EncryptedType), isinstance(old, EncryptedType)
     if new_enc == old_enc:
         return op
-    common = dict(schema=op.schema)
     if new_enc:
-        out = [EncryptColumnOp(op.table_name, op.column_name, new, plain_type=old, **common)]
+        out = [
+            EncryptColumnOp(
+                op.table_name, op.column_name, new, plain_type=old, schema=op.schema
+            )
+        ]
     else:
-        out = [DecryptColumnOp(op.table_name, op.column_name, old, plain_type=new, **common)]
+        out = [
+            DecryptColumnOp(
+                op.table_name, op.column_name, old, plain_type=new, schema=op.schema
+            )
+        ]
     if op.modify_nullable is not None or op.modify_name is not None:
         op.modify_type = None  # keep the other changes as a plain alter_column
         out.append(op)
@@ -333,8 +394,14 @@ def _render(name: str, autogen_context, op) -> str:
     imports = autogen_context.imports
     if imports is not None:
         imports.add("import sealstore.adapters.sqlalchemy")
-        imports.add("import sealstore.migrations.ops  # noqa: F401  (op.encrypt_column)")
-    args = [repr(op.table_name), repr(op.column_name), _repr_type(op.type_, autogen_context)]
+        imports.add(
+            "import sealstore.migrations.ops  # noqa: F401  (op.encrypt_column)"
+        )
+    args = [
+        repr(op.table_name),
+        repr(op.column_name),
+        _repr_type(op.type_, autogen_context),
+    ]
     if op.plain_type is not None:
         args.append(f"plain_type={_repr_type(op.plain_type, autogen_context)}")
     if op.schema is not None:

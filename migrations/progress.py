@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 import time
 
-__all__ = ["LogProgress", "BarProgress", "make_progress"]
+__all__ = ["BarProgress", "LogProgress", "make_progress"]
 
 
 def _eta(done: int, total: int | None, rate: float) -> str:
@@ -26,7 +26,9 @@ def _eta(done: int, total: int | None, rate: float) -> str:
 class LogProgress:
     """Plain lines: ``label: done/total rows (pct), rate rows/s, ETA h:mm:ss``."""
 
-    def __init__(self, stream=None, interval: float = 5.0, clock=time.monotonic) -> None:
+    def __init__(
+        self, stream=None, interval: float = 5.0, clock=time.monotonic
+    ) -> None:
         self.stream = stream if stream is not None else sys.stderr
         self.interval = interval
         self.clock = clock
@@ -43,7 +45,9 @@ class LogProgress:
         self._started = False
 
     def update(self, done: int) -> None:
-        if not self._started:  # the first figure may come from a job other workers began
+        if (
+            not self._started
+        ):  # the first figure may come from a job other workers began
             self._started = True
             self._done0 = done
         self.done = done
@@ -61,7 +65,11 @@ class LogProgress:
         else:
             size = f"{self.done} rows"
         eta = _eta(self.done, self.total, rate)
-        print(f"{self.label}: {size}, {rate:,.0f} rows/s, ETA {eta}", file=self.stream, flush=True)
+        print(
+            f"{self.label}: {size}, {rate:,.0f} rows/s, ETA {eta}",
+            file=self.stream,
+            flush=True,
+        )
 
     def finish(self) -> None:
         self._line(self.clock())

@@ -33,7 +33,9 @@ class ReindexTask:
 
     def __init__(self, spec: IndexSpec) -> None:
         if spec.source.type is None:
-            raise TypeError("re-indexing needs the source column's sealstore type (use models)")
+            raise TypeError(
+                "re-indexing needs the source column's sealstore type (use models)"
+            )
         self.spec = spec
         self.source = spec.source
         self.table = spec.source.sql_table(spec.column)
@@ -51,12 +53,19 @@ class ReindexTask:
     def _stale(self, key_id: int):
         src, idx = self.src, self.idx
         return or_(
-            and_(src.is_not(None), or_(idx.is_(None), key_id_sql(idx, 0) != key_id_bytes(key_id))),
+            and_(
+                src.is_not(None),
+                or_(idx.is_(None), key_id_sql(idx, 0) != key_id_bytes(key_id)),
+            ),
             and_(src.is_(None), idx.is_not(None)),
         )
 
     def count_stale(self, conn: Connection) -> int:
-        q = select(func.count()).select_from(self.table).where(self._stale(self.target_key_id()))
+        q = (
+            select(func.count())
+            .select_from(self.table)
+            .where(self._stale(self.target_key_id()))
+        )
         return conn.execute(q).scalar_one()
 
     def _read(self, conn, where, *, lock: bool = False) -> list[tuple]:
@@ -66,7 +75,11 @@ class ReindexTask:
             q = q.with_for_update()
         rows = conn.execute(q).all()
         return [
-            (tuple(r[:n]), None if r[n] is None else bytes(r[n]), None if r[n + 1] is None else bytes(r[n + 1]))
+            (
+                tuple(r[:n]),
+                None if r[n] is None else bytes(r[n]),
+                None if r[n + 1] is None else bytes(r[n + 1]),
+            )
             for r in rows
         ]
 
@@ -81,7 +94,9 @@ class ReindexTask:
                 out.append((pk, (src, idx), None))
                 continue
             try:
-                value = decode(keyring.open(src, source.context_of(pk), allow_retired=True))
+                value = decode(
+                    keyring.open(src, source.context_of(pk), allow_retired=True)
+                )
             except SealstoreError as exc:
                 stats.failed += 1
                 key_id = int.from_bytes(src[2:6], "big") if len(src) >= 6 else None
@@ -91,7 +106,9 @@ class ReindexTask:
             out.append((pk, (src, idx), index_type.compute(value)))
         return out
 
-    def process(self, conn, lo, hi, stats: BatchStats, *, emit=None, profile=None) -> None:
+    def process(
+        self, conn, lo, hi, stats: BatchStats, *, emit=None, profile=None
+    ) -> None:
         clock = time.perf_counter
         t0 = clock()
         target = self.target_key_id()
@@ -124,7 +141,9 @@ class ReindexTask:
 def as_index_specs(indexes) -> list[IndexSpec]:
     if isinstance(indexes, IndexSpec):
         return [indexes]
-    if isinstance(indexes, (list, tuple)) and all(isinstance(i, IndexSpec) for i in indexes):
+    if isinstance(indexes, (list, tuple)) and all(
+        isinstance(i, IndexSpec) for i in indexes
+    ):
         return list(indexes)
     return specs_from_metadata(indexes)[1]
 
@@ -149,15 +168,24 @@ def reindex(
                 total = task.count_stale(conn)
             results.append(
                 WorkerResult(
-                    task.name, None, task.target_key_id(), "dry-run",
-                    total_estimate=total, remaining=total, dry_run=True,
-                )  # fmt: skip
+                    task.name,
+                    None,
+                    task.target_key_id(),
+                    "dry-run",
+                    total_estimate=total,
+                    remaining=total,
+                    dry_run=True,
+                )
             )
             continue
         results.append(
             worker.run(
-                engine, task, batch_size=batch_size, worker_id=worker_id, progress=progress,
+                engine,
+                task,
+                batch_size=batch_size,
+                worker_id=worker_id,
+                progress=progress,
                 on_event=on_event,
-            )  # fmt: skip
+            )
         )
     return results

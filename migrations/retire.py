@@ -13,16 +13,16 @@ from datetime import datetime, timezone
 from sqlalchemy import delete, insert, inspect, select
 from sqlalchemy.engine import Engine
 
-from .schema import S3_PREFIXES_TABLE, sealstore_s3_prefixes
 from .keystatus import Reference, references
+from .schema import S3_PREFIXES_TABLE, sealstore_s3_prefixes
 
 __all__ = [
-    "find_references",
-    "s3_references",
-    "register_s3_prefix",
-    "unregister_s3_prefix",
-    "registered_s3_prefixes",
     "describe",
+    "find_references",
+    "register_s3_prefix",
+    "registered_s3_prefixes",
+    "s3_references",
+    "unregister_s3_prefix",
 ]
 
 
@@ -31,17 +31,23 @@ def register_s3_prefix(engine: Engine, url: str) -> None:
     _parse(url)
     with engine.begin() as conn:
         exists = conn.execute(
-            select(sealstore_s3_prefixes.c.url).where(sealstore_s3_prefixes.c.url == url)
+            select(sealstore_s3_prefixes.c.url).where(
+                sealstore_s3_prefixes.c.url == url
+            )
         ).first()
         if exists is None:
             conn.execute(
-                insert(sealstore_s3_prefixes).values(url=url, registered_at=datetime.now(timezone.utc))
+                insert(sealstore_s3_prefixes).values(
+                    url=url, registered_at=datetime.now(timezone.utc)
+                )
             )
 
 
 def unregister_s3_prefix(engine: Engine, url: str) -> None:
     with engine.begin() as conn:
-        conn.execute(delete(sealstore_s3_prefixes).where(sealstore_s3_prefixes.c.url == url))
+        conn.execute(
+            delete(sealstore_s3_prefixes).where(sealstore_s3_prefixes.c.url == url)
+        )
 
 
 def registered_s3_prefixes(engine: Engine) -> list[str]:
@@ -50,7 +56,11 @@ def registered_s3_prefixes(engine: Engine) -> list[str]:
         if not inspect(conn).has_table(S3_PREFIXES_TABLE):
             return []
         return list(
-            conn.execute(select(sealstore_s3_prefixes.c.url).order_by(sealstore_s3_prefixes.c.url)).scalars()
+            conn.execute(
+                select(sealstore_s3_prefixes.c.url).order_by(
+                    sealstore_s3_prefixes.c.url
+                )
+            ).scalars()
         )
 
 
@@ -76,7 +86,9 @@ def _object_key_id(client, bucket: str, key: str) -> int | None:
             pass
     if head.get("ContentLength", 0) < HEADER_SIZE:
         return None
-    body = client.get_object(Bucket=bucket, Key=key, Range=f"bytes=0-{HEADER_SIZE - 1}")["Body"].read()
+    body = client.get_object(
+        Bucket=bucket, Key=key, Range=f"bytes=0-{HEADER_SIZE - 1}"
+    )["Body"].read()
     try:
         return parse_object_header(body).key_id
     except (NotSealedObject, MalformedObject):
@@ -88,14 +100,18 @@ def s3_references(client, url: str, key_id: int) -> int:
     plain boto3 S3 client)."""
     bucket, prefix = _parse(url)
     count = 0
-    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+    for page in client.get_paginator("list_objects_v2").paginate(
+        Bucket=bucket, Prefix=prefix
+    ):
         for obj in page.get("Contents", []):
             if _object_key_id(client, bucket, obj["Key"]) == key_id:
                 count += 1
     return count
 
 
-def find_references(engine: Engine | None, specs, key_id: int, *, s3_client=None, s3_urls=()) -> list[Reference]:
+def find_references(
+    engine: Engine | None, specs, key_id: int, *, s3_client=None, s3_urls=()
+) -> list[Reference]:
     """Everything that still names ``key_id``: columns of ``specs`` (rows), and objects under
     ``s3_urls`` plus the registered prefixes of ``engine`` (needs ``s3_client``)."""
     found: list[Reference] = []
@@ -104,7 +120,9 @@ def find_references(engine: Engine | None, specs, key_id: int, *, s3_client=None
         found += references(engine, specs, key_id)
         urls += [u for u in registered_s3_prefixes(engine) if u not in urls]
     if urls and s3_client is None:
-        raise ValueError("S3 prefixes are registered: an S3 client is needed to check them")
+        raise ValueError(
+            "S3 prefixes are registered: an S3 client is needed to check them"
+        )
     for url in urls:
         n = s3_references(s3_client, url, key_id)
         if n:

@@ -24,15 +24,19 @@ from .cursor import in_range
 from .spec import ColumnSpec, specs_from_metadata
 from .worker import BatchStats, WorkerResult
 
-__all__ = ["ResealTask", "rotate", "key_id_sql", "as_column_specs"]
+__all__ = ["ResealTask", "as_column_specs", "key_id_sql", "rotate"]
 
-_ROUNDS = 4  # re-read and retry rows a concurrent writer changed this many times per batch
+_ROUNDS = (
+    4  # re-read and retry rows a concurrent writer changed this many times per batch
+)
 _KID = struct.Struct(">I")
 
 
 def key_id_sql(col, offset: int = KEY_ID_OFFSET):
     """SQL for the 4 key-id bytes of a stored value: ``substr(col, offset + 1, 4)``."""
-    return func.substr(col, literal_column(str(offset + 1)), literal_column(str(KEY_ID_SIZE)))
+    return func.substr(
+        col, literal_column(str(offset + 1)), literal_column(str(KEY_ID_SIZE))
+    )
 
 
 def key_id_bytes(key_id: int) -> bytes:
@@ -78,7 +82,11 @@ class ResealTask:
 
     def count_stale(self, conn: Connection) -> int:
         """Non-NULL values whose key id is not the primary's (computed in SQL)."""
-        q = select(func.count()).select_from(self.table).where(self._stale(self.target_key_id()))
+        q = (
+            select(func.count())
+            .select_from(self.table)
+            .where(self._stale(self.target_key_id()))
+        )
         return conn.execute(q).scalar_one()
 
     def stale_by_key(self, conn: Connection) -> dict[int | None, int]:
@@ -134,9 +142,13 @@ class ResealTask:
         rows = conn.execute(q).all()
         if n == 1:
             return [((k,), v if type(v) is bytes else bytes(v)) for k, v in rows]
-        return [(tuple(r[:n]), r[n] if type(r[n]) is bytes else bytes(r[n])) for r in rows]
+        return [
+            (tuple(r[:n]), r[n] if type(r[n]) is bytes else bytes(r[n])) for r in rows
+        ]
 
-    def process(self, conn, lo, hi, stats: BatchStats, *, emit=None, profile=None) -> None:
+    def process(
+        self, conn, lo, hi, stats: BatchStats, *, emit=None, profile=None
+    ) -> None:
         """Re-seal the stale values of ``lo < pk <= hi`` (inside the caller's transaction)."""
         import time
 
@@ -157,7 +169,9 @@ class ResealTask:
             t3 = clock()
             if emit is not None:
                 emit("sealed", count=len(rows))
-            missed = compare_and_swap(conn, self.table, self.pk_cols, self.col, [self.col], rows)
+            missed = compare_and_swap(
+                conn, self.table, self.pk_cols, self.col, [self.col], rows
+            )
             t_crypto += t3 - t2
             t_write += clock() - t3
             stats.resealed += len(rows) - len(missed)
@@ -165,7 +179,11 @@ class ResealTask:
             if not missed:
                 break
             keys = [rows[i][0] for i in missed]
-            todo = [(pk, v) for pk, v in self._reread(conn, keys) if v[KEY_ID_OFFSET:KEY_ID_OFFSET + KEY_ID_SIZE] != kb]
+            todo = [
+                (pk, v)
+                for pk, v in self._reread(conn, keys)
+                if v[KEY_ID_OFFSET : KEY_ID_OFFSET + KEY_ID_SIZE] != kb
+            ]
         if profile is not None:
             profile["read"] = profile.get("read", 0.0) + t1 - t0
             profile["crypto"] = profile.get("crypto", 0.0) + t_crypto
@@ -208,15 +226,26 @@ def rotate(
             total = sum(by_key.values())
             results.append(
                 WorkerResult(
-                    task.name, None, task.target_key_id(), "dry-run",
-                    total_estimate=total, remaining=total, dry_run=True, by_key=by_key,
-                )  # fmt: skip
+                    task.name,
+                    None,
+                    task.target_key_id(),
+                    "dry-run",
+                    total_estimate=total,
+                    remaining=total,
+                    dry_run=True,
+                    by_key=by_key,
+                )
             )
             continue
         results.append(
             worker.run(
-                engine, task, batch_size=batch_size, worker_id=worker_id, progress=progress,
-                on_event=on_event, profile=profile,
-            )  # fmt: skip
+                engine,
+                task,
+                batch_size=batch_size,
+                worker_id=worker_id,
+                progress=progress,
+                on_event=on_event,
+                profile=profile,
+            )
         )
     return results

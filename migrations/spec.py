@@ -12,8 +12,9 @@ An :class:`IndexSpec` names a blind-index column and its source :class:`ColumnSp
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from sqlalchemy import Column, LargeBinary, MetaData, Table, inspect
 from sqlalchemy.engine import Connection, Engine
@@ -23,7 +24,7 @@ from ..errors import ColumnBindingError
 from ..format import column_context
 from ..keyring import Keyring, get_keyring
 
-__all__ = ["ColumnSpec", "IndexSpec", "specs_from_metadata", "select_specs"]
+__all__ = ["ColumnSpec", "IndexSpec", "select_specs", "specs_from_metadata"]
 
 ContextFn = Callable[[Any], bytes]
 
@@ -55,7 +56,11 @@ class ColumnSpec:
         return f"{prefix}{self.table}.{self.column}"
 
     def get_keyring(self) -> Keyring:
-        return self.keyring if isinstance(self.keyring, Keyring) else get_keyring(self.keyring)
+        return (
+            self.keyring
+            if isinstance(self.keyring, Keyring)
+            else get_keyring(self.keyring)
+        )
 
     def context_of(self, row: tuple | None) -> bytes:
         """The context of the value in row ``row`` (ignored unless row-bound)."""
@@ -67,7 +72,9 @@ class ColumnSpec:
         key = extra
         table = self._sql.get(key)
         if table is None:
-            cols = [Column(n, t, primary_key=True) for n, t in zip(self.pk, self.pk_types)]
+            cols = [
+                Column(n, t, primary_key=True) for n, t in zip(self.pk, self.pk_types)
+            ]
             for name in (self.column, *extra):
                 if name not in self.pk:
                     cols.append(Column(name, LargeBinary))
@@ -86,7 +93,9 @@ class ColumnSpec:
         table = column.table
         pk = tuple(table.primary_key.columns)
         if not pk:
-            raise ColumnBindingError(f"table {table.name} has no primary key to paginate on")
+            raise ColumnBindingError(
+                f"table {table.name} has no primary key to paginate on"
+            )
         return cls(
             table=table.name,  # SQL name; the context comes from the type
             column=column.name,
@@ -211,6 +220,7 @@ def select_specs(specs, table: str | None = None, column: str | None = None) -> 
     out = [
         s
         for s in specs
-        if (table is None or s.table == table) and (column is None or s.column == column)
+        if (table is None or s.table == table)
+        and (column is None or s.column == column)
     ]
     return out

@@ -53,7 +53,9 @@ def _key_id(value: bytes) -> int | None:
     return _KID.unpack(chunk)[0] if len(chunk) == KEY_ID_SIZE else None
 
 
-def _verify_column(engine, spec: ColumnSpec, batch_size, progress, max_failures) -> VerifyResult:
+def _verify_column(
+    engine, spec: ColumnSpec, batch_size, progress, max_failures
+) -> VerifyResult:
     result = VerifyResult(spec.name)
     keyring = spec.get_keyring()
     table = spec.sql_table()

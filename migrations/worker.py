@@ -14,8 +14,8 @@ import logging
 import os
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from sqlalchemy import inspect
 from sqlalchemy.engine import Engine
@@ -46,7 +46,9 @@ class BatchStats:
     conflicted: int = 0
     failed: int = 0
     sealed: int = 0
-    failures: list = field(default_factory=list)  # [(primary key, key id or None, error name)]
+    failures: list = field(
+        default_factory=list
+    )  # [(primary key, key id or None, error name)]
 
 
 @dataclass
@@ -89,7 +91,9 @@ def _retrying(fn, what: str):
             if not transient or attempt == _RETRIES - 1:
                 raise
             delay = min(2.0, 0.05 * 2**attempt)
-            log.warning("%s: %s; retrying in %.2fs", what, type(exc.orig).__name__, delay)
+            log.warning(
+                "%s: %s; retrying in %.2fs", what, type(exc.orig).__name__, delay
+            )
             time.sleep(delay)
 
 
@@ -127,7 +131,9 @@ def run(
         engine, task.kind, task.table_name, task.column_name, target, batch_size,
         estimate=task.count_stale,
     )  # fmt: skip
-    result = WorkerResult(task.name, job.job_id, target, job.status, total_estimate=job.total_estimate)
+    result = WorkerResult(
+        task.name, job.job_id, target, job.status, total_estimate=job.total_estimate
+    )
     emit("joined", job=job, created=created)
     log.info(
         "%s %s: job %d (%s), target key %08x, about %s values to rewrite",

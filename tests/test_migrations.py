@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import textwrap
 from pathlib import Path
 
 import alembic
@@ -20,7 +19,7 @@ from sealstore.format import HEADER_SIZE, KEY_ID_OFFSET, column_context
 from sealstore.keyring import Keyring, forget_keyring, use_keyring
 from sealstore.migrations import schema
 
-ENV_PY = '''
+ENV_PY = """
 from alembic import context
 from sqlalchemy import create_engine
 from sealstore.migrations.ops import rewriter
@@ -39,7 +38,7 @@ try:
             context.run_migrations()
 finally:
     engine.dispose()
-'''
+"""
 
 USERS_REV = '''
 """users table"""
@@ -100,12 +99,16 @@ def alembic_env(tmp_path, sql_engine):
     root = tmp_path / "alembic"
     (root / "versions").mkdir(parents=True)
     (root / "env.py").write_text(ENV_PY)
-    template = os.path.join(os.path.dirname(alembic.__file__), "templates/generic/script.py.mako")
+    template = os.path.join(
+        os.path.dirname(alembic.__file__), "templates/generic/script.py.mako"
+    )
     (root / "script.py.mako").write_text(Path(template).read_text())
     cfg = Config()
     cfg.set_main_option("script_location", str(root))
     cfg.set_main_option("path_separator", "space")
-    cfg.set_main_option("version_locations", f"{root / 'versions'} sealstore.migrations:versions")
+    cfg.set_main_option(
+        "version_locations", f"{root / 'versions'} sealstore.migrations:versions"
+    )
     url = sql_engine.url.render_as_string(hide_password=False)
     cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
     yield cfg, sql_engine, root / "versions"
@@ -120,9 +123,16 @@ def tables(engine) -> set[str]:
 def test_shipped_revisions_upgrade_and_downgrade(alembic_env):
     cfg, engine, _ = alembic_env
     command.upgrade(cfg, "sealstore@head")
-    ours = {"sealstore_keys", "sealstore_jobs", "sealstore_job_batches", "sealstore_s3_prefixes"}
+    ours = {
+        "sealstore_keys",
+        "sealstore_jobs",
+        "sealstore_job_batches",
+        "sealstore_s3_prefixes",
+    }
     assert ours <= tables(engine)
-    with engine.connect() as conn:  # the revisions create exactly the tables the code defines
+    with (
+        engine.connect() as conn
+    ):  # the revisions create exactly the tables the code defines
         diffs = compare_metadata(MigrationContext.configure(conn), schema.metadata)
     assert diffs == []
     command.downgrade(cfg, "sealstore@-2")
@@ -139,13 +149,18 @@ def test_registry_table_is_the_key_source_table():
     from sealstore.registry import sealstore_keys
 
     mirrored = schema.metadata.tables["sealstore_keys"]
-    assert [(c.name, type(c.type), c.nullable, c.primary_key) for c in mirrored.columns] == [
-        (c.name, type(c.type), c.nullable, c.primary_key) for c in sealstore_keys.columns
+    assert [
+        (c.name, type(c.type), c.nullable, c.primary_key) for c in mirrored.columns
+    ] == [
+        (c.name, type(c.type), c.nullable, c.primary_key)
+        for c in sealstore_keys.columns
     ]
 
 
 def _insert_users(engine, n: int) -> dict[int, str | None]:
-    values = {i: (None if i % 5 == 0 else f"{i:03d}-45-{i:04d}") for i in range(1, n + 1)}
+    values = {
+        i: (None if i % 5 == 0 else f"{i:03d}-45-{i:04d}") for i in range(1, n + 1)
+    }
     with engine.begin() as conn:
         conn.execute(
             sa.text("INSERT INTO users (id, ssn) VALUES (:id, :ssn)"),
@@ -164,7 +179,9 @@ def test_encrypt_column_in_place_and_back(alembic_env, keyring):
     (versions / "app_0001.py").write_text(USERS_REV)
     (versions / "app_0002.py").write_text(ENCRYPT_REV)
     command.upgrade(cfg, "app_0001")
-    assert "sealstore_keys" in tables(engine)  # depends_on pulled the sealstore branch in
+    assert "sealstore_keys" in tables(
+        engine
+    )  # depends_on pulled the sealstore branch in
     values = _insert_users(engine, 40)
 
     command.upgrade(cfg, "app@head")
@@ -179,7 +196,9 @@ def test_encrypt_column_in_place_and_back(alembic_env, keyring):
             continue
         sealed = bytes(raw[pk])
         assert plain.encode() not in sealed
-        assert sealed[KEY_ID_OFFSET : KEY_ID_OFFSET + 4] == keyring.primary.key_id.to_bytes(4, "big")
+        assert sealed[
+            KEY_ID_OFFSET : KEY_ID_OFFSET + 4
+        ] == keyring.primary.key_id.to_bytes(4, "big")
         assert keyring.open(sealed, ctx) == plain.encode()  # sealed once, for users.ssn
     # the application's model reads the converted column
     users = sa.Table("users", sa.MetaData(), sa.Column("id", sa.Integer, primary_key=True),
@@ -215,12 +234,22 @@ def test_encrypt_column_resumes_after_interruption(alembic_env, keyring, monkeyp
         command.upgrade(cfg, "app@head")
     monkeypatch.setattr(Keyring, "seal_many", real)
     cols = {c["name"] for c in sa.inspect(engine).get_columns("users")}
-    assert cols == {"id", "ssn", "_ss_ssn"}  # the shadow column and two batches survived
+    assert cols == {
+        "id",
+        "ssn",
+        "_ss_ssn",
+    }  # the shadow column and two batches survived
     with engine.connect() as conn:
-        done = conn.execute(sa.text("SELECT count(*) FROM users WHERE _ss_ssn IS NOT NULL")).scalar()
+        done = conn.execute(
+            sa.text("SELECT count(*) FROM users WHERE _ss_ssn IS NOT NULL")
+        ).scalar()
     assert done == 14  # two committed batches of 7
     with engine.connect() as conn:
-        kept = dict(conn.execute(sa.text("SELECT id, _ss_ssn FROM users WHERE _ss_ssn IS NOT NULL")).all())
+        kept = dict(
+            conn.execute(
+                sa.text("SELECT id, _ss_ssn FROM users WHERE _ss_ssn IS NOT NULL")
+            ).all()
+        )
 
     command.upgrade(cfg, "app@head")  # the same migration again: resumes
     raw = _raw(engine)
@@ -230,7 +259,10 @@ def test_encrypt_column_resumes_after_interruption(alembic_env, keyring, monkeyp
             assert raw[pk] is None
         else:
             assert keyring.open(bytes(raw[pk]), ctx) == plain.encode()
-    for pk, sealed in kept.items():  # values converted before the interruption were kept
+    for (
+        pk,
+        sealed,
+    ) in kept.items():  # values converted before the interruption were kept
         assert bytes(raw[pk]) == bytes(sealed)
     command.downgrade(cfg, "base")
 
@@ -247,12 +279,20 @@ def test_autogenerate_writes_encrypt_and_decrypt_ops(alembic_env, keyring):
     for t in schema.metadata.tables.values():
         t.to_metadata(target)
     cfg.attributes["target_metadata"] = target
-    script = command.revision(cfg, "encrypt ssn", autogenerate=True, head="app@head", rev_id="app_0002")
+    script = command.revision(
+        cfg, "encrypt ssn", autogenerate=True, head="app@head", rev_id="app_0002"
+    )
     text = Path(script.path).read_text()
     upgrade = text.split("def upgrade")[1].split("def downgrade")[0]
     downgrade = text.split("def downgrade")[1]
-    assert "op.encrypt_column('users', 'ssn', sealstore.adapters.sqlalchemy.EncryptedString(11)" in upgrade
-    assert "op.decrypt_column('users', 'ssn', sealstore.adapters.sqlalchemy.EncryptedString(11)" in downgrade
+    assert (
+        "op.encrypt_column('users', 'ssn', sealstore.adapters.sqlalchemy.EncryptedString(11)"
+        in upgrade
+    )
+    assert (
+        "op.decrypt_column('users', 'ssn', sealstore.adapters.sqlalchemy.EncryptedString(11)"
+        in downgrade
+    )
     assert re.search(r"plain_type=(sa|mysql)\.VARCHAR\(length=11\)\)", downgrade)
     assert "alter_column" not in text
     assert "import sealstore.adapters.sqlalchemy" in text
@@ -260,7 +300,8 @@ def test_autogenerate_writes_encrypt_and_decrypt_ops(alembic_env, keyring):
     command.upgrade(cfg, "app@head")  # the generated file runs
     raw = _raw(engine)
     assert all(
-        (v is None and raw[k] is None) or keyring.open(bytes(raw[k]), column_context("users", "ssn")) == v.encode()
+        (v is None and raw[k] is None)
+        or keyring.open(bytes(raw[k]), column_context("users", "ssn")) == v.encode()
         for k, v in values.items()
     )
     command.downgrade(cfg, "app_0001")

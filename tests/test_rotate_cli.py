@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import re
 import sys
-import textwrap
 import uuid
 
 import pytest
@@ -16,7 +15,7 @@ from sealstore.config import load_config
 from sealstore.keyring import forget_keyring, use_keyring
 from sealstore.migrations.schema import create_tables, drop_tables
 
-MODELS = '''
+MODELS = """
 import sqlalchemy as sa
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sealstore.adapters.sqlalchemy import BlindIndex, EncryptedString
@@ -31,7 +30,7 @@ class Person(Base):
     id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
     email: Mapped[str | None] = mapped_column(EncryptedString(100))
     email_index: Mapped[bytes | None] = mapped_column(BlindIndex("email"), index=True)
-'''
+"""
 
 
 @pytest.fixture
@@ -47,7 +46,9 @@ def app(tmp_path, monkeypatch, sql_engine):
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     for name, keys in (("main.json", "keys.json"), ("index.json", "index-keys.json")):
-        (tmp_path / name).write_text(json.dumps({"key_source": {"type": "file", "path": str(tmp_path / keys)}}))
+        (tmp_path / name).write_text(
+            json.dumps({"key_source": {"type": "file", "path": str(tmp_path / keys)}})
+        )
     assert main(["--config", "main.json", "keys", "init"]) == 0
     assert main(["--config", "index.json", "keys", "init"]) == 0
     url = sql_engine.url.render_as_string(hide_password=False)
@@ -55,13 +56,15 @@ def app(tmp_path, monkeypatch, sql_engine):
     class App:
         engine = sql_engine
         models = __import__(module)
-        cols = ["--db", url, "--models", module]
+        cols = ("--db", url, "--models", module)
 
         @staticmethod
         def keyrings():
             """Register the current keyrings (the CLI closes the ones it loads)."""
             main_kr = use_keyring(load_config(tmp_path / "main.json").load_keyring())
-            index_kr = use_keyring(load_config(tmp_path / "index.json").load_keyring(), "index")
+            index_kr = use_keyring(
+                load_config(tmp_path / "index.json").load_keyring(), "index"
+            )
             return main_kr, index_kr
 
     App.models.Base.metadata.create_all(sql_engine)
@@ -103,38 +106,79 @@ def test_status_rotate_verify_retire(app, capsys):
     assert ["cli_people.email", "NULL", "-", "5"] in rows
     assert "no running jobs" in out
 
-    code, _, err = cli(capsys, "--config", "main.json", "keys", "retire", old, *app.cols)
+    code, _, err = cli(
+        capsys, "--config", "main.json", "keys", "retire", old, *app.cols
+    )
     assert code == 1
-    assert f"refusing to retire key {old}: 45 values still use it (cli_people.email: 45 rows)" in err
+    assert (
+        f"refusing to retire key {old}: 45 values still use it (cli_people.email: 45 rows)"
+        in err
+    )
 
-    code, out, _ = cli(capsys, "--config", "main.json", "rotate", "--dry-run", *app.cols)
-    assert (code, out.strip()) == (0, f"cli_people.email: would re-seal 45 values ({old}: 45)")
+    code, out, _ = cli(
+        capsys, "--config", "main.json", "rotate", "--dry-run", *app.cols
+    )
+    assert (code, out.strip()) == (
+        0,
+        f"cli_people.email: would re-seal 45 values ({old}: 45)",
+    )
 
-    code, out, err = cli(capsys, "--config", "main.json", "rotate", "--progress", "log", "--batch-size", "8", *app.cols)
+    code, out, err = cli(
+        capsys,
+        "--config",
+        "main.json",
+        "rotate",
+        "--progress",
+        "log",
+        "--batch-size",
+        "8",
+        *app.cols,
+    )
     assert code == 0, err
-    assert re.search(r"cli_people\.email: job \d+ done; this worker re-sealed 45 values in 7 batches", out)
+    assert re.search(
+        r"cli_people\.email: job \d+ done; this worker re-sealed 45 values in 7 batches",
+        out,
+    )
     assert f"0 values not under {new}" in out
-    assert re.search(r"rotate cli_people\.email: 45/45 rows \(100\.0%\), [\d,]+ rows/s, ETA", err)
+    assert re.search(
+        r"rotate cli_people\.email: 45/45 rows \(100\.0%\), [\d,]+ rows/s, ETA", err
+    )
 
     code, out, _ = cli(capsys, "--config", "main.json", "status", "--json", *app.cols)
     doc = json.loads(out)
     (email,) = [c for c in doc["columns"] if c["column"] == "cli_people.email"]
-    assert (email["by_key"], email["nulls"], email["not_primary"], email["primary"]) == ({new: 45}, 5, 0, new)
+    assert (
+        email["by_key"],
+        email["nulls"],
+        email["not_primary"],
+        email["primary"],
+    ) == ({new: 45}, 5, 0, new)
 
     code, out, _ = cli(capsys, "--config", "main.json", "verify", *app.cols)
     assert (code, out.strip()) == (0, "cli_people.email: 45 values checked, 0 failed")
 
-    code, out, err = cli(capsys, "--config", "main.json", "keys", "retire", old, *app.cols)
+    code, out, err = cli(
+        capsys, "--config", "main.json", "keys", "retire", old, *app.cols
+    )
     assert code == 0, err
     assert f"key {old} retired; checked cli_people.email, cli_people.email_index" in out
     code, out, _ = cli(capsys, "--config", "main.json", "keys", "list", "--json")
-    assert {k["id"]: k["state"] for k in json.loads(out)} == {old: "retired", new: "primary"}
+    assert {k["id"]: k["state"] for k in json.loads(out)} == {
+        old: "retired",
+        new: "primary",
+    }
 
-    main_kr, _ = app.keyrings()
     with app.engine.begin() as conn:  # corrupt one stored value
-        raw = bytes(conn.execute(sa.text("SELECT email FROM cli_people WHERE id = 3")).scalar())
-        conn.execute(sa.text("UPDATE cli_people SET email = :v WHERE id = 3"), {"v": raw[:-1] + bytes([raw[-1] ^ 4])})
-    code, out, err = cli(capsys, "--config", "main.json", "verify", "--batch-size", "16", *app.cols)
+        raw = bytes(
+            conn.execute(sa.text("SELECT email FROM cli_people WHERE id = 3")).scalar()
+        )
+        conn.execute(
+            sa.text("UPDATE cli_people SET email = :v WHERE id = 3"),
+            {"v": raw[:-1] + bytes([raw[-1] ^ 4])},
+        )
+    code, out, err = cli(
+        capsys, "--config", "main.json", "verify", "--batch-size", "16", *app.cols
+    )
     assert code == 1
     assert "cli_people.email: 45 values checked, 1 failed" in out
     assert f"failed: cli_people.email row 3 (key {new}): InvalidTag" in out
@@ -146,9 +190,14 @@ def test_retire_force_says_what_breaks(app, capsys):
     add_people(app, 20)
     old = app.keyrings()[0].primary.id_hex
     cli(capsys, "--config", "main.json", "keys", "rotate")
-    code, out, err = cli(capsys, "--config", "main.json", "keys", "retire", old, "--force", *app.cols)
+    code, out, err = cli(
+        capsys, "--config", "main.json", "keys", "retire", old, "--force", *app.cols
+    )
     assert code == 0
-    assert f"--force: retiring key {old} while 18 values still use it (cli_people.email: 18 rows)" in err
+    assert (
+        f"--force: retiring key {old} while 18 values still use it (cli_people.email: 18 rows)"
+        in err
+    )
     assert "fail to open (KeyNotUsable: retired)" in err
     assert f"key {old} retired (forced)" in out
     code, _, err = cli(capsys, "--config", "main.json", "verify", *app.cols)
@@ -159,7 +208,9 @@ def test_retire_needs_something_to_check(app, capsys):
     old = app.keyrings()[0].primary.id_hex
     code, _, err = cli(capsys, "--config", "main.json", "keys", "retire", old)
     assert code == 2 and "nothing to check" in err
-    code, _, err = cli(capsys, "--config", "main.json", "keys", "retire", "xyz", *app.cols)
+    code, _, err = cli(
+        capsys, "--config", "main.json", "keys", "retire", "xyz", *app.cols
+    )
     assert code == 2 and "8 hex digits" in err
 
 
@@ -172,21 +223,31 @@ def test_reindex_with_the_index_keyring(app, capsys):
     code, out, err = cli(capsys, "--config", "main.json", "reindex", "--index-config", "index.json",
                          "--progress", "none", *app.cols)  # fmt: skip
     assert code == 0, err
-    assert re.search(r"cli_people\.email_index: job \d+ done; this worker re-indexed 27 values", out)
+    assert re.search(
+        r"cli_people\.email_index: job \d+ done; this worker re-indexed 27 values", out
+    )
     code, out, _ = cli(capsys, "--config", "main.json", "status", "--json", *app.cols)
-    (index,) = [c for c in json.loads(out)["columns"] if c["column"] == "cli_people.email_index"]
+    (index,) = [
+        c for c in json.loads(out)["columns"] if c["column"] == "cli_people.email_index"
+    ]
     assert index["by_key"] == {new_index: 27} and old_index not in index["by_key"]
     # lookups through the index work with the new key alone
     from sqlalchemy.orm import Session
 
-    main_kr, index_kr = app.keyrings()
+    _, index_kr = app.keyrings()
     index_kr.retire(int(old_index, 16))
     with Session(app.engine) as s:
-        person = s.scalars(sa.select(app.models.Person).where(app.models.Person.email == "person7@example.org")).one()
+        person = s.scalars(
+            sa.select(app.models.Person).where(
+                app.models.Person.email == "person7@example.org"
+            )
+        ).one()
         assert person.id == 7
 
 
-def test_retire_refused_while_s3_objects_use_the_key(app, capsys, s3_endpoint, raw_s3, bucket):
+def test_retire_refused_while_s3_objects_use_the_key(
+    app, capsys, s3_endpoint, raw_s3, bucket
+):
     from fixtures_s3 import make_client
     from sealstore.adapters.s3 import encrypt_client
     from sealstore.migrations.retire import register_s3_prefix
@@ -200,16 +261,32 @@ def test_retire_refused_while_s3_objects_use_the_key(app, capsys, s3_endpoint, r
     cli(capsys, "--config", "main.json", "keys", "rotate")
     s3_args = ["--endpoint-url", s3_endpoint, "--region", "us-east-1"]
 
-    code, _, err = cli(capsys, "--config", "main.json", "keys", "retire", old, "--s3", f"s3://{bucket}/data", *s3_args)
+    code, _, err = cli(
+        capsys,
+        "--config",
+        "main.json",
+        "keys",
+        "retire",
+        old,
+        "--s3",
+        f"s3://{bucket}/data",
+        *s3_args,
+    )
     assert code == 1
     assert f"2 values still use it (s3://{bucket}/data: 2 objects)" in err
 
-    register_s3_prefix(app.engine, f"s3://{bucket}/data")  # registered: checked with the columns
-    code, _, err = cli(capsys, "--config", "main.json", "keys", "retire", old, *app.cols, *s3_args)
+    register_s3_prefix(
+        app.engine, f"s3://{bucket}/data"
+    )  # registered: checked with the columns
+    code, _, err = cli(
+        capsys, "--config", "main.json", "keys", "retire", old, *app.cols, *s3_args
+    )
     assert code == 1 and f"s3://{bucket}/data: 2 objects" in err
     raw_s3.delete_object(Bucket=bucket, Key="data/a")
     raw_s3.delete_object(Bucket=bucket, Key="data/b")
-    code, out, err = cli(capsys, "--config", "main.json", "keys", "retire", old, *app.cols, *s3_args)
+    code, out, err = cli(
+        capsys, "--config", "main.json", "keys", "retire", old, *app.cols, *s3_args
+    )
     assert code == 0, err
     assert f"s3://{bucket}/data" in out
 
@@ -220,4 +297,7 @@ def test_rotate_without_the_job_tables_says_so(app, capsys):
     cli(capsys, "--config", "main.json", "keys", "rotate")
     code, _, err = cli(capsys, "--config", "main.json", "rotate", *app.cols)
     assert code == 1
-    assert "sealstore_jobs/sealstore_job_batches do not exist: run `alembic upgrade sealstore@head`" in err
+    assert (
+        "sealstore_jobs/sealstore_job_batches do not exist: run `alembic upgrade sealstore@head`"
+        in err
+    )

@@ -19,7 +19,9 @@ class Member(Base):
     __tablename__ = "members"
     id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
     email: Mapped[str | None] = mapped_column(EncryptedString(80))
-    email_index: Mapped[bytes | None] = mapped_column(BlindIndex("email", size=8), index=True)
+    email_index: Mapped[bytes | None] = mapped_column(
+        BlindIndex("email", size=8), index=True
+    )
 
 
 @pytest.fixture
@@ -36,7 +38,12 @@ def db(sql_engine, keyrings):
     create_tables(sql_engine)
     Base.metadata.create_all(sql_engine)
     with Session(sql_engine) as s:
-        s.add_all([Member(id=i, email=None if i % 9 == 0 else f"m{i}@example.org") for i in range(1, 61)])
+        s.add_all(
+            [
+                Member(id=i, email=None if i % 9 == 0 else f"m{i}@example.org")
+                for i in range(1, 61)
+            ]
+        )
         s.commit()
     yield sql_engine
     Base.metadata.drop_all(sql_engine)
@@ -62,7 +69,12 @@ def test_reindex_moves_every_index_to_the_new_key(db, keyrings):
     (dry,) = reindex(db, Member, dry_run=True)
     assert dry.total_estimate == 54 and index_key_ids(db) == {None, old}
     (result,) = reindex(db, Member, batch_size=16)
-    assert (result.status, result.resealed, result.failed, result.remaining) == ("done", 54, 0, 0)
+    assert (result.status, result.resealed, result.failed, result.remaining) == (
+        "done",
+        54,
+        0,
+        0,
+    )
     assert index_key_ids(db) == {None, new}
     ikr.retire(old)  # lookups no longer need the old index key
     assert find(db, "m5@example.org") == [5] and find(db, "M5@example.org") == []
@@ -78,7 +90,9 @@ def test_reindex_never_overwrites_a_concurrent_update(db, keyrings):
 
     def hook(name, **info):
         if name == "sealed" and not changed:
-            with Session(writer) as s:  # the ORM updates the value and its index together
+            with Session(
+                writer
+            ) as s:  # the ORM updates the value and its index together
                 s.get(Member, 1).email = "changed@example.org"
                 s.commit()
             changed.append(1)
