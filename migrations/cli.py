@@ -475,9 +475,9 @@ def _columns_args(p, *, progress: bool = True, json_output: bool = True) -> None
         p.add_argument(
             "--batch-size",
             type=int,
-            default=1000,
+            default=2000,
             metavar="N",
-            help="rows per batch (default 1000)",
+            help="rows per batch and transaction (default 2000)",
         )
         p.add_argument("--progress", choices=("auto", "bar", "log", "none"), default="auto",
                        help="progress bar on a terminal, log lines otherwise (default auto)")  # fmt: skip

@@ -152,7 +152,7 @@ def reindex(
     engine: Engine,
     indexes,
     *,
-    batch_size: int = 1000,
+    batch_size: int = 2000,
     dry_run: bool = False,
     worker_id: str | None = None,
     progress=None,

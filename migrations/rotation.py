@@ -201,7 +201,7 @@ def rotate(
     engine: Engine,
     columns,
     *,
-    batch_size: int = 1000,
+    batch_size: int = 2000,
     dry_run: bool = False,
     worker_id: str | None = None,
     progress=None,

@@ -101,7 +101,7 @@ def run(
     engine: Engine,
     task,
     *,
-    batch_size: int = 1000,
+    batch_size: int = 2000,
     worker_id: str | None = None,
     progress=None,
     on_event: Event | None = None,
