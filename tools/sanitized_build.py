@@ -1,0 +1,143 @@
+"""Build sealstore with its native modules instrumented (ASan/UBSan, or MSan), into a directory
+that goes first on PYTHONPATH, plus the C known-answer driver from the same objects.
+
+The sources are the ones the real build uses (``native/build_ffi.py`` for ``_native``, the
+``Extension`` in ``setup.py`` for ``_speedups``); every object is compiled once, in parallel,
+and shared by both modules and the driver.  This is much faster than ``pip install`` with
+sanitizer CFLAGS, which compiles the portable kernels twice, serially and at -O3::
+
+    python tools/sanitized_build.py OUT [--cc clang] [--flags "-fsanitize=address,undefined"]
+
+``OUT/site`` receives the ``sealstore`` package, ``OUT/kat`` the driver.  Prints the runtime
+library to LD_PRELOAD for the interpreter (empty when none is needed).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+NATIVE = ROOT / "native"
+DEFAULT_FLAGS = "-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+
+
+def builder():
+    sys.path.insert(0, str(NATIVE))
+    try:
+        import build_ffi
+    finally:
+        sys.path.pop(0)
+    return build_ffi
+
+
+def speedups_sources() -> list[str]:
+    """The ``sources=[...]`` of the ``sealstore._speedups`` Extension in setup.py."""
+    tree = ast.parse((ROOT / "setup.py").read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "Extension":
+            if node.args and ast.literal_eval(node.args[0]) == "sealstore._speedups":
+                for kw in node.keywords:
+                    if kw.arg == "sources":
+                        return ast.literal_eval(kw.value)
+    raise SystemExit("setup.py: no sealstore._speedups Extension with literal sources")
+
+
+def package_roots() -> dict[str, str]:
+    """top-level directory -> package name, from pyproject's package-dir."""
+    import tomllib
+
+    conf = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    mapping = conf["tool"]["setuptools"]["package-dir"]
+    return {directory: name for name, directory in mapping.items()}
+
+
+def runtime(cc: str, flags: str) -> str:
+    """The sanitizer runtime the interpreter must preload ('' if none)."""
+    is_clang = "clang" in Path(cc).name
+    if "address" in flags:
+        name = "libclang_rt.asan-x86_64.so" if is_clang else "libasan.so"
+    elif "memory" in flags or not is_clang and "undefined" in flags:
+        return ""  # gcc's libubsan loads as a dependency of the module
+    else:
+        return ""
+    path = subprocess.run([cc, f"-print-file-name={name}"], capture_output=True,
+                          text=True).stdout.strip()
+    if not os.path.isabs(path) or not os.path.exists(path):
+        raise SystemExit(f"{cc} has no {name}")
+    return path
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--cc", default=os.environ.get("CC", "clang"))
+    ap.add_argument("--flags", default=DEFAULT_FLAGS)
+    ap.add_argument("--opt", default="-O1", help="optimisation level (default -O1: fast builds)")
+    args = ap.parse_args()
+
+    out = Path(args.out).resolve()
+    objdir = out / "obj"
+    site = out / "site"
+    for d in (objdir, site):
+        shutil.rmtree(d, ignore_errors=True)
+        d.mkdir(parents=True)
+    is_clang = "clang" in Path(args.cc).name
+    debug = "-gline-tables-only" if is_clang else "-g1"
+    cflags = [args.opt, debug, "-fPIC", "-fvisibility=hidden", *args.flags.split()]
+    inc = [f"-I{NATIVE / 'include'}", f"-I{sysconfig.get_paths()['include']}"]
+
+    ffi_mod = builder()
+    ffi_c = objdir / "_native.c"
+    with contextlib.redirect_stdout(sys.stderr):  # cffi prints "generating ..."
+        ffi_mod.ffibuilder.emit_c_code(str(ffi_c))
+    kernel = [ROOT / p for p in ffi_mod.kernel_sources()]
+    speed = [ROOT / p for p in speedups_sources()]
+    sources = sorted({*kernel, *speed, ffi_c, ROOT / "tests" / "native" / "kat.c"})
+
+    def obj(src: Path) -> Path:
+        rel = src.relative_to(out) if src.is_relative_to(out) else src.relative_to(ROOT)
+        return objdir / (str(rel).replace(os.sep, "__") + ".o")
+
+    def compile_one(src: Path) -> str:
+        cmd = [args.cc, "-c", *cflags, *inc, str(src), "-o", str(obj(src))]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        return "" if r.returncode == 0 else f"{' '.join(cmd)}\n{r.stderr}"
+
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        errors = [e for e in pool.map(compile_one, sources) if e]
+    if errors:
+        raise SystemExit("\n".join(errors))
+
+    # the package: the mapped directories, without any prebuilt native module
+    for directory, name in package_roots().items():
+        src = ROOT / directory
+        if src.is_dir():
+            shutil.copytree(src, site / name.replace(".", os.sep), dirs_exist_ok=True,
+                            ignore=shutil.ignore_patterns("*.so", "__pycache__", "*.pyc"))
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    link = [args.cc, "-shared", *args.flags.split()]
+    for name, srcs in (("_native", [ffi_c, *kernel]), ("_speedups", speed)):
+        target = site / "sealstore" / f"{name}{suffix}"
+        r = subprocess.run([*link, *map(str, map(obj, srcs)), "-o", str(target)],
+                           capture_output=True, text=True)
+        if r.returncode:
+            raise SystemExit(r.stderr)
+    kat = [ROOT / "tests" / "native" / "kat.c", *kernel]
+    r = subprocess.run([args.cc, *args.flags.split(), *map(str, map(obj, kat)), "-o",
+                        str(out / "kat")], capture_output=True, text=True)
+    if r.returncode:
+        raise SystemExit(r.stderr)
+    print(runtime(args.cc, args.flags))
+
+
+if __name__ == "__main__":
+    main()
