@@ -21,7 +21,7 @@ def _rel(*parts):
 
 VARIANTS = ("aegis128l", "aegis128x2", "aegis128x4")
 X86_KERNELS = {
-    "aegis128l": ("aesni", "batch_avx512"),
+    "aegis128l": ("aesni", "avx2", "batch_avx512"),
     "aegis128x2": ("aesni", "avx2"),
     "aegis128x4": ("aesni", "avx2", "avx512"),
 }

@@ -23,7 +23,7 @@
 
 static const sealstore_aead_impl *const impls[SEALSTORE_NVARIANTS][SEALSTORE_NKERNELS] = {
     [SEALSTORE_AEGIS128L] = {&sealstore_aegis128l_portable, X86_IMPL(sealstore_aegis128l_aesni),
-                             NULL, NULL},
+                             X86_IMPL(sealstore_aegis128l_avx2), NULL},
     [SEALSTORE_AEGIS128X2] = {&sealstore_aegis128x2_portable,
                               X86_IMPL(sealstore_aegis128x2_aesni),
                               X86_IMPL(sealstore_aegis128x2_avx2), NULL},

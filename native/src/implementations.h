@@ -10,6 +10,7 @@ extern const sealstore_aead_impl sealstore_aegis128x4_portable;
 
 #if SEALSTORE_X86
 extern const sealstore_aead_impl sealstore_aegis128l_aesni;
+extern const sealstore_aead_impl sealstore_aegis128l_avx2;
 extern const sealstore_aead_impl sealstore_aegis128x2_aesni;
 extern const sealstore_aead_impl sealstore_aegis128x4_aesni;
 extern const sealstore_aead_impl sealstore_aegis128x2_avx2;
