@@ -1,0 +1,90 @@
+"""Replay the fuzz corpus (seeds and saved regressions) through the fuzz targets' properties,
+without atheris, so every input that ever broke a property stays a regression test; and show the
+properties can fail.  The bounded fuzzing itself runs from ``tools/fuzz.sh`` (CI)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+
+FUZZ = Path(__file__).resolve().parent / "fuzz"
+TARGETS = ("sealed", "aead", "object")
+
+sys.path.insert(0, str(FUZZ))
+harness = importlib.import_module("harness")
+sys.path.pop(0)
+
+
+def target(name: str):
+    sys.path.insert(0, str(FUZZ))
+    try:
+        return importlib.import_module(f"fuzz_{name}")
+    finally:
+        sys.path.pop(0)
+
+
+def corpus(name: str) -> list[Path]:
+    return sorted(p for p in (FUZZ / "corpus" / name).iterdir() if p.is_file())
+
+
+@pytest.mark.parametrize("name", TARGETS)
+def test_corpus_is_present(name):
+    assert len(corpus(name)) >= 10
+
+
+@pytest.mark.parametrize(
+    "name,path",
+    [(n, p) for n in TARGETS for p in corpus(n)],
+    ids=lambda v: v.name if isinstance(v, Path) else v,
+)
+def test_corpus_input_keeps_the_properties(name, path):
+    target(name).check(path.read_bytes())
+
+
+def test_seeds_open_so_the_corpus_reaches_the_decrypting_code():
+    """At least some sealed-value and object seeds are valid values (not just junk)."""
+    ring = harness.keyring()
+    opened = 0
+    for path in corpus("sealed"):
+        try:
+            ring.open(path.read_bytes(), harness.CONTEXT)
+            opened += 1
+        except Exception:  # noqa: BLE001 - counting the valid ones only
+            pass
+    assert opened >= 8
+
+
+def test_open_property_fires_for_plaintext_from_an_unknown_input(monkeypatch):
+    mod = target("sealed")
+    seed = (FUZZ / "corpus" / "sealed" / "seed-000").read_bytes()
+    monkeypatch.setattr(mod, "SEEDS", {})
+    with pytest.raises(AssertionError, match="never sealed"):
+        mod.check(seed)
+
+
+def test_exception_property_fires_for_an_undocumented_exception(monkeypatch):
+    mod = target("sealed")
+
+    def broken(*args, **kwargs):
+        raise KeyError("boom")
+
+    monkeypatch.setattr(mod, "parse_header", broken)
+    with pytest.raises(AssertionError, match="KeyError"):
+        mod.check(b"\x01\x03")
+
+
+def test_object_property_fires_when_a_modified_object_completes(monkeypatch):
+    mod = target("object")
+    seeds = corpus("object")
+    monkeypatch.setattr(mod, "SEEDS", {})
+    fired = 0
+    for path in seeds:
+        try:
+            mod.check(path.read_bytes())
+        except AssertionError as exc:
+            assert "never sealed" in str(exc)
+            fired += 1
+    assert fired >= 6
