@@ -1,0 +1,93 @@
+/*
+ * libFuzzer target for the C open/decrypt entry points (sealstore.h), built with
+ *   clang -g -O1 -fsanitize=fuzzer,address,undefined -Inative/include \
+ *       tests/native/fuzz_open.c <kernel sources> -o fuzz_open
+ * (tools/fuzz_c.sh does it).  Input: 8 control bytes, then the data.
+ *   c[0] variant, c[1] kernel (skipped if not runnable), c[2] tag size, c[3] call,
+ *   c[4..7] a length parameter (prefix length, segment size) and the first segment index.
+ * Calls, on every input: sealstore_decrypt, sealstore_decrypt_detached, sealstore_open_prefixed
+ * (any prefix length, as the header allows: too long is a failure, not a crash),
+ * sealstore_open_segments (any segment size, index, final flag).
+ * Properties: no sanitizer report; no forged input opens; a failed call leaves no plaintext
+ * in the output (wiped, or never written).
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sealstore.h"
+
+static const uint8_t KEY[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+
+static int clean(const uint8_t *p, size_t n)
+{
+    /* zeros where the output was wiped, then the 0xa5 fill nobody wrote */
+    size_t i = 0;
+    while (i < n && p[i] == 0) {
+        i++;
+    }
+    for (; i < n; i++) {
+        if (p[i] != 0xa5) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    sealstore_ctx *ctx;
+    const uint8_t *body;
+    uint8_t *out, npub[16] = {0}, nprefix[11] = {0};
+    size_t n, param, bad = 0, outlen;
+    int rc = 0;
+
+    if (size < 8) {
+        return 0;
+    }
+    ctx = sealstore_ctx_new(data[0] % SEALSTORE_NVARIANTS, data[1] % SEALSTORE_NKERNELS, KEY,
+                            (data[2] & 1) ? 32 : 16);
+    if (ctx == NULL) {
+        return 0; /* kernel not runnable here */
+    }
+    param = (size_t)data[4] | (size_t)data[5] << 8 | (size_t)data[6] << 16;
+    if (data[7] & 0x80) {
+        param = SIZE_MAX - param; /* huge values too */
+    }
+    body = data + 8;
+    n = size - 8;
+    outlen = n + 64;
+    out = malloc(outlen);
+    memset(out, 0xa5, outlen);
+    memcpy(npub, body, n < 16 ? n : 16);
+    memcpy(nprefix, body, n < 11 ? n : 11);
+
+    switch (data[3] % 4) {
+    case 0:
+        rc = sealstore_decrypt(ctx, out, body, n, body, n / 2, npub);
+        break;
+    case 1:
+        rc = n >= ctx->maclen ? sealstore_decrypt_detached(ctx, out, body, n - ctx->maclen,
+                                                           body + n - ctx->maclen, NULL, 0, npub)
+                              : -1;
+        break;
+    case 2:
+        rc = sealstore_open_prefixed(ctx, out, body, n, param, body, n % 7);
+        break;
+    default:
+        rc = sealstore_open_segments(ctx, out, body, n, param ? param : 1, nprefix,
+                                     (uint32_t)data[7] << 24, data[2] & 2, body, n % 5, &bad);
+        break;
+    }
+    if (rc == 0) {
+        abort(); /* a forgery opened */
+    }
+    if (!clean(out, outlen)) {
+        abort(); /* plaintext left behind after a failure */
+    }
+    free(out);
+    sealstore_ctx_free(ctx);
+    return 0;
+}
