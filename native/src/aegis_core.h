@@ -10,6 +10,9 @@
  *                          the kernel provides aegis_update() itself
  *   AEGIS_IMPL             the name of the sealstore_aead_impl this file exports
  *   AEGIS_KERNEL_NAME      its kernel name ("aesni", ...)
+ *   AEGIS_UNROLL           optional: 1 to keep one block per loop iteration (default 2; two
+ *                          blocks per iteration measured 25% faster for the 512-bit kernel,
+ *                          slower where the state already fills the register file)
  * Everything here is static and force-inlined into the two exported functions, so each
  * kernel's loop keeps the state in registers.
  */
@@ -17,6 +20,9 @@
 
 #define BLKBYTES (16 * LANES)
 #define RATE (2 * BLKBYTES)
+#ifndef AEGIS_UNROLL
+#define AEGIS_UNROLL 2
+#endif
 
 #ifndef AEGIS_CUSTOM_UPDATE
 /*
@@ -178,7 +184,11 @@ static int aegis_encrypt_detached(uint8_t *c, uint8_t *mac, size_t maclen, const
     }
     aegis_init(s, k, npub);
     aegis_absorb_ad(s, ad, adlen);
-    for (i = 0; i + RATE <= mlen; i += RATE) {
+    for (i = 0; AEGIS_UNROLL == 2 && i + 2 * RATE <= mlen; i += 2 * RATE) {
+        aegis_enc(s, c + i, m + i);
+        aegis_enc(s, c + i + RATE, m + i + RATE);
+    }
+    for (; i + RATE <= mlen; i += RATE) {
         aegis_enc(s, c + i, m + i);
     }
     if (mlen % RATE) {
@@ -206,7 +216,11 @@ static int aegis_decrypt_detached(uint8_t *m, const uint8_t *c, size_t clen, con
     }
     aegis_init(s, k, npub);
     aegis_absorb_ad(s, ad, adlen);
-    for (i = 0; i + RATE <= clen; i += RATE) {
+    for (i = 0; AEGIS_UNROLL == 2 && i + 2 * RATE <= clen; i += 2 * RATE) {
+        aegis_dec(s, m + i, c + i);
+        aegis_dec(s, m + i + RATE, c + i + RATE);
+    }
+    for (; i + RATE <= clen; i += RATE) {
         aegis_dec(s, m + i, c + i);
     }
     if (clen % RATE) {
