@@ -189,6 +189,15 @@ static int get_nonce(PyObject *obj, Py_buffer *view)
     return 0;
 }
 
+/* A Context made with Context.__new__ alone has no native context: refuse it. */
+#define REQUIRE_CTX(self)                                                                   \
+    do {                                                                                    \
+        if ((self)->ctx == NULL) {                                                          \
+            PyErr_SetString(PyExc_ValueError, "sealstore: uninitialized cipher context");   \
+            return NULL;                                                                    \
+        }                                                                                   \
+    } while (0)
+
 /* ---- argument parsing: (positional..., associated_data=None) ---- */
 
 static int parse_args(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, Py_ssize_t npos,
@@ -276,6 +285,7 @@ static const char *const names_into[] = {"out", "nonce", "data", "associated_dat
 static PyObject *crypt_bytes(ContextObject *self, PyObject *const *args, Py_ssize_t nargs,
                        PyObject *kwnames, int enc)
 {
+    REQUIRE_CTX(self);
     PyObject *a[3];
     Py_buffer nonce, data, ad;
     PyObject *res = NULL;
@@ -339,6 +349,7 @@ static PyObject *Context_decrypt(ContextObject *self, PyObject *const *args, Py_
 static PyObject *crypt_into(ContextObject *self, PyObject *const *args, Py_ssize_t nargs,
                             PyObject *kwnames, int enc)
 {
+    REQUIRE_CTX(self);
     PyObject *a[4];
     Py_buffer out, nonce, data, ad;
     PyObject *res = NULL;
@@ -479,14 +490,29 @@ static PyObject *open_one(ContextObject *self, size_t prefixlen, PyObject *item,
     return res;
 }
 
-static int get_prefixlen(PyObject *obj, size_t *out)
+/* A non-negative size argument; too large or negative is a ValueError naming it. */
+static int get_size(PyObject *obj, const char *what, Py_ssize_t *out)
 {
     Py_ssize_t n = PyLong_AsSsize_t(obj);
     if (n == -1 && PyErr_Occurred()) {
+        if (PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_ValueError, "%s is out of range", what);
+        }
         return -1;
     }
     if (n < 0) {
-        PyErr_SetString(PyExc_ValueError, "prefix_len must be >= 0");
+        PyErr_Format(PyExc_ValueError, "%s must be >= 0", what);
+        return -1;
+    }
+    *out = n;
+    return 0;
+}
+
+static int get_prefixlen(PyObject *obj, size_t *out)
+{
+    Py_ssize_t n;
+    if (get_size(obj, "prefix_len", &n) != 0) {
         return -1;
     }
     *out = (size_t)n;
@@ -665,6 +691,7 @@ static const char *const names_seal_many[] = {"prefix", "plaintexts", "associate
 static PyObject *prefixed_call(ContextObject *self, PyObject *const *args, Py_ssize_t nargs,
                                PyObject *kwnames, int seal, int many)
 {
+    REQUIRE_CTX(self);
     PyObject *a[3];
     Py_buffer prefix = {0}, ad;
     size_t prefixlen = 0;
@@ -772,6 +799,7 @@ static const char *const names_seg[] = {"out",         "data",  "segment_size", 
 static PyObject *segments_call(ContextObject *self, PyObject *const *args, Py_ssize_t nargs,
                                PyObject *kwnames, int seal)
 {
+    REQUIRE_CTX(self);
     PyObject *a[7];
     Py_buffer out, data, prefix, ad;
     PyObject *res = NULL;
@@ -784,12 +812,7 @@ static PyObject *segments_call(ContextObject *self, PyObject *const *args, Py_ss
                    names_seg) != 0) {
         return NULL;
     }
-    seg = PyLong_AsSsize_t(a[2]);
-    if (seg == -1 && PyErr_Occurred()) {
-        return NULL;
-    }
-    first = PyLong_AsSsize_t(a[4]);
-    if (first == -1 && PyErr_Occurred()) {
+    if (get_size(a[2], "segment_size", &seg) != 0 || get_size(a[4], "first_index", &first) != 0) {
         return NULL;
     }
     final = PyObject_IsTrue(a[5]);
@@ -855,8 +878,12 @@ static PyObject *segments_call(ContextObject *self, PyObject *const *args, Py_ss
         res = PyLong_FromSize_t(need);
     } else if (rc == -1 && !seal) {
         raise_invalid_tag((Py_ssize_t)bad);
-    } else if (seal) {
+    } else if (rc == -3) {
         PyErr_SetString(PyExc_ValueError, "segment index would pass 2**32 - 1");
+    } else if (seal) {
+        PyErr_SetString(PyExc_ValueError,
+                        "data cannot be sealed as segments: an empty buffer must be final, and "
+                        "segment_size must be positive");
     } else {
         /* framing: the buffer cannot be a sequence of sealed segments (truncated/extended) */
         raise_invalid_tag((Py_ssize_t)first);

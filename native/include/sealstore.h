@@ -127,8 +127,8 @@ int sealstore_open_prefixed(const sealstore_ctx *ctx, uint8_t *m, const uint8_t 
 /* ---- segmented streams (calls.c) ----
    Segment i: nonce = nonce_prefix[11] || BE32(i) || final flag; output ct || tag per segment.
    A non-final buffer is whole segments; a final one ends with the last segment (the remainder,
-   0 .. seglen-1 bytes).  Return 0, -1 (a tag failed: out wiped, *bad_index set), or -2 (the
-   lengths cannot be a segment sequence, or the index would pass 2^32). */
+   0 .. seglen-1 bytes).  Return 0, -1 (a tag failed: out wiped, *bad_index set), -2 (the
+   lengths cannot be a segment sequence), or -3 (the last index would pass 2^32 - 1). */
 int sealstore_seal_segments(const sealstore_ctx *ctx, uint8_t *out, const uint8_t *in,
                             size_t inlen, size_t seglen, const uint8_t *nonce_prefix,
                             uint32_t first_index, int final, const uint8_t *ad, size_t adlen);

@@ -45,6 +45,9 @@ static const uint8_t *join_ad(uint8_t *buf, size_t bufsize, uint8_t **heap, cons
     uint8_t *dst = buf;
 
     *heap = NULL;
+    if (adlen > SIZE_MAX - prefixlen) {
+        return NULL;
+    }
     if (prefixlen + adlen > bufsize) {
         dst = *heap = (uint8_t *)malloc(prefixlen + adlen);
         if (dst == NULL) {
@@ -92,7 +95,7 @@ int sealstore_open_prefixed(const sealstore_ctx *ctx, uint8_t *m, const uint8_t 
     size_t clen;
     int ret;
 
-    if (inlen < prefixlen + SEALSTORE_NPUBBYTES + ctx->maclen) {
+    if (prefixlen > inlen || inlen - prefixlen < SEALSTORE_NPUBBYTES + ctx->maclen) {
         return -1;
     }
     clen = inlen - prefixlen - SEALSTORE_NPUBBYTES - ctx->maclen;
@@ -126,16 +129,21 @@ static void seg_nonce(uint8_t npub[SEALSTORE_NPUBBYTES], const uint8_t *prefix, 
     npub[SEG_PREFIX + 4] = (uint8_t)(final ? 1 : 0);
 }
 
-/* Number of segments in a plaintext buffer, or 0 when the framing is impossible. */
-static size_t seg_count(size_t inlen, size_t seglen, uint32_t first_index, int final)
+/* Number of segments in a plaintext buffer; 0 when the framing is impossible (-2), or
+   SIZE_MAX when the last index would pass 2^32 - 1 (-3). */
+static size_t seg_count(size_t inlen, size_t seglen, size_t maclen, uint32_t first_index,
+                        int final)
 {
     size_t n;
-    if (seglen == 0 || (!final && inlen % seglen != 0)) {
+    if (seglen == 0 || seglen > SIZE_MAX - maclen || (!final && inlen % seglen != 0)) {
         return 0;
     }
     n = inlen / seglen + (final ? 1 : 0);
-    if (n == 0 || n - 1 > (size_t)(UINT32_MAX - first_index)) {
+    if (n == 0) {
         return 0;
+    }
+    if (n - 1 > (size_t)(UINT32_MAX - first_index)) {
+        return SIZE_MAX;
     }
     return n;
 }
@@ -144,11 +152,14 @@ int sealstore_seal_segments(const sealstore_ctx *ctx, uint8_t *out, const uint8_
                             size_t inlen, size_t seglen, const uint8_t *nonce_prefix,
                             uint32_t first_index, int final, const uint8_t *ad, size_t adlen)
 {
-    const size_t n = seg_count(inlen, seglen, first_index, final);
+    const size_t n = seg_count(inlen, seglen, ctx->maclen, first_index, final);
     uint8_t npub[SEALSTORE_NPUBBYTES];
 
     if (n == 0) {
         return -2;
+    }
+    if (n == SIZE_MAX) {
+        return -3;
     }
     for (size_t i = 0; i < n; i++) {
         const size_t mlen = (i + 1 < n || !final) ? seglen : inlen - i * seglen;
@@ -167,13 +178,13 @@ int sealstore_open_segments(const sealstore_ctx *ctx, uint8_t *out, const uint8_
                             uint32_t first_index, int final, const uint8_t *ad, size_t adlen,
                             size_t *bad_index)
 {
-    const size_t sealed = seglen + ctx->maclen;
-    size_t n, outlen;
+    size_t sealed, n, outlen;
     uint8_t npub[SEALSTORE_NPUBBYTES];
 
-    if (seglen == 0) {
+    if (seglen == 0 || seglen > SIZE_MAX - ctx->maclen) {
         return -2;
     }
+    sealed = seglen + ctx->maclen;
     n = inlen / sealed;
     if (final) {
         if (inlen - n * sealed < ctx->maclen) {
@@ -184,7 +195,7 @@ int sealstore_open_segments(const sealstore_ctx *ctx, uint8_t *out, const uint8_
         return -2;
     }
     if (n - 1 > (size_t)(UINT32_MAX - first_index)) {
-        return -2;
+        return -3;
     }
     outlen = inlen - n * ctx->maclen;
     for (size_t i = 0; i < n; i++) {
