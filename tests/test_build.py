@@ -138,6 +138,20 @@ def test_sources_compile_warning_free(compiler, tmp_path_factory):
     assert not errors, "\n".join(errors)
 
 
+@pytest.mark.skipif(not X86, reason="checked on an x86-64 host")
+@pytest.mark.parametrize("compiler", ["gcc", "clang"])
+def test_test_drivers_compile_warning_free(compiler):
+    """The other C programs of tests/native (constant time, wipe, libFuzzer target)."""
+    cc = need_tool(compiler)
+    drivers = [ROOT / "tests" / "native" / n for n in ("wipe.c", "fuzz_open.c")]
+    if Path("/usr/include/valgrind/memcheck.h").exists():
+        drivers.append(ROOT / "tests" / "native" / "ct.c")
+    elif IN_CI:
+        pytest.fail("valgrind/memcheck.h is missing in CI")
+    errors, _ = compile_all([cc], drivers)
+    assert not errors, "\n".join(errors)
+
+
 @pytest.fixture(scope="session", params=["gcc", "clang"])
 def kat_binary(request, tmp_path_factory) -> Path:
     cc = need_tool(request.param)
