@@ -211,6 +211,35 @@ if __name__ == "__main__":
     sys.exit(main())
 
 
+def versus_libaegis(quick: bool = False) -> list[dict] | None:
+    """libaegis (the ``aeg`` package, an optional bench extra) and sealstore's kernels called
+    the same way: through cffi with prepared pointers, in this run.  None when ``aeg`` is
+    not installed."""
+    try:
+        from aeg._loader import ffi as aff, lib as alib
+    except ImportError:
+        return None
+    rows = []
+    sizes = (16384, 1 << 20) if quick else (1024, 16384, 1 << 20)
+    for size in sizes:
+        m = os.urandom(size)
+        key, npub = os.urandom(16), os.urandom(16)
+        budget = _budget(size, quick)
+        for variant in CLASSES:
+            f = getattr(alib, variant.lower().replace("-", "") + "_encrypt")
+            c, mp, kp, np_ = aff.new("uint8_t[]", size + 16), aff.from_buffer(m), aff.from_buffer(key), aff.from_buffer(npub)
+            theirs = measure(lambda: f(c, 16, mp, size, aff.NULL, 0, np_, kp), budget=budget)
+            ctx = native.new_ctx(variant, memoryview(key), 16, None)
+            c2, mp2, np2 = native.ffi.new("uint8_t[]", size + 16), native.ffi.from_buffer(m), native.ffi.from_buffer(npub)
+            ours = measure(lambda: native.lib.sealstore_encrypt(ctx, c2, mp2, size, native.ffi.NULL, 0, np2),
+                           budget=budget)
+            rows.append({"variant": variant, "kernel": native.ctx_kernel(ctx), "size": size,
+                         "size_name": _size_name(size), "libaegis_gbps": size / theirs.median / 1e9,
+                         "sealstore_gbps": size / ours.median / 1e9,
+                         "ratio": theirs.median / ours.median})
+    return rows
+
+
 def section(opts) -> dict:
     """The AEAD section of ``sealstore bench``."""
     quick = bool(getattr(opts, "quick", False))
@@ -239,6 +268,18 @@ def section(opts) -> dict:
                         ("GB/s", "gbps_median", ".2f"), ("ns/call", "ns_per_call", ".0f")],
             "rows": [dict(r, size_name=_size_name(r["size"])) for r in harness["results"]
                      if r["size"] in (64, 16384, 1 << 20) and (r["kernel"] != "portable" or r["size"] == 16384)],
+        })
+    lib_rows = versus_libaegis(quick)
+    if lib_rows is None:
+        notes.append("libaegis comparison: not run (pip install 'sealstore[bench]' adds the aeg package)")
+    else:
+        result["versus_libaegis"] = lib_rows
+        tables.append({
+            "title": "encrypt through cffi with prepared pointers: libaegis (aeg) and sealstore, medians",
+            "columns": [("size", "size_name", ""), ("variant", "variant", ""), ("kernel", "kernel", ""),
+                        ("libaegis GB/s", "libaegis_gbps", ".2f"), ("sealstore GB/s", "sealstore_gbps", ".2f"),
+                        ("sealstore / libaegis", "ratio", "ratio")],
+            "rows": lib_rows,
         })
     result.update(tables=tables, notes=notes)
     return result

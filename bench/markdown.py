@@ -42,6 +42,13 @@ def _aead(sec) -> list[str]:
             f"`{r['op']}` {r['ns_per_call']:.0f} ns" for r in small) + "; AES-256-GCM `encrypt` "
             + "{:.0f} ns.".format(next(r["ns_per_call"] for r in rows if r["size"] == 64
                                        and r["algorithm"] == "AES-256-GCM" and r["op"] == "encrypt")))
+    lib = sec.get("versus_libaegis")
+    if lib:
+        out += ["", "| encrypt via cffi, prepared pointers | size | libaegis GB/s | sealstore GB/s | sealstore / libaegis |",
+                "| --- | --- | --- | --- | --- |"]
+        for r in lib:
+            out.append(f"| {r['variant']} ({r['kernel']}) | {r['size_name']} | {r['libaegis_gbps']:.2f} | "
+                       f"{r['sealstore_gbps']:.2f} | x{r['ratio']:.2f} |")
     harness = sec.get("c_harness")
     if harness:
         out += ["", "| C kernel alone, 16 KiB, GB/s | encrypt | decrypt |", "| --- | --- | --- |"]
