@@ -5,7 +5,8 @@
 #   tools/sanitize.sh            both
 #   tools/sanitize.sh asan       ASan/UBSan only: build the native modules with
 #                                -fsanitize=address,undefined into a scratch dir, run the kernel,
-#                                format and keyring tests against it on every kernel this CPU
+#                                format, keyring, object-stream, bad-input and fuzz-corpus tests
+#                                against it on every kernel this CPU
 #                                runs (LD_PRELOAD of libasan for the interpreter), and the C
 #                                known-answer driver built the same way
 #   tools/sanitize.sh valgrind   memcheck only: the C driver on the portable (and AES-NI) kernel,
@@ -68,12 +69,14 @@ run_asan() {
     note "ASan/UBSan: kernel tests (parametrized over every kernel: $kernels)"
     (cd "$ROOT" && "${env[@]}" "$PY" -m pytest -q -p no:cacheprovider \
         tests/test_aead_vectors.py tests/test_aead_api.py tests/test_aead_properties.py \
-        tests/test_native.py >"$WORK/asan-kernels.log" 2>&1) || fail "kernel tests under ASan/UBSan"
+        tests/test_native.py tests/test_batch.py >"$WORK/asan-kernels.log" 2>&1) \
+        || fail "kernel tests under ASan/UBSan"
     tail -n 1 "$WORK/asan-kernels.log"
     for k in $kernels; do
-        note "ASan/UBSan: format and keyring tests, SEALSTORE_KERNEL=$k"
+        note "ASan/UBSan: format, keyring, object stream, bad-input and fuzz-corpus tests, SEALSTORE_KERNEL=$k"
         (cd "$ROOT" && "${env[@]}" SEALSTORE_KERNEL="$k" "$PY" -m pytest -q -p no:cacheprovider \
-            tests/test_format.py tests/test_keyring.py >"$WORK/asan-$k.log" 2>&1) \
+            tests/test_format.py tests/test_keyring.py tests/test_stream.py \
+            tests/test_hardening_inputs.py tests/test_hardening_fuzz.py >"$WORK/asan-$k.log" 2>&1) \
             || fail "format/keyring tests on $k"
         tail -n 1 "$WORK/asan-$k.log"
     done

@@ -108,7 +108,12 @@ def main() -> None:
         return objdir / (str(rel).replace(os.sep, "__") + ".o")
 
     def compile_one(src: Path) -> str:
-        cmd = [args.cc, "-c", *cflags, *inc, str(src), "-o", str(obj(src))]
+        extra = []
+        if src.name.endswith("_portable.c") and "undefined" in args.flags:
+            # UBSan's pointer-overflow checks on the unrolled bitsliced rounds (constant
+            # indexes only) make these files compile 4x slower; every other check stays on
+            extra = ["-fno-sanitize=pointer-overflow"]
+        cmd = [args.cc, "-c", *cflags, *extra, *inc, str(src), "-o", str(obj(src))]
         r = subprocess.run(cmd, capture_output=True, text=True)
         return "" if r.returncode == 0 else f"{' '.join(cmd)}\n{r.stderr}"
 
