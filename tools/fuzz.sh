@@ -23,7 +23,8 @@ for t in "${TARGETS[@]}"; do
     [ -f "$script" ] || { echo "no fuzz target $t" >&2; exit 2; }
     mkdir -p "$WORK/$t/new" "$WORK/$t/artifacts"
     printf '\n== fuzz %s (%ss)\n' "$t" "$SECONDS_PER_TARGET"
-    if (cd "$WORK/$t" && "$PYTHON" "$script" -max_total_time="$SECONDS_PER_TARGET" -timeout=10 \
+    # TMPDIR: scratch files of a target (the key file one) go away with the work dir
+    if (cd "$WORK/$t" && TMPDIR="$WORK/$t" "$PYTHON" "$script" -max_total_time="$SECONDS_PER_TARGET" -timeout=10 \
         -rss_limit_mb=2048 -max_len=16384 -print_final_stats=1 \
         -artifact_prefix="$WORK/$t/artifacts/" "$WORK/$t/new" "$ROOT/tests/fuzz/corpus/$t" \
         >"$WORK/$t/log" 2>&1); then
