@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# libFuzzer run of the C open/decrypt entry points (tests/native/fuzz_open.c) under
-# ASan + UBSan.  Not in CI yet: it finds the size_t overflows of issue 8's report (huge
-# prefix length / segment size through the C API) until those are fixed in native/src/calls.c.
+# A longer libFuzzer run of the C open/decrypt entry points (tests/native/fuzz_open.c) under
+# ASan + UBSan, on its own build (CI runs it for 15 s inside tools/sanitize.sh asan, linked
+# from the sanitized build's objects).
 #
 #   tools/fuzz_c.sh [seconds]        default 60; the build takes about 2 minutes
 set -euo pipefail

@@ -7,8 +7,9 @@
 #                                -fsanitize=address,undefined into a scratch dir, run the kernel,
 #                                format, keyring, object-stream, bad-input and fuzz-corpus tests
 #                                against it on every kernel this CPU
-#                                runs (LD_PRELOAD of libasan for the interpreter), and the C
-#                                known-answer driver built the same way
+#                                runs (LD_PRELOAD of libasan for the interpreter), the C
+#                                known-answer driver built the same way, and a short libFuzzer
+#                                run of the C open/decrypt entry points (FUZZ_C_SECONDS, 15)
 #   tools/sanitize.sh valgrind   memcheck only: the C driver on the portable (and AES-NI) kernel,
 #                                and the Python vector tests on the portable kernel
 #
@@ -80,6 +81,16 @@ run_asan() {
             || fail "format/keyring tests on $k"
         tail -n 1 "$WORK/asan-$k.log"
     done
+
+    if [ -x "$WORK/asan/fuzz_open" ]; then
+        note "ASan/UBSan: libFuzzer on the C open/decrypt entry points (${FUZZ_C_SECONDS:-15}s)"
+        mkdir -p "$WORK/fuzzc/corpus"
+        (cd "$WORK/fuzzc" && "$WORK/asan/fuzz_open" -max_total_time="${FUZZ_C_SECONDS:-15}" \
+            -timeout=10 -artifact_prefix="$WORK/fuzzc/" corpus >"$WORK/asan-fuzzc.log" 2>&1) \
+            || { grep -v -E "^#[0-9]+" "$WORK/asan-fuzzc.log" | tail -n 30
+                 fail "C fuzz target (input kept in $WORK/fuzzc; KEEP=1 keeps it)"; }
+        grep -E "^Done" "$WORK/asan-fuzzc.log" || true
+    fi
 
     if grep -lE "ERROR: AddressSanitizer|runtime error:|ERROR: LeakSanitizer" "$WORK"/asan-*.log; then
         fail "sanitizer reports in the logs above"

@@ -8,8 +8,10 @@ sanitizer CFLAGS, which compiles the portable kernels twice, serially and at -O3
 
     python tools/sanitized_build.py OUT [--cc clang] [--flags "-fsanitize=address,undefined"]
 
-``OUT/site`` receives the ``sealstore`` package, ``OUT/kat`` the driver.  Prints the runtime
-library to LD_PRELOAD for the interpreter (empty when none is needed).
+``OUT/site`` receives the ``sealstore`` package, ``OUT/kat`` the driver, and with clang and
+AddressSanitizer ``OUT/fuzz_open`` (tests/native/fuzz_open.c; the objects also carry libFuzzer's
+coverage instrumentation).  Prints the runtime library to LD_PRELOAD for the interpreter
+(empty when none is needed).
 """
 
 from __future__ import annotations
@@ -101,7 +103,13 @@ def main() -> None:
         ffi_mod.ffibuilder.emit_c_code(str(ffi_c))
     kernel = [ROOT / p for p in ffi_mod.kernel_sources()]
     speed = [ROOT / p for p in speedups_sources()]
-    sources = sorted({*kernel, *speed, ffi_c, ROOT / "tests" / "native" / "kat.c"})
+    fuzz_c = ROOT / "tests" / "native" / "fuzz_open.c"
+    fuzzing = is_clang and "address" in args.flags
+    if fuzzing:
+        # coverage for libFuzzer in the same objects, so the C fuzz target links from them
+        cflags.append("-fsanitize=fuzzer-no-link")
+    sources = sorted({*kernel, *speed, ffi_c, ROOT / "tests" / "native" / "kat.c",
+                      *([fuzz_c] if fuzzing else [])})
 
     def obj(src: Path) -> Path:
         rel = src.relative_to(out) if src.is_relative_to(out) else src.relative_to(ROOT)
@@ -141,6 +149,12 @@ def main() -> None:
                         str(out / "kat")], capture_output=True, text=True)
     if r.returncode:
         raise SystemExit(r.stderr)
+    if fuzzing:  # OUT/fuzz_open: the libFuzzer target of the C open/decrypt entry points
+        r = subprocess.run([args.cc, "-fsanitize=fuzzer", *args.flags.split(),
+                            *map(str, map(obj, [fuzz_c, *kernel])), "-o", str(out / "fuzz_open")],
+                           capture_output=True, text=True)
+        if r.returncode:
+            raise SystemExit(r.stderr)
     print(runtime(args.cc, args.flags))
 
 
