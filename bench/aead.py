@@ -265,7 +265,8 @@ def section(opts) -> dict:
             "title": "C kernels alone (bench/kernel_bench.c), medians",
             "columns": [("size", "size_name", ""), ("variant", "variant", ""),
                         ("kernel", "kernel", ""), ("op", "op", ""),
-                        ("GB/s", "gbps_median", ".2f"), ("ns/call", "ns_per_call", ".0f")],
+                        ("GB/s", "gbps_median", ".2f"), ("ns/call", "ns_per_call", ".0f"),
+                        ("TSC cycles/byte", "tsc_cycles_per_byte", ".3f")],
             "rows": [dict(r, size_name=_size_name(r["size"])) for r in harness["results"]
                      if r["size"] in (64, 16384, 1 << 20) and (r["kernel"] != "portable" or r["size"] == 16384)],
         })
