@@ -139,6 +139,24 @@ static void raise_invalid_tag(Py_ssize_t index)
     Py_DECREF(exc);
 }
 
+/* Name the list position of the exception being raised (``.index``), as InvalidTag does. */
+static void set_error_index(Py_ssize_t index)
+{
+    PyObject *type, *value, *tb, *i;
+    if (index < 0) {
+        return;
+    }
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    i = PyLong_FromSsize_t(index);
+    if (value != NULL && i != NULL) {
+        (void)PyObject_SetAttrString(value, "index", i);
+        PyErr_Clear(); /* an exception type refusing attributes keeps its message only */
+    }
+    Py_XDECREF(i);
+    PyErr_Restore(type, value, tb);
+}
+
 /* ---- buffers ---- */
 
 static int get_buffer(PyObject *obj, Py_buffer *view, const char *what, int writable)
@@ -467,6 +485,7 @@ static PyObject *open_one(ContextObject *self, size_t prefixlen, PyObject *item,
     int rc;
 
     if (get_buffer(item, &in, "sealed", 0) != 0) {
+        set_error_index(index);
         return NULL;
     }
     if ((size_t)in.len < over) {
