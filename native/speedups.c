@@ -639,6 +639,7 @@ static int open_four(ContextObject *self, size_t prefixlen, PyObject *const *ite
     }
     for (; got < 4; got++) {
         if (get_buffer(items[got], &in[got], "sealed", 0) != 0) {
+            set_error_index(base + got);
             goto done;
         }
         if ((size_t)in[got].len < over) {

@@ -72,3 +72,13 @@ def test_mixed_prefixes_fall_back_and_still_open(pair):
     with pytest.raises(InvalidTag):
         batch.open_prefixed_many(3, mixed, b"other")
     assert [batch.open_prefixed(3, s) for s in mixed] == [b"x" * 40, b"y" * 40] * 3
+
+
+@pytest.mark.parametrize("where", [0, 1, 3, 5])
+def test_non_bytes_item_is_named(pair, where):
+    batch, _ = pair
+    sealed = batch.seal_prefixed_many(b"hdr", [b"v" * 20] * 6, None)
+    sealed[where] = 12345
+    with pytest.raises(TypeError) as info:
+        batch.open_prefixed_many(3, sealed, None)
+    assert info.value.index == where
