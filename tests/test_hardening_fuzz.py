@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 FUZZ = Path(__file__).resolve().parent / "fuzz"
-TARGETS = ("sealed", "aead", "object", "keyfile")
+TARGETS = ("sealed", "aead", "object", "keyfile", "metadata")
 
 sys.path.insert(0, str(FUZZ))
 harness = importlib.import_module("harness")
@@ -102,3 +102,19 @@ def test_keyfile_property_fires_when_a_message_shows_material(monkeypatch):
     monkeypatch.setattr(mod, "KeyFile", Loud)
     with pytest.raises(AssertionError, match="shows key material"):
         mod.check(seed)
+
+
+def test_metadata_property_fires_when_a_disagreeing_field_is_accepted(monkeypatch):
+    mod = target("metadata")
+    seed = (FUZZ / "corpus" / "metadata" / "seed-000").read_bytes()
+    edited = seed.replace(b"sealstore-segment-size=", b"sealstore-segment-size=1")
+    mod.check(seed)
+    mod.check(edited)  # refused with MalformedObject, which is documented
+
+    def unchecked(meta):  # a reader that forgot to compare the repeated fields
+        raw = mod.md.base64.b64decode(mod.decode_field(meta, mod.md.HEADER))
+        return mod.md.parse_object_header(raw), raw
+
+    monkeypatch.setattr(mod.md, "header_from_metadata", unchecked)
+    with pytest.raises(AssertionError, match="disagrees"):
+        mod.check(edited)

@@ -76,6 +76,8 @@ def header_from_metadata(meta) -> tuple[ObjectHeader, bytes] | None:
         raise MalformedObject(
             f"object metadata {HEADER} is not a sealstore header ({exc})"
         ) from None
+    if header.pack() != raw:  # a prefix parses; the copy must be the header exactly
+        raise MalformedObject(f"object metadata {HEADER} has bytes after the header")
     expected = object_metadata(header, None)
     for name in (VERSION, SUITE, KEY_ID, SEGMENT_SIZE):
         if meta.get(name) != expected[name]:
@@ -90,7 +92,9 @@ def stored_length(meta) -> int | None:
     value = _lower(meta).get(LENGTH)
     if value is None:
         return None
-    if not value.isdigit():
+    # ASCII digits only (str.isdigit also takes superscripts int() refuses), and a length that
+    # fits the 64-bit sizes S3 can store
+    if not (value.isascii() and value.isdigit()) or len(value) > 20:
         raise MalformedObject(f"object metadata {LENGTH} is not a length")
     return int(value)
 
