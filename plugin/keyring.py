@@ -168,7 +168,7 @@ class _Slot:
         header = pack_header(suite, key.key_id, tag_size)
         subkey = _derive_subkey(key, header, suite)
         try:
-            cipher = _make_cipher(suite, subkey, tag_size)  # the cipher keeps its own copy
+            cipher = make_cipher(suite, subkey, tag_size)  # the cipher keeps its own copy
         finally:
             subkey[:] = bytes(len(subkey))
         self.key = key
@@ -210,7 +210,8 @@ def _derive_subkey(key: Key, header: bytes, suite: Suite) -> bytearray:
     return out
 
 
-def _make_cipher(suite: Suite, subkey: bytes, tag_size: int):
+def make_cipher(suite: Suite, subkey: bytes, tag_size: int):
+    """The cipher object of ``suite`` keyed with ``subkey`` (columns and objects share it)."""
     from . import (  # lazy: the package imports us
         AEGIS128L,
         AEGIS128X2,

@@ -50,6 +50,7 @@ from .errors import (
     TruncatedObject,
 )
 from .format import Suite, context_digest
+from .keyring import make_cipher
 
 __all__ = [
     "BATCH_BYTES",
@@ -280,24 +281,6 @@ def _derive(
     )
 
 
-def _cipher(suite: Suite, key: bytes, tag_size: int):
-    from . import (  # lazy: the package imports us
-        AEGIS128L,
-        AEGIS128X2,
-        AEGIS128X4,
-        AESGCM,
-    )
-
-    if suite is Suite.AES_256_GCM:
-        return AESGCM(key)
-    cls = {
-        Suite.AEGIS_128L: AEGIS128L,
-        Suite.AEGIS_128X2: AEGIS128X2,
-        Suite.AEGIS_128X4: AEGIS128X4,
-    }
-    return cls[suite](key, tag_size=tag_size)
-
-
 class ObjectCipher:
     """The derived key of one object and its segment loop.
 
@@ -341,7 +324,7 @@ class ObjectCipher:
             key.reveal_material(), head, salt, suite, context
         )
         header = ObjectHeader(VERSION, suite, flags, seg_log2, key.key_id, salt, commit)
-        return cls(header, _cipher(suite, okey, tag_size), prefix)
+        return cls(header, make_cipher(suite, okey, tag_size), prefix)
 
     @classmethod
     def from_header(
@@ -361,7 +344,7 @@ class ObjectCipher:
                 f"object header does not match key {key.id_hex} (edited header, another key "
                 "with this id, or a different context)"
             )
-        return cls(h, _cipher(h.suite, okey, h.tag_size), prefix)
+        return cls(h, make_cipher(h.suite, okey, h.tag_size), prefix)
 
     def __repr__(self) -> str:
         h = self.header
