@@ -10,10 +10,7 @@
  * under a microsecond, and handing the GIL over and back (about 100 ns, measured) would cost
  * more than other threads could gain.  Segment loops always release it.
  */
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-
-#include "sealstore.h"
+#include "speedups.h"
 
 #if defined(__linux__)
 #include <pthread.h>
@@ -28,12 +25,12 @@
 #define SPEEDUPS_GIL_MIN (32 * 1024)
 
 /* Release the GIL around a native call when the input is large enough to pay for it. */
-static PyThreadState *nogil_begin(Py_ssize_t n)
+PyThreadState *nogil_begin(Py_ssize_t n)
 {
     return n >= SPEEDUPS_GIL_MIN ? PyEval_SaveThread() : NULL;
 }
 
-static void nogil_end(PyThreadState *ts)
+void nogil_end(PyThreadState *ts)
 {
     if (ts != NULL) {
         PyEval_RestoreThread(ts);
@@ -90,7 +87,7 @@ static int fill_random(uint8_t *p, size_t n)
 }
 
 /* 16 fresh random bytes; caller holds the GIL. */
-static int next_nonce(uint8_t *npub)
+int next_nonce(uint8_t *npub)
 {
     if (rpos + SEALSTORE_NPUBBYTES > RBUF_SIZE) {
         if (fill_random(rbuf, RBUF_SIZE) != 0) {
@@ -108,7 +105,7 @@ static int next_nonce(uint8_t *npub)
 
 static PyObject *invalid_tag_cls;
 
-static void raise_invalid_tag(Py_ssize_t index)
+void raise_invalid_tag(Py_ssize_t index)
 {
     PyObject *exc;
     if (invalid_tag_cls == NULL) {
@@ -262,11 +259,6 @@ static int parse_args(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames
 }
 
 /* ---- the Context type ---- */
-
-typedef struct {
-    PyObject_HEAD const sealstore_ctx *ctx;
-    PyObject *owner; /* keeps the native context alive */
-} ContextObject;
 
 static int Context_init(ContextObject *self, PyObject *args, PyObject *kwds)
 {
@@ -957,7 +949,7 @@ static PyMethodDef Context_methods[] = {
      "associated_data=None) -> bytes written"},
     {NULL, NULL, 0, NULL}};
 
-static PyTypeObject ContextType = {
+PyTypeObject ContextType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sealstore._speedups.Context",
     .tp_basicsize = sizeof(ContextObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
@@ -990,6 +982,10 @@ PyMODINIT_FUNC PyInit__speedups(void)
     Py_INCREF(&ContextType);
     if (PyModule_AddObject(m, "Context", (PyObject *)&ContextType) < 0) {
         Py_DECREF(&ContextType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    if (bound_add_types(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -51,6 +51,9 @@ def _builder():
 BUILD_FFI = _builder()
 
 
+SPEEDUPS = [NATIVE / "speedups.c", NATIVE / "bound.c"]  # the CPython entry points
+
+
 def builder_sources(machine: str | None = None) -> list[Path]:
     """The C sources the cffi builder compiles, as on ``machine`` (default: this one)."""
     if machine is None:
@@ -134,7 +137,7 @@ def test_sources_compile_warning_free(compiler, tmp_path_factory):
     errors, _ = build_objects(compiler, [cc], builder_sources() + [KAT], tmp_path_factory)
     # the CPython entry points, against this interpreter's headers
     inc = sysconfig.get_paths()["include"]
-    errors = errors + compile_all([cc], [NATIVE / "speedups.c"], extra=[f"-I{inc}"])[0]
+    errors = errors + compile_all([cc], SPEEDUPS, extra=[f"-I{inc}"])[0]
     assert not errors, "\n".join(errors)
 
 
@@ -201,9 +204,10 @@ def test_aarch64_sources_cross_compile_warning_free(tmp_path_factory):
     errors = errors + compile_all([cc], x86_only)[0]
     # the CPython entry points (syntax only: this host's pyconfig.h stands in for aarch64's)
     inc = sysconfig.get_paths()["include"]
-    r = run([cc, "-fsyntax-only", *WARN, f"-I{INCLUDE}", f"-I{inc}", str(NATIVE / "speedups.c")])
-    if r.returncode:
-        errors.append(f"native/speedups.c:\n{r.stderr}")
+    for src in SPEEDUPS:
+        r = run([cc, "-fsyntax-only", *WARN, f"-I{INCLUDE}", f"-I{inc}", str(src)])
+        if r.returncode:
+            errors.append(f"{src.relative_to(ROOT)}:\n{r.stderr}")
     assert not errors, "\n".join(errors)
 
 

@@ -5,7 +5,9 @@ Properties, for any input bytes:
 * ``Keyring.open`` raises only MalformedCiphertext, UnknownKeyId, KeyNotUsable or InvalidTag,
   and returns plaintext only for an unmodified seed (a value the keyring really sealed);
 * ``Keyring.open_many`` on the input and a valid value agrees with ``open`` (same exception
-  class, ``.index`` naming the input's position).
+  class, ``.index`` naming the input's position);
+* ``keyring.named_opener`` (the C path of encrypted columns, bytes and text) agrees with
+  ``open``: the same plaintext, or the same exception class.
 
 Run: ``python tests/fuzz/fuzz_sealed.py -max_total_time=30``.
 """
@@ -26,12 +28,21 @@ from sealstore.errors import (  # noqa: E402
     UnknownKeyId,
 )
 from sealstore.format import Header, parse_header  # noqa: E402
+from sealstore.keyring import named_opener, use_keyring  # noqa: E402
 
 TARGET = "sealed"
 OPEN_ERRORS = (MalformedCiphertext, UnknownKeyId, KeyNotUsable, InvalidTag)
 KEYRING = harness.keyring()
 SEEDS = harness.seeds(TARGET)
 VALID = KEYRING.seal(b"a valid neighbour", harness.CONTEXT)
+use_keyring(KEYRING, "fuzz-sealed")
+OPENERS = (  # the fallback is the Python path; the differential is about the native one
+    (named_opener("fuzz-sealed", harness.CONTEXT, lambda v: KEYRING.open(v, harness.CONTEXT)),
+     lambda pt: pt),
+    (named_opener("fuzz-sealed", harness.CONTEXT,
+                  lambda v: KEYRING.open(v, harness.CONTEXT).decode(), text=True),
+     lambda pt: pt.decode()),
+)  # fmt: skip
 
 
 def check(data: bytes) -> None:
@@ -50,6 +61,23 @@ def check(data: bytes) -> None:
     else:
         err = None
         assert data in SEEDS, "Keyring.open returned plaintext for an input it never sealed"
+
+    for opener, expected in OPENERS:
+        try:
+            named = opener(data)
+        except Exception as exc:  # noqa: BLE001
+            assert err is not None or isinstance(exc, UnicodeDecodeError), type(exc)
+            assert err is None or type(exc) is err, (err, type(exc))
+            if err is None:
+                try:
+                    expected(opened)
+                except UnicodeDecodeError:
+                    pass
+                else:
+                    raise AssertionError("named_opener raised UnicodeDecodeError, decode did not")
+        else:
+            assert err is None, f"open raised {err.__name__}, named_opener did not"
+            assert named == expected(opened)
 
     try:
         many = KEYRING.open_many([VALID, data], harness.CONTEXT)

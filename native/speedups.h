@@ -1,0 +1,31 @@
+/*
+ * What the parts of sealstore._speedups share (internal; not installed): the Context type,
+ * nonces, GIL hand-off and the InvalidTag error, defined in speedups.c and used by bound.c.
+ */
+#ifndef SEALSTORE_SPEEDUPS_H
+#define SEALSTORE_SPEEDUPS_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "sealstore.h"
+
+typedef struct {
+    PyObject_HEAD const sealstore_ctx *ctx;
+    PyObject *owner; /* keeps the native context alive */
+} ContextObject;
+
+extern PyTypeObject ContextType;
+
+/* Release the GIL around a native call when the input is large enough to pay for it. */
+PyThreadState *nogil_begin(Py_ssize_t n);
+void nogil_end(PyThreadState *ts);
+/* 16 fresh random bytes from the CSPRNG buffer; caller holds the GIL.  -1 with an exception. */
+int next_nonce(uint8_t *npub);
+/* Raise sealstore.errors.InvalidTag (with ``.index`` when index >= 0). */
+void raise_invalid_tag(Py_ssize_t index);
+
+/* bound.c: the NamedSealer and NamedOpener types, added to the module. */
+int bound_add_types(PyObject *module);
+
+#endif
