@@ -22,6 +22,7 @@
 """
 
 from . import orm as _orm  # noqa: F401  (registers the mapper hooks)
+from . import results as _results  # noqa: F401  (binary results on psycopg 3)
 from . import schema as _schema  # noqa: F401  (registers the Column attach listener)
 from .blind_index import INDEX_KEYRING, BlindIndex
 from .codecs import Codec, codec_for
