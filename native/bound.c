@@ -308,7 +308,11 @@ static PyObject *Opener_call(OpenerObject *self, PyObject *const *args, size_t n
     if (table == NULL) {
         return PyErr_Occurred() ? NULL : PyObject_CallOneArg(self->fallback, value);
     }
-    if (PyObject_GetBuffer(value, &in, PyBUF_SIMPLE) != 0) {
+    if (PyBytes_CheckExact(value)) { /* the usual case: no buffer export needed */
+        in.buf = PyBytes_AS_STRING(value);
+        in.len = PyBytes_GET_SIZE(value);
+        in.obj = NULL;
+    } else if (PyObject_GetBuffer(value, &in, PyBUF_SIMPLE) != 0) {
         PyErr_Clear();
         Py_DECREF(table);
         return PyObject_CallOneArg(self->fallback, value); /* names the wrong type */
