@@ -60,14 +60,23 @@ static int one_arg(const char *fname, size_t nargsf, PyObject *kwnames)
     return 0;
 }
 
+/* What both types hold: where the keyring is found, the context digest, the Python path, and
+   the codec's encode (sealer) or decode (opener) callable or None. */
+#define BOUND_HEAD                                                                             \
+    PyObject_HEAD PyObject *registry, *name, *ad, *fallback, *codec;                          \
+    vectorcallfunc vectorcall;
+
+typedef struct {
+    BOUND_HEAD
+} BoundObject;
+
 /* ---- NamedSealer ---- */
 
 typedef struct {
-    PyObject_HEAD PyObject *registry, *name, *ad, *fallback, *encode;
+    BOUND_HEAD
     int raw;            /* sealed as it is: exact ASCII str (RAW_STR), exact bytes (RAW_BYTES) */
     int out_bytearray;  /* return a bytearray (sqlite3 binds those without adaptation) */
     Py_ssize_t max_len; /* -1: unbounded */
-    vectorcallfunc vectorcall;
 } SealerObject;
 
 static PyObject *seal_with(PyObject *seal, const char *data, Py_ssize_t n, PyObject *ad,
@@ -152,8 +161,8 @@ static PyObject *Sealer_call(SealerObject *self, PyObject *const *args, size_t n
                (self->max_len < 0 || PyBytes_GET_SIZE(value) <= self->max_len)) {
         data = PyBytes_AS_STRING(value);
         n = PyBytes_GET_SIZE(value);
-    } else if (self->encode != Py_None) {
-        encoded = PyObject_CallOneArg(self->encode, value); /* raises the codec's error */
+    } else if (self->codec != Py_None) {
+        encoded = PyObject_CallOneArg(self->codec, value); /* raises the codec's error */
         if (encoded == NULL) {
             Py_DECREF(table);
             return NULL;
@@ -180,9 +189,8 @@ static PyObject *Sealer_call(SealerObject *self, PyObject *const *args, size_t n
 /* ---- NamedOpener ---- */
 
 typedef struct {
-    PyObject_HEAD PyObject *registry, *name, *ad, *fallback, *decode;
-    int text; /* 1: return str (strict UTF-8), 0: bytes; then decode() when given */
-    vectorcallfunc vectorcall;
+    BOUND_HEAD
+    int text; /* 1: return str (strict UTF-8), 0: bytes; then codec (decode) when given */
     /* one-entry cache: the Context of cached_header in cached_table */
     PyObject *cached_table, *cached_ctx;
     uint8_t cached_header[HEADER_SIZE];
@@ -339,38 +347,75 @@ static PyObject *Opener_call(OpenerObject *self, PyObject *const *args, size_t n
     }
     PyBuffer_Release(&in);
     Py_DECREF(ctxobj);
-    if (res != NULL && self->decode != Py_None) {
-        Py_SETREF(res, PyObject_CallOneArg(self->decode, res));
+    if (res != NULL && self->codec != Py_None) {
+        Py_SETREF(res, PyObject_CallOneArg(self->codec, res));
     }
     return res;
 }
 
 /* ---- construction ---- */
 
-static int check_common(PyObject *registry, PyObject *name, PyObject *ad, PyObject *fallback,
-                        PyObject *codec, const char *codec_name)
+/* Check the common arguments and store them in a new object of ``type``; NULL on error. */
+static BoundObject *bound_new(PyTypeObject *type, PyObject *registry, PyObject *name,
+                             PyObject *ad, PyObject *fallback, PyObject *codec,
+                             const char *codec_name, vectorcallfunc call)
 {
+    BoundObject *self;
     if (!PyDict_Check(registry)) {
         PyErr_SetString(PyExc_TypeError, "registry must be a dict");
-        return -1;
+        return NULL;
     }
     if (!PyUnicode_Check(name)) {
         PyErr_SetString(PyExc_TypeError, "name must be a str");
-        return -1;
+        return NULL;
     }
     if (!PyBytes_CheckExact(ad)) {
         PyErr_SetString(PyExc_TypeError, "associated_data must be bytes");
-        return -1;
+        return NULL;
     }
     if (!PyCallable_Check(fallback)) {
         PyErr_SetString(PyExc_TypeError, "fallback must be callable");
-        return -1;
+        return NULL;
     }
     if (codec != Py_None && !PyCallable_Check(codec)) {
         PyErr_Format(PyExc_TypeError, "%s must be callable or None", codec_name);
-        return -1;
+        return NULL;
     }
+    self = (BoundObject *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    self->registry = Py_NewRef(registry);
+    self->name = Py_NewRef(name);
+    self->ad = Py_NewRef(ad);
+    self->fallback = Py_NewRef(fallback);
+    self->codec = Py_NewRef(codec);
+    self->vectorcall = call;
+    return self;
+}
+
+static int bound_traverse(BoundObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->registry);
+    Py_VISIT(self->fallback);
+    Py_VISIT(self->codec);
     return 0;
+}
+
+static void bound_clear(BoundObject *self)
+{
+    Py_CLEAR(self->registry);
+    Py_CLEAR(self->name);
+    Py_CLEAR(self->ad);
+    Py_CLEAR(self->fallback);
+    Py_CLEAR(self->codec);
+}
+
+static void Bound_dealloc(PyObject *self)
+{
+    PyObject_GC_UnTrack(self);
+    (void)Py_TYPE(self)->tp_clear(self);
+    Py_TYPE(self)->tp_free(self);
 }
 
 static PyObject *Sealer_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
@@ -383,27 +428,20 @@ static PyObject *Sealer_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     SealerObject *self;
 
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOO|$inOp", kwlist, &registry, &name, &ad,
-                                     &fallback, &raw, &max_len, &encode, &out_bytearray) ||
-        check_common(registry, name, ad, fallback, encode, "encode") != 0) {
+                                     &fallback, &raw, &max_len, &encode, &out_bytearray)) {
         return NULL;
     }
     if (raw != RAW_NONE && raw != RAW_BYTES && raw != RAW_STR) {
         PyErr_SetString(PyExc_ValueError, "raw must be 0 (none), 1 (bytes) or 2 (ASCII str)");
         return NULL;
     }
-    self = (SealerObject *)type->tp_alloc(type, 0);
-    if (self == NULL) {
-        return NULL;
+    self = (SealerObject *)bound_new(type, registry, name, ad, fallback, encode, "encode",
+                                     (vectorcallfunc)Sealer_call);
+    if (self != NULL) {
+        self->raw = raw;
+        self->out_bytearray = out_bytearray;
+        self->max_len = max_len < 0 ? -1 : max_len;
     }
-    self->registry = Py_NewRef(registry);
-    self->name = Py_NewRef(name);
-    self->ad = Py_NewRef(ad);
-    self->fallback = Py_NewRef(fallback);
-    self->encode = Py_NewRef(encode);
-    self->raw = raw;
-    self->out_bytearray = out_bytearray;
-    self->max_len = max_len < 0 ? -1 : max_len;
-    self->vectorcall = (vectorcallfunc)Sealer_call;
     return (PyObject *)self;
 }
 
@@ -416,76 +454,36 @@ static PyObject *Opener_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     OpenerObject *self;
 
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOO|$pO", kwlist, &registry, &name, &ad,
-                                     &fallback, &text, &decode) ||
-        check_common(registry, name, ad, fallback, decode, "decode") != 0) {
+                                     &fallback, &text, &decode)) {
         return NULL;
     }
-    self = (OpenerObject *)type->tp_alloc(type, 0);
-    if (self == NULL) {
-        return NULL;
+    self = (OpenerObject *)bound_new(type, registry, name, ad, fallback, decode, "decode",
+                                     (vectorcallfunc)Opener_call);
+    if (self != NULL) {
+        self->text = text;
     }
-    self->registry = Py_NewRef(registry);
-    self->name = Py_NewRef(name);
-    self->ad = Py_NewRef(ad);
-    self->fallback = Py_NewRef(fallback);
-    self->decode = Py_NewRef(decode);
-    self->text = text;
-    self->vectorcall = (vectorcallfunc)Opener_call;
     return (PyObject *)self;
-}
-
-static int Sealer_traverse(SealerObject *self, visitproc visit, void *arg)
-{
-    Py_VISIT(self->registry);
-    Py_VISIT(self->fallback);
-    Py_VISIT(self->encode);
-    return 0;
 }
 
 static int Sealer_clear(SealerObject *self)
 {
-    Py_CLEAR(self->registry);
-    Py_CLEAR(self->name);
-    Py_CLEAR(self->ad);
-    Py_CLEAR(self->fallback);
-    Py_CLEAR(self->encode);
+    bound_clear((BoundObject *)self);
     return 0;
-}
-
-static void Sealer_dealloc(SealerObject *self)
-{
-    PyObject_GC_UnTrack(self);
-    Sealer_clear(self);
-    Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 static int Opener_traverse(OpenerObject *self, visitproc visit, void *arg)
 {
-    Py_VISIT(self->registry);
-    Py_VISIT(self->fallback);
-    Py_VISIT(self->decode);
     Py_VISIT(self->cached_table);
     Py_VISIT(self->cached_ctx);
-    return 0;
+    return bound_traverse((BoundObject *)self, visit, arg);
 }
 
 static int Opener_clear(OpenerObject *self)
 {
-    Py_CLEAR(self->registry);
-    Py_CLEAR(self->name);
-    Py_CLEAR(self->ad);
-    Py_CLEAR(self->fallback);
-    Py_CLEAR(self->decode);
     Py_CLEAR(self->cached_table);
     Py_CLEAR(self->cached_ctx);
+    bound_clear((BoundObject *)self);
     return 0;
-}
-
-static void Opener_dealloc(OpenerObject *self)
-{
-    PyObject_GC_UnTrack(self);
-    Opener_clear(self);
-    Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 static PyObject *no_reduce(PyObject *self, PyObject *unused)
@@ -510,9 +508,9 @@ static PyTypeObject SealerType = {
     .tp_new = Sealer_new,
     .tp_call = PyVectorcall_Call,
     .tp_vectorcall_offset = offsetof(SealerObject, vectorcall),
-    .tp_traverse = (traverseproc)Sealer_traverse,
+    .tp_traverse = (traverseproc)bound_traverse,
     .tp_clear = (inquiry)Sealer_clear,
-    .tp_dealloc = (destructor)Sealer_dealloc,
+    .tp_dealloc = Bound_dealloc,
     .tp_methods = bound_methods,
 };
 
@@ -528,7 +526,7 @@ static PyTypeObject OpenerType = {
     .tp_vectorcall_offset = offsetof(OpenerObject, vectorcall),
     .tp_traverse = (traverseproc)Opener_traverse,
     .tp_clear = (inquiry)Opener_clear,
-    .tp_dealloc = (destructor)Opener_dealloc,
+    .tp_dealloc = Bound_dealloc,
     .tp_methods = bound_methods,
 };
 
