@@ -70,9 +70,8 @@ def _encrypted(type_):
     return type_
 
 
-@Operations.register_operation("encrypt_column")
-class EncryptColumnOp(MigrateOperation):
-    """Seal the values of a plaintext column and make it an encrypted column of ``type_``."""
+class _ColumnConversionOp(MigrateOperation):
+    """What encrypt_column and decrypt_column both take; each one's reverse is the other."""
 
     def __init__(
         self,
@@ -93,6 +92,17 @@ class EncryptColumnOp(MigrateOperation):
         self.batch_size = batch_size
         self.commit_batches = commit_batches
 
+    def _as(self, cls):
+        return cls(
+            self.table_name, self.column_name, self.type_, plain_type=self.plain_type,
+            schema=self.schema, batch_size=self.batch_size, commit_batches=self.commit_batches,
+        )  # fmt: skip
+
+
+@Operations.register_operation("encrypt_column")
+class EncryptColumnOp(_ColumnConversionOp):
+    """Seal the values of a plaintext column and make it an encrypted column of ``type_``."""
+
     @classmethod
     def encrypt_column(cls, operations, table_name, column_name, type_, **kw):
         """``op.encrypt_column(table, column, EncryptedString(11), plain_type=None,
@@ -103,54 +113,26 @@ class EncryptColumnOp(MigrateOperation):
     def reverse(self) -> DecryptColumnOp:
         if self.plain_type is None:
             raise ValueError("encrypt_column() needs plain_type= to be reversible")
-        return DecryptColumnOp(
-            self.table_name, self.column_name, self.type_, plain_type=self.plain_type,
-            schema=self.schema, batch_size=self.batch_size, commit_batches=self.commit_batches,
-        )  # fmt: skip
+        return self._as(DecryptColumnOp)
 
 
 @Operations.register_operation("decrypt_column")
-class DecryptColumnOp(MigrateOperation):
+class DecryptColumnOp(_ColumnConversionOp):
     """Open the values of an encrypted column of ``type_`` and store them as ``plain_type``."""
 
-    def __init__(
-        self,
-        table_name: str,
-        column_name: str,
-        type_,
-        *,
-        plain_type,
-        schema: str | None = None,
-        batch_size: int = DEFAULT_BATCH_SIZE,
-        commit_batches: bool = True,
-    ) -> None:
+    def __init__(self, table_name: str, column_name: str, type_, *, plain_type, **kw) -> None:
         if plain_type is None:
-            raise ValueError(
-                "decrypt_column() needs plain_type= (the column's new type)"
-            )
-        self.table_name = table_name
-        self.column_name = column_name
-        self.type_ = _encrypted(type_)
-        self.plain_type = plain_type
-        self.schema = schema
-        self.batch_size = batch_size
-        self.commit_batches = commit_batches
+            raise ValueError("decrypt_column() needs plain_type= (the column's new type)")
+        super().__init__(table_name, column_name, type_, plain_type=plain_type, **kw)
 
     @classmethod
-    def decrypt_column(
-        cls, operations, table_name, column_name, type_, *, plain_type, **kw
-    ):
+    def decrypt_column(cls, operations, table_name, column_name, type_, *, plain_type, **kw):
         """``op.decrypt_column(table, column, EncryptedString(11), plain_type=sa.String(11))``:
         the reverse of ``encrypt_column``."""
-        return operations.invoke(
-            cls(table_name, column_name, type_, plain_type=plain_type, **kw)
-        )
+        return operations.invoke(cls(table_name, column_name, type_, plain_type=plain_type, **kw))
 
     def reverse(self) -> EncryptColumnOp:
-        return EncryptColumnOp(
-            self.table_name, self.column_name, self.type_, plain_type=self.plain_type,
-            schema=self.schema, batch_size=self.batch_size, commit_batches=self.commit_batches,
-        )  # fmt: skip
+        return self._as(EncryptColumnOp)
 
 
 # ---- implementation --------------------------------------------------------------------------
