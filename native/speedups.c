@@ -557,7 +557,7 @@ static const uint8_t *joined_ad(uint8_t *buf, size_t bufsize, uint8_t **heap,
 
 /* Seal items[0..3] into res[0..3] (new references) with one four-lane call. */
 static int seal_four(ContextObject *self, const Py_buffer *prefix, PyObject *const *items,
-                     const uint8_t *fullad, size_t fulladlen, PyObject **res)
+                     const uint8_t *fullad, size_t fulladlen, Py_ssize_t base, PyObject **res)
 {
     Py_buffer m[4];
     uint8_t *c[4], *mac[4];
@@ -571,6 +571,7 @@ static int seal_four(ContextObject *self, const Py_buffer *prefix, PyObject *con
     }
     for (; got < 4; got++) {
         if (get_buffer(items[got], &m[got], "plaintext", 0) != 0) {
+            set_error_index(base + got); /* as open_many does: name the list position */
             goto done;
         }
     }
@@ -747,7 +748,7 @@ static PyObject *prefixed_call(ContextObject *self, PyObject *const *args, Py_ss
             for (; res != NULL && self->ctx->batch != NULL && i + 4 <= n; i += 4) {
                 PyObject *four[4];
                 int rc = seal ? seal_four(self, &prefix, items + i, fullad,
-                                          (size_t)prefix.len + (size_t)ad.len, four)
+                                          (size_t)prefix.len + (size_t)ad.len, i, four)
                               : open_four(self, prefixlen, items + i, ad.buf, (size_t)ad.len, i,
                                           four);
                 if (rc > 0) {
@@ -766,6 +767,9 @@ static PyObject *prefixed_call(ContextObject *self, PyObject *const *args, Py_ss
                 PyObject *r = seal ? seal_one(self, &prefix, items[i], &ad)
                                    : open_one(self, prefixlen, items[i], &ad, i);
                 if (r == NULL) {
+                    if (seal) {
+                        set_error_index(i);
+                    }
                     Py_CLEAR(res);
                 } else {
                     PyList_SET_ITEM(res, i, r);

@@ -230,7 +230,14 @@ class AESGCM:
             raise InvalidTag() from None
 
     def seal_prefixed_many(self, prefix, plaintexts, associated_data=None) -> list:
-        return [self.seal_prefixed(prefix, p, associated_data) for p in plaintexts]
+        out = []
+        for i, p in enumerate(plaintexts):
+            try:
+                out.append(self.seal_prefixed(prefix, p, associated_data))
+            except TypeError as e:  # as the AEGIS ciphers do: name the list position
+                e.index = i
+                raise
+        return out
 
     def seal_segments_into(
         self, out, data, segment_size, nonce_prefix, first_index, final, associated_data=None

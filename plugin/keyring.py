@@ -437,7 +437,13 @@ class Keyring:
         if small is large or not plaintexts:
             return large.seal_many(large.prefix, plaintexts, ad)
         threshold = self._threshold
-        lengths = list(map(len, plaintexts))
+        try:
+            lengths = list(map(len, plaintexts))
+        except TypeError:
+            i = next(i for i, p in enumerate(plaintexts) if not hasattr(p, "__len__"))
+            raise _with_index(
+                TypeError(f"plaintext must be bytes-like, not {type(plaintexts[i]).__name__}"), i
+            ) from None
         if max(lengths) < threshold:
             return small.seal_many(small.prefix, plaintexts, ad)
         if min(lengths) >= threshold:
@@ -447,7 +453,13 @@ class Keyring:
             (small, [i for i, n in enumerate(lengths) if n < threshold]),
             (large, [i for i, n in enumerate(lengths) if n >= threshold]),
         ):
-            for i, v in zip(idx, slot.seal_many(slot.prefix, [plaintexts[i] for i in idx], ad)):
+            try:
+                sealed = slot.seal_many(slot.prefix, [plaintexts[i] for i in idx], ad)
+            except Exception as exc:
+                if isinstance(getattr(exc, "index", None), int):
+                    exc.index = idx[exc.index]  # a position in the caller's list
+                raise
+            for i, v in zip(idx, sealed):
                 out[i] = v
         return out
 

@@ -370,6 +370,24 @@ def test_seal_many_open_many(suite, tag):
         kr.open_many(sealed, b"other")
 
 
+@pytest.mark.parametrize("suite, tag", SUITE_TAGS, ids=SUITE_IDS)
+def test_seal_many_names_the_position_of_a_bad_plaintext(suite, tag):
+    kr = ring(suite, tag)
+    good = [b"x" * n for n in (5, 2000, 7, 3000, 9, 11)]  # both sides of the adaptive threshold
+    for pos in range(len(good)):
+        for bad in (12345, "text", None, [1, 2]):
+            values = list(good)
+            values[pos] = bad
+            with pytest.raises(TypeError) as info:
+                kr.seal_many(values, b"ctx")
+            assert info.value.index == pos, (pos, bad)
+    small = [b"s" * n for n in range(9)]  # one slot: the four-lane batch kernel for AEGIS-128L
+    small[6] = "text"
+    with pytest.raises(TypeError) as info:
+        kr.seal_many(small)
+    assert info.value.index == 6
+
+
 def test_open_many_across_keys_and_failure_index():
     kr = ring()
     a = [kr.seal(b"a%d" % i) for i in range(4)]
