@@ -28,6 +28,34 @@
 #define RAW_STR 2
 
 static PyObject *str_native; /* interned "_native" */
+static PyObject *undecodable_cls; /* sealstore.errors.UndecodableValue */
+
+/* Replace the exception being raised by a decoder with UndecodableValue: a UnicodeDecodeError
+   or a JSON error carries the plaintext in its attributes, so none of it is kept. */
+static void raise_undecodable(void)
+{
+    PyObject *type, *value, *tb;
+    const char *what;
+    PyErr_Fetch(&type, &value, &tb);
+    what = type != NULL ? ((PyTypeObject *)type)->tp_name : "error";
+    if (undecodable_cls == NULL) {
+        PyObject *mod = PyImport_ImportModule("sealstore.errors");
+        if (mod != NULL) {
+            undecodable_cls = PyObject_GetAttrString(mod, "UndecodableValue");
+            Py_DECREF(mod);
+        }
+    }
+    if (undecodable_cls != NULL) {
+        PyErr_Clear();
+        PyErr_Format(undecodable_cls,
+                     "a column value opened but does not decode (%.100s); was it written by "
+                     "another column type?",
+                     what);
+    }
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+}
 
 /* The keyring's published table, or NULL (no exception) when the value must take the
    fallback: no keyring under the name, or not a native-capable one. */
@@ -38,7 +66,9 @@ static PyObject *native_table(PyObject *registry, PyObject *name)
     if (ring == NULL) {
         return NULL;
     }
+    Py_INCREF(ring); /* attribute lookup may run code that edits the registry */
     table = PyObject_GetAttr(ring, str_native);
+    Py_DECREF(ring);
     if (table == NULL) {
         PyErr_Clear();
         return NULL;
@@ -269,6 +299,9 @@ static PyObject *open_text(const sealstore_ctx *ctx, const Py_buffer *in, size_t
     }
     text = PyUnicode_DecodeUTF8((const char *)m, (Py_ssize_t)mlen, NULL);
     sealstore_memzero(m, mlen);
+    if (text == NULL) {
+        raise_undecodable();
+    }
     Py_DECREF(res);
     return text;
 }
@@ -349,6 +382,9 @@ static PyObject *Opener_call(OpenerObject *self, PyObject *const *args, size_t n
     Py_DECREF(ctxobj);
     if (res != NULL && self->codec != Py_None) {
         Py_SETREF(res, PyObject_CallOneArg(self->codec, res));
+        if (res == NULL) {
+            raise_undecodable();
+        }
     }
     return res;
 }

@@ -24,6 +24,7 @@ __all__ = [
     "UnsupportedComparison",
     "ColumnBindingError",
     "ValueTooLong",
+    "UndecodableValue",
     "BlindIndexError",
     "MigrationRequired",
 ]
@@ -95,6 +96,12 @@ class ColumnBindingError(SealstoreError, ValueError):
 
 class ValueTooLong(SealstoreError, ValueError):
     """A value is longer than the encrypted column's declared length."""
+
+
+class UndecodableValue(SealstoreError, ValueError):
+    """A value opened (its tag verified) but its plaintext does not decode as its column's type,
+    e.g. bytes that are not UTF-8 in a text column; neither the message nor the exception
+    chain carries the plaintext."""
 
 
 class BlindIndexError(SealstoreError, ValueError):

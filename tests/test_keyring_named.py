@@ -19,6 +19,7 @@ from sealstore.errors import (
     KeyNotUsable,
     MalformedCiphertext,
     UnknownKeyId,
+    UndecodableValue,
     UnknownKeyring,
     ValueTooLong,
 )
@@ -103,10 +104,18 @@ def test_non_ascii_text_goes_through_encode_then_native(ring):
     assert seal_fb.values == [] and open_fb.values == []
 
 
-def test_invalid_utf8_plaintext_raises_unicode_error(ring):
-    _, opener, _, _ = pair()
-    with pytest.raises(UnicodeDecodeError):
-        opener(ring.seal(b"ok \xff\xfe", CTX))
+def test_undecodable_plaintext_raises_without_the_plaintext(ring):
+    _, opener, _, open_fb = pair()
+    with pytest.raises(UndecodableValue) as info:
+        opener(ring.seal(b"secret \xff\xfe", CTX))
+    assert "secret" not in str(info.value) and "\\xff" not in str(info.value)
+    assert "UnicodeDecodeError" in str(info.value)
+    assert info.value.__context__ is None and info.value.__cause__ is None
+    _, json_opener, _, _ = pair(raw=None, text=False, decode=json.loads)
+    with pytest.raises(UndecodableValue) as info:
+        json_opener(ring.seal(b"secret, not json", CTX))
+    assert "secret" not in str(info.value) and info.value.__context__ is None
+    assert open_fb.values == []
 
 
 def test_encode_errors_propagate_and_nothing_is_sealed(ring):

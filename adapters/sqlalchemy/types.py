@@ -27,7 +27,7 @@ from sqlalchemy.sql import operators
 from sqlalchemy.sql.elements import ColumnElement, Null
 from sqlalchemy.types import TypeDecorator, to_instance
 
-from ...errors import ColumnBindingError, UnsupportedComparison
+from ...errors import ColumnBindingError, UndecodableValue, UnsupportedComparison
 from ...format import Suite, column_context, overhead, tag_sizes
 from ...keyring import get_keyring, named_opener, named_sealer
 from .codecs import Codec, binary_codec, codec_for, json_codec, string_codec
@@ -282,7 +282,7 @@ class EncryptedType(TypeDecorator):
             from .rows import row_result_processor
 
             return row_result_processor(self)
-        decode = self.codec.decode
+        decode, codec_name = self.codec.decode, self.codec.name
         ctx = self.context()
         name = self.keyring_name
 
@@ -291,7 +291,7 @@ class EncryptedType(TypeDecorator):
                 return None
             if type(value) is not bytes:
                 value = bytes(value)
-            return decode(_get(name).open(value, ctx))
+            return _decoded(decode, _get(name).open(value, ctx), codec_name)
 
         return named_opener(name, ctx, process, decode=None if self._raw_bytes else decode)
 
@@ -311,7 +311,21 @@ class EncryptedType(TypeDecorator):
         """Open one stored value of this column (``row`` for row-bound columns)."""
         if sealed is None:
             return None
-        return self.codec.decode(get_keyring(self.keyring_name).open(bytes(sealed), self.context(row)))
+        plaintext = get_keyring(self.keyring_name).open(bytes(sealed), self.context(row))
+        return _decoded(self.codec.decode, plaintext, self.codec.name)
+
+
+def _decoded(decode, plaintext: bytes, name: str) -> Any:
+    """``decode(plaintext)``; a failure becomes UndecodableValue, without the plaintext (a
+    UnicodeDecodeError or JSONDecodeError would carry it in its attributes)."""
+    try:
+        return decode(plaintext)
+    except Exception as exc:  # raised below, outside the handler: no __context__ either
+        failed = type(exc).__name__
+    raise UndecodableValue(
+        f"a {name} value opened but does not decode ({failed}); was it written by another "
+        "column type?"
+    )
 
 
 def _bind_type(dialect) -> type:
@@ -361,13 +375,14 @@ class EncryptedString(EncryptedType):
             return super().result_processor(dialect, coltype)
         ctx = self.context()
         name = self.keyring_name
+        type_name = type(self).__name__
 
         def process(value, _get=get_keyring, _bytes=bytes):
             if value is None:
                 return None
             if type(value) is not _bytes:
                 value = _bytes(value)
-            return _get(name).open(value, ctx).decode()
+            return _decoded(_bytes.decode, _get(name).open(value, ctx), type_name)
 
         return named_opener(name, ctx, process, text=True)
 

@@ -377,3 +377,30 @@ def test_processors_follow_keyring_swaps_and_gcm(keyrings):
     with pytest.raises(InvalidTag):
         other = _table(Column("other", EncryptedString(30)), name="t2").c.other
         other.type.dialect_impl(d).result_processor(d, None)(sealed)
+
+
+@pytest.mark.parametrize("type_, plaintext", [
+    (EncryptedString(30), b"secret \xff\xfe"),
+    (EncryptedText(), b"secret \xc3"),
+    (EncryptedJSON(), b"secret, not JSON"),
+    (Encrypted(sa.Integer), b"secret"),
+    (Encrypted(sa.Date), b"secret"),
+], ids=lambda c: repr(c)[:24])  # fmt: skip
+@pytest.mark.parametrize("suite", [Suite.AEGIS_128X4, Suite.AES_256_GCM])  # native / Python path
+def test_plaintext_that_does_not_decode_raises_undecodable_value(type_, plaintext, suite):
+    from sealstore.errors import UndecodableValue
+    from sealstore.keyring import Keyring, forget_keyring, use_keyring
+
+    ring = use_keyring(Keyring.generate(suite))
+    try:
+        col = _table(Column("c", type_)).c.c
+        sealed = ring.seal(plaintext, col.type.context())  # right key and context, wrong type
+        d = sqlite.dialect()
+        result = col.type.dialect_impl(d).result_processor(d, None)
+        for read in (result, col.type.open):
+            with pytest.raises(UndecodableValue) as info:
+                read(sealed)
+            assert "secret" not in str(info.value)
+            assert info.value.__context__ is None and info.value.__cause__ is None
+    finally:
+        forget_keyring()
