@@ -7,7 +7,8 @@ picks the result format per statement (``cursor.format``), for every column at o
 module switches a statement to binary only when that changes nothing else it returns:
 
 * the statement is a compiled SQLAlchemy statement whose result columns include an encrypted
-  column or a blind index, run through the synchronous ``psycopg`` driver, not executemany;
+  column or a blind index, run through the ``psycopg`` driver (``postgresql+psycopg`` or
+  ``postgresql+psycopg_async``), not executemany;
 * its previous execution (in text format, the default) returned only columns whose PostgreSQL
   types load to the same Python values in both formats (``_SAME_IN_BINARY``: integers, bytea,
   boolean, numeric, float8, text/varchar/char, date/time/timestamp(tz), uuid).  Anything else,
@@ -76,9 +77,20 @@ def _before_cursor_execute(conn, cursor, statement, parameters, context, execute
         decision = False
         setattr(compiled, _ATTR, False)
     if decision is True:
-        from psycopg.pq import Format
+        target = _psycopg_cursor(cursor)
+        if target is not None:
+            from psycopg.pq import Format
 
-        cursor.format = Format.BINARY
+            target.format = Format.BINARY
+
+
+def _psycopg_cursor(cursor):
+    """The psycopg cursor itself: SQLAlchemy's asyncio adapter (``postgresql+psycopg_async``)
+    wraps it in a slotted object, as ``._cursor``."""
+    if hasattr(cursor, "format"):
+        return cursor
+    inner = getattr(cursor, "_cursor", None)
+    return inner if hasattr(inner, "format") else None
 
 
 @event.listens_for(Engine, "after_cursor_execute")

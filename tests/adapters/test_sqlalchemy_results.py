@@ -159,3 +159,38 @@ def test_orm_loads_and_returning_use_it_too(pg, keyrings):
             got.append(conn.execute(stmt).scalar_one())
     assert got == ["999-99-9999"] * 2
     assert pg.formats[-2:] == ["TEXT", "BINARY"]
+
+
+def test_the_asyncio_driver_switches_its_psycopg_cursor(pg_url, keyrings):
+    import asyncio
+
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    async def main():
+        engine = create_async_engine(pg_url.replace("+psycopg", "+psycopg_async"))
+        formats = []
+
+        @event.listens_for(engine.sync_engine, "after_cursor_execute")
+        def record(conn, cursor, statement, parameters, context, executemany):
+            if not executemany and cursor.description:
+                formats.append(cursor._cursor.format.name)
+
+        meta = MetaData()
+        table = Table("results_async", meta, Column("id", Integer, primary_key=True),
+                      Column("email", EncryptedString(100)))  # fmt: skip
+        try:
+            async with engine.begin() as conn:
+                await conn.run_sync(meta.create_all)
+                await conn.execute(insert(table), [{"id": 1, "email": "a@b"}, {"id": 2, "email": None}])
+            got = []
+            for _ in range(3):
+                async with engine.connect() as conn:
+                    got.append((await conn.execute(select(table).order_by(table.c.id))).all())
+            assert [list(map(tuple, rows)) for rows in got] == [[(1, "a@b"), (2, None)]] * 3
+            assert formats[-3:] == ["TEXT", "BINARY", "BINARY"]
+        finally:
+            async with engine.begin() as conn:
+                await conn.run_sync(meta.drop_all)
+            await engine.dispose()
+
+    asyncio.run(main())
