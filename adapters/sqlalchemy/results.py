@@ -8,7 +8,8 @@ module switches a statement to binary only when that changes nothing else it ret
 
 * the statement is a compiled SQLAlchemy statement whose result columns include an encrypted
   column or a blind index, run through the ``psycopg`` driver (``postgresql+psycopg`` or
-  ``postgresql+psycopg_async``), not executemany;
+  ``postgresql+psycopg_async``), not executemany, on a cursor that binds on the server (not
+  ``cursor_factory=psycopg.ClientCursor``, which has no binary results);
 * its previous execution (in text format, the default) returned only columns whose PostgreSQL
   types load to the same Python values in both formats (``_SAME_IN_BINARY``: integers, bytea,
   boolean, numeric, float8, text/varchar/char, date/time/timestamp(tz), uuid).  Anything else,
@@ -85,12 +86,17 @@ def _before_cursor_execute(conn, cursor, statement, parameters, context, execute
 
 
 def _psycopg_cursor(cursor):
-    """The psycopg cursor itself: SQLAlchemy's asyncio adapter (``postgresql+psycopg_async``)
-    wraps it in a slotted object, as ``._cursor``."""
-    if hasattr(cursor, "format"):
-        return cursor
-    inner = getattr(cursor, "_cursor", None)
-    return inner if hasattr(inner, "format") else None
+    """The psycopg cursor itself (SQLAlchemy's asyncio adapter wraps it in a slotted object, as
+    ``._cursor``), or None when it cannot return binary results."""
+    if not hasattr(cursor, "format"):
+        cursor = getattr(cursor, "_cursor", None)
+        if not hasattr(cursor, "format"):
+            return None
+    import psycopg
+
+    if isinstance(cursor, (psycopg.ClientCursor, psycopg.AsyncClientCursor)):
+        return None  # client-side binding has no binary results (cursor_factory=ClientCursor)
+    return cursor
 
 
 @event.listens_for(Engine, "after_cursor_execute")

@@ -194,3 +194,28 @@ def test_the_asyncio_driver_switches_its_psycopg_cursor(pg_url, keyrings):
             await engine.dispose()
 
     asyncio.run(main())
+
+
+def test_client_side_cursors_keep_the_text_format(pg_url, keyrings):
+    import psycopg
+
+    engine = create_engine(pg_url, connect_args={"cursor_factory": psycopg.ClientCursor})
+    formats = []
+
+    @event.listens_for(engine, "after_cursor_execute")
+    def record(conn, cursor, statement, parameters, context, executemany):
+        if not executemany and cursor.description:
+            formats.append(cursor.format.name)
+
+    meta = MetaData()
+    table = Table("results_client", meta, Column("id", Integer, primary_key=True),
+                  Column("email", EncryptedString(100)))  # fmt: skip
+    meta.create_all(engine)
+    try:
+        with engine.begin() as conn:
+            conn.execute(insert(table), [{"id": 1, "email": "a@b"}])
+        assert _runs(engine, select(table)) == [[(1, "a@b")]] * 3
+        assert formats[-3:] == ["TEXT", "TEXT", "TEXT"]
+    finally:
+        meta.drop_all(engine)
+        engine.dispose()
