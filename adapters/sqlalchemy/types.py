@@ -128,8 +128,9 @@ class EncryptedType(TypeDecorator):
 
     #: the encrypted types' python_type is the one of the values they hold (set by subclasses)
     _python_type: type = object
-    #: the codec passes exact bytes through unchanged (the native path seals them as they are)
-    _raw_bytes = False
+    #: what the codec passes through unchanged, sealed as it is by the native path: exact
+    #: ``bytes``, exact ASCII ``str`` (opened back into a str in C), or None
+    _raw: type | None = None
 
     def __init__(
         self,
@@ -272,10 +273,10 @@ class EncryptedType(TypeDecorator):
                 return None
             return _get(name).seal(encode(value), ctx)
 
-        raw = bytes if self._raw_bytes else None
         return named_sealer(
-            name, ctx, process, raw=raw, max_length=self.length, encode=encode, out=_bind_type(dialect)
-        )
+            name, ctx, process, raw=self._raw, max_length=self.length, encode=encode,
+            out=_bind_type(dialect),
+        )  # fmt: skip
 
     def result_processor(self, dialect, coltype):
         if self.bind_row:
@@ -293,7 +294,9 @@ class EncryptedType(TypeDecorator):
                 value = bytes(value)
             return _decoded(decode, _get(name).open(value, ctx), codec_name)
 
-        return named_opener(name, ctx, process, decode=None if self._raw_bytes else decode)
+        if self._raw is str:  # UTF-8 decoded in C
+            return named_opener(name, ctx, process, text=True)
+        return named_opener(name, ctx, process, decode=None if self._raw is bytes else decode)
 
     def process_bind_param(self, value, dialect):
         return self.bind_processor(dialect)(value)
@@ -348,43 +351,10 @@ class EncryptedString(EncryptedType):
     cache_ok = True  # SQLAlchemy reads it from each class's own __dict__
 
     _python_type = str
+    _raw = str  # non-ASCII text goes through the codec (UTF-8), then is sealed natively
 
     def _make_codec(self) -> Codec:
         return string_codec(self.length, type(self).__name__)
-
-    def bind_processor(self, dialect):
-        if self.bind_row:
-            return super().bind_processor(dialect)
-        ctx = self.context()
-        name = self.keyring_name
-        length = self.length
-        encode = self.codec.encode
-
-        def process(value, _get=get_keyring):
-            if value is None:
-                return None
-            return _get(name).seal(encode(value), ctx)  # raises the precise error
-
-        # non-ASCII text goes through encode() too: UTF-8 by the codec, sealed natively
-        return named_sealer(
-            name, ctx, process, raw=str, max_length=length, encode=encode, out=_bind_type(dialect)
-        )
-
-    def result_processor(self, dialect, coltype):
-        if self.bind_row:
-            return super().result_processor(dialect, coltype)
-        ctx = self.context()
-        name = self.keyring_name
-        type_name = type(self).__name__
-
-        def process(value, _get=get_keyring, _bytes=bytes):
-            if value is None:
-                return None
-            if type(value) is not _bytes:
-                value = _bytes(value)
-            return _decoded(_bytes.decode, _get(name).open(value, ctx), type_name)
-
-        return named_opener(name, ctx, process, text=True)
 
 
 class EncryptedText(EncryptedString):
@@ -399,7 +369,7 @@ class EncryptedBinary(EncryptedType):
     cache_ok = True  # SQLAlchemy reads it from each class's own __dict__
 
     _python_type = bytes
-    _raw_bytes = True
+    _raw = bytes
 
     def _make_codec(self) -> Codec:
         return binary_codec(self.length, type(self).__name__)
