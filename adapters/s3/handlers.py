@@ -522,18 +522,24 @@ class S3Sealing:
             raise MalformedObject(
                 "the object's metadata header differs from its body header"
             )
-        cipher = self._opener(header)
         request = context.get("sealstore_request", {})
+        cipher, n = self._prepare_open(raw, meta, request, header, size)
+        parsed["Body"] = streaming_body(OpeningReader(cipher, raw), n)
+        parsed["ContentLength"] = n
+
+    def _prepare_open(self, raw, meta, request, header, stored_size):
+        """(opening cipher, plaintext size) of an object with this header and stored size;
+        MalformedObject (and ``raw`` closed) if the metadata's plaintext length disagrees."""
+        cipher = self._opener(header)
         self._remember_layout(request.get("Bucket"), request.get("Key"), header)
-        n = plaintext_size(size, header.segment_size, header.tag_size)
+        n = plaintext_size(stored_size, header.segment_size, header.tag_size)
         expected = M.stored_length(meta)
         if expected is not None and expected != n:
             raw.close()
             raise MalformedObject(
                 f"object metadata says {expected} bytes, its size says {n}"
             )
-        parsed["Body"] = streaming_body(OpeningReader(cipher, raw), n)
-        parsed["ContentLength"] = n
+        return cipher, n
 
     def _open_range(self, parsed, context, rng) -> None:
         raw = parsed["Body"]
@@ -562,15 +568,7 @@ class S3Sealing:
                 if k in resp:
                     parsed[k] = resp[k]
             return
-        cipher = self._opener(header)
-        self._remember_layout(request.get("Bucket"), request.get("Key"), header)
-        n = plaintext_size(total, header.segment_size, header.tag_size)
-        expected = M.stored_length(meta)
-        if expected is not None and expected != n:
-            raw.close()
-            raise MalformedObject(
-                f"object metadata says {expected} bytes, its size says {n}"
-            )
+        cipher, n = self._prepare_open(raw, meta, request, header, total)
         span = rng.resolve(n)
         if span is None:
             raw.close()
