@@ -187,7 +187,8 @@ def _guard(fn):
     return wrapper
 
 
-def _worker_lines(results, verb: str, done: str) -> tuple[list[str], bool]:
+def _report_workers(args, results, verb: str, done: str) -> int:
+    """Print a rotate/reindex run (lines, or JSON with --json); the exit code: 0 when clean."""
     lines, clean = [], True
     for r in results:
         if r.dry_run:
@@ -210,7 +211,8 @@ def _worker_lines(results, verb: str, done: str) -> tuple[list[str], bool]:
             lines.append(f"  failed: {r.name} row {_pk(pk)} (key {kid}): {error}")
         if r.status != "done" or r.failed or r.remaining:
             clean = False
-    return lines, clean
+    print(_results_json(results) if args.json else "\n".join(lines))
+    return 0 if clean or args.dry_run else 1
 
 
 def _results_json(results) -> str:
@@ -242,9 +244,7 @@ def cmd_rotate(args) -> int:
             env.engine, env.columns, batch_size=args.batch_size, dry_run=args.dry_run,
             progress=_progress(args),
         )  # fmt: skip
-    lines, clean = _worker_lines(results, "re-seal", "re-sealed")
-    print(_results_json(results) if args.json else "\n".join(lines))
-    return 0 if clean or args.dry_run else 1
+    return _report_workers(args, results, "re-seal", "re-sealed")
 
 
 @_guard
@@ -262,9 +262,7 @@ def cmd_reindex(args) -> int:
             env.engine, env.indexes, batch_size=args.batch_size, dry_run=args.dry_run,
             progress=_progress(args),
         )  # fmt: skip
-    lines, clean = _worker_lines(results, "re-index", "re-indexed")
-    print(_results_json(results) if args.json else "\n".join(lines))
-    return 0 if clean or args.dry_run else 1
+    return _report_workers(args, results, "re-index", "re-indexed")
 
 
 @_guard
