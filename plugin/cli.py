@@ -149,7 +149,11 @@ def main(argv: list[str] | None = None) -> int:
         from .bench.run import main as bench_main
 
         return bench_main(argv[1:])
-    args = build_parser().parse_args(argv)
+    return run_command(build_parser().parse_args(argv))
+
+
+def run_command(args) -> int:
+    """Run a parsed ``sealstore`` command; a SealstoreError is one line on stderr and exit 1."""
     try:
         return args.func(args)
     except SealstoreError as exc:

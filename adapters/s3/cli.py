@@ -113,7 +113,7 @@ def add_commands(commands) -> None:
 
 def main(argv=None) -> int:
     """``python -m sealstore.adapters.s3.cli`` (the same commands without the console script)."""
-    from sealstore.errors import SealstoreError
+    from sealstore.cli import run_command
 
     parser = argparse.ArgumentParser(prog="sealstore")
     parser.add_argument(
@@ -122,12 +122,7 @@ def main(argv=None) -> int:
     add_commands(
         parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     )
-    args = parser.parse_args(argv)
-    try:
-        return args.func(args)
-    except SealstoreError as exc:
-        print(f"sealstore: error: {exc}", file=sys.stderr)
-        return 1
+    return run_command(parser.parse_args(argv))
 
 
 if __name__ == "__main__":  # pragma: no cover
