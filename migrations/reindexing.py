@@ -60,6 +60,10 @@ class ReindexTask:
             and_(src.is_(None), idx.is_not(None)),
         )
 
+    def dry_run_counts(self, conn: Connection) -> tuple[int, dict]:
+        """(indexes a run would recompute, {}: index key ids are not broken down)."""
+        return self.count_stale(conn), {}
+
     def count_stale(self, conn: Connection) -> int:
         q = (
             select(func.count())
@@ -160,32 +164,7 @@ def reindex(
 ) -> list[WorkerResult]:
     """Recompute every blind index of ``indexes`` (IndexSpecs or models) that is not under the
     index keyring's primary key.  Same contract as :func:`~sealstore.migrations.rotation.rotate`."""
-    results = []
-    for spec in as_index_specs(indexes):
-        task = ReindexTask(spec)
-        if dry_run:
-            with engine.connect() as conn:
-                total = task.count_stale(conn)
-            results.append(
-                WorkerResult(
-                    task.name,
-                    None,
-                    task.target_key_id(),
-                    "dry-run",
-                    total_estimate=total,
-                    remaining=total,
-                    dry_run=True,
-                )
-            )
-            continue
-        results.append(
-            worker.run(
-                engine,
-                task,
-                batch_size=batch_size,
-                worker_id=worker_id,
-                progress=progress,
-                on_event=on_event,
-            )
-        )
-    return results
+    return worker.run_each(
+        engine, [ReindexTask(spec) for spec in as_index_specs(indexes)], dry_run=dry_run,
+        batch_size=batch_size, worker_id=worker_id, progress=progress, on_event=on_event,
+    )  # fmt: skip

@@ -89,6 +89,11 @@ class ResealTask:
         )
         return conn.execute(q).scalar_one()
 
+    def dry_run_counts(self, conn: Connection) -> tuple[int, dict[int | None, int]]:
+        """(values a run would rewrite, the same per key id)."""
+        by_key = self.stale_by_key(conn)
+        return sum(by_key.values()), by_key
+
     def stale_by_key(self, conn: Connection) -> dict[int | None, int]:
         """{key id: values} for values not under the primary (what a run would rewrite)."""
         kid = key_id_sql(self.col)
@@ -217,35 +222,8 @@ def rotate(
     processes to share the work on PostgreSQL.  ``dry_run`` only counts, per key id, the
     values a run would rewrite.  Returns one :class:`WorkerResult` per column.
     """
-    results = []
-    for spec in as_column_specs(columns):
-        task = ResealTask(spec)
-        if dry_run:
-            with engine.connect() as conn:
-                by_key = task.stale_by_key(conn)
-            total = sum(by_key.values())
-            results.append(
-                WorkerResult(
-                    task.name,
-                    None,
-                    task.target_key_id(),
-                    "dry-run",
-                    total_estimate=total,
-                    remaining=total,
-                    dry_run=True,
-                    by_key=by_key,
-                )
-            )
-            continue
-        results.append(
-            worker.run(
-                engine,
-                task,
-                batch_size=batch_size,
-                worker_id=worker_id,
-                progress=progress,
-                on_event=on_event,
-                profile=profile,
-            )
-        )
-    return results
+    return worker.run_each(
+        engine, [ResealTask(spec) for spec in as_column_specs(columns)], dry_run=dry_run,
+        batch_size=batch_size, worker_id=worker_id, progress=progress, on_event=on_event,
+        profile=profile,
+    )  # fmt: skip

@@ -223,3 +223,23 @@ def run(
         result.conflicted, result.failed, result.remaining, target,
     )  # fmt: skip
     return result
+
+
+def run_each(engine: Engine, tasks, *, dry_run: bool = False, **run_kwargs) -> list[WorkerResult]:
+    """:func:`run` each task in turn (``run_kwargs`` as for it); with ``dry_run`` only count,
+    through the task's ``dry_run_counts(conn) -> (total, {key id: values})``, what a run would
+    rewrite.  One WorkerResult per task."""
+    results = []
+    for task in tasks:
+        if not dry_run:
+            results.append(run(engine, task, **run_kwargs))
+            continue
+        with engine.connect() as conn:
+            total, by_key = task.dry_run_counts(conn)
+        results.append(
+            WorkerResult(
+                task.name, None, task.target_key_id(), "dry-run", total_estimate=total,
+                remaining=total, dry_run=True, by_key=by_key,
+            )  # fmt: skip
+        )
+    return results
