@@ -31,7 +31,7 @@ setup(
     ext_modules=[
         Extension(
             "sealstore._speedups",
-            sources=["native/speedups.c", "native/bound.c", "native/src/util.c", "native/src/calls.c"],
+            sources=["native/speedups.c", "native/bound.c", "native/rowmap.c", "native/src/util.c", "native/src/calls.c"],
             include_dirs=["native/include"],
             extra_compile_args=compile_args(),
         )

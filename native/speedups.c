@@ -989,7 +989,7 @@ PyMODINIT_FUNC PyInit__speedups(void)
         Py_DECREF(m);
         return NULL;
     }
-    if (bound_add_types(m) < 0) {
+    if (bound_add_types(m) < 0 || rowmap_add_functions(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

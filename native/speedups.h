@@ -1,6 +1,7 @@
 /*
  * What the parts of sealstore._speedups share (internal; not installed): the Context type,
- * nonces, GIL hand-off and the InvalidTag error, defined in speedups.c and used by bound.c.
+ * nonces, GIL hand-off and the InvalidTag error, defined in speedups.c and used by bound.c
+ * and rowmap.c.
  */
 #ifndef SEALSTORE_SPEEDUPS_H
 #define SEALSTORE_SPEEDUPS_H
@@ -27,5 +28,7 @@ void raise_invalid_tag(Py_ssize_t index);
 
 /* bound.c: the NamedSealer and NamedOpener types, added to the module. */
 int bound_add_types(PyObject *module);
+/* rowmap.c: map_columns, added to the module. */
+int rowmap_add_functions(PyObject *module);
 
 #endif
