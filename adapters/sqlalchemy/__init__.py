@@ -21,6 +21,7 @@
     session.scalars(select(User).where(User.email == "a@example.org"))
 """
 
+from . import fetching as _fetching  # noqa: F401  (opens encrypted columns as rows are fetched)
 from . import orm as _orm  # noqa: F401  (registers the mapper hooks)
 from . import results as _results  # noqa: F401  (binary results on psycopg 3)
 from . import schema as _schema  # noqa: F401  (registers the Column attach listener)
