@@ -70,7 +70,7 @@ run_asan() {
     note "ASan/UBSan: kernel tests (parametrized over every kernel: $kernels)"
     (cd "$ROOT" && "${env[@]}" "$PY" -m pytest -q -p no:cacheprovider \
         tests/test_aead_vectors.py tests/test_aead_api.py tests/test_aead_properties.py \
-        tests/test_native.py tests/test_batch.py >"$WORK/asan-kernels.log" 2>&1) \
+        tests/test_native.py tests/test_batch.py tests/test_rowmap.py >"$WORK/asan-kernels.log" 2>&1) \
         || fail "kernel tests under ASan/UBSan"
     tail -n 1 "$WORK/asan-kernels.log"
     for k in $kernels; do
