@@ -85,8 +85,8 @@ def _decide(context, executemany) -> object:
         and _returns_encrypted(compiled)
         else False
     )
-    setattr(compiled, _ATTR, plan)
-    return plan
+    # setdefault: threads running a new statement at once all get the first thread's plan
+    return vars(compiled).setdefault(_ATTR, plan)
 
 
 @event.listens_for(Engine, "after_cursor_execute")
