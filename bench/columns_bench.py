@@ -4,9 +4,10 @@
 
 Each row has one 100-byte and one 1 KiB text column.  Variants, all in one run and on the
 same database: plaintext columns (the baseline); a no-crypto ``TypeDecorator`` (binary storage,
-values encoded to UTF-8 and decoded by C callables, no cryptography: the floor any encrypted
-column type starts from, since SQLAlchemy's per-value processors and the extra bytes objects
-cost the same whatever the processor does); the incumbent, sqlalchemy-utils'
+values encoded to UTF-8 and decoded by C callables, no cryptography: what SQLAlchemy's
+per-value processors and the extra bytes objects cost whatever the processor does, the floor
+of any plain ``TypeDecorator``; sealstore's selects go under it by opening at fetch); the
+incumbent, sqlalchemy-utils'
 ``StringEncryptedType`` with ``AesGcmEngine`` (only if ``sqlalchemy-utils`` is installed:
 ``pip install 'sealstore[bench]'``; otherwise reported as "not installed"); sealstore with an
 AES-256-GCM keyring; sealstore with the default AEGIS keyring (AEGIS-128X4, AEGIS-128L under
@@ -81,9 +82,9 @@ def _incumbent_types():
 
 
 class _Utf8Blob(TypeDecorator):
-    """The floor of any encrypted type: binary storage, values encoded to UTF-8 on the way in
-    and decoded on the way out by C callables, no cryptography at all (and no NULL handling:
-    the benchmark has none)."""
+    """The floor of a plain encrypted TypeDecorator: binary storage, values encoded to UTF-8
+    on the way in and decoded on the way out by C callables in SQLAlchemy's per-value
+    processors, no cryptography at all (and no NULL handling: the benchmark has none)."""
 
     impl = LargeBinary
     cache_ok = True
