@@ -309,7 +309,7 @@ def _open_rows(bound, items):
     from ..keyring import get_keyring
 
     keyring = get_keyring(bound.keyring_name)
-    decode = bound.codec.decode
+    decode = bound.codec.decoded  # UndecodableValue, without the plaintext
     if not bound.bind_row:
         return [
             decode(p)

@@ -90,7 +90,7 @@ class ReindexTask:
     def _compute(self, todo, stats: BatchStats) -> list[tuple]:
         source = self.source
         keyring = source.get_keyring()
-        decode = source.type.codec.decode
+        decode = source.type.codec.decoded  # UndecodableValue: counted as a failure below
         index_type = self.spec.type
         out = []
         for pk, src, idx in todo:

@@ -267,6 +267,37 @@ def test_encrypt_column_resumes_after_interruption(alembic_env, keyring, monkeyp
     command.downgrade(cfg, "base")
 
 
+def test_decrypt_column_stops_at_a_value_that_does_not_decode(alembic_env, keyring):
+    """A stored value that opens but is not UTF-8 stops decrypt_column with UndecodableValue
+    (no plaintext in it); the encrypted column is untouched, and once the value is mended the
+    same downgrade completes."""
+    from sealstore.errors import UndecodableValue
+
+    cfg, engine, versions = alembic_env
+    (versions / "app_0001.py").write_text(USERS_REV)
+    (versions / "app_0002.py").write_text(ENCRYPT_REV)
+    command.upgrade(cfg, "app_0001")
+    values = _insert_users(engine, 30)
+    command.upgrade(cfg, "app@head")
+    ctx = column_context("users", "ssn")
+    bad = keyring.seal(b"\xff\xfe secret bytes", ctx)
+    with engine.begin() as conn:
+        conn.execute(sa.text("UPDATE users SET ssn = :v WHERE id = 17"), {"v": bad})
+    with pytest.raises(UndecodableValue) as caught:
+        command.downgrade(cfg, "app_0001")
+    assert "secret" not in str(caught.value)
+    raw = _raw(engine)
+    assert bytes(raw[17]) == bad
+    for pk, plain in values.items():
+        if pk != 17 and plain is not None:
+            assert keyring.open(bytes(raw[pk]), ctx) == plain.encode()
+    with engine.begin() as conn:
+        conn.execute(sa.text("UPDATE users SET ssn = :v WHERE id = 17"), {"v": keyring.seal(b"mended", ctx)})
+    command.downgrade(cfg, "app_0001")
+    assert _raw(engine) == values | {17: "mended"}
+    command.downgrade(cfg, "base")
+
+
 def test_autogenerate_writes_encrypt_and_decrypt_ops(alembic_env, keyring):
     cfg, engine, versions = alembic_env
     (versions / "app_0001.py").write_text(USERS_REV)

@@ -104,3 +104,18 @@ def test_reindex_never_overwrites_a_concurrent_update(db, keyrings):
     assert result.conflicted == 1 and result.remaining == 0
     assert find(db, "changed@example.org") == [1] and find(db, "m1@example.org") == []
     assert index_key_ids(db) == {None, ikr.primary.key_id}
+
+
+def test_reindex_counts_a_value_that_does_not_decode_as_a_failure(db, keyrings):
+    """A value that opens but is not UTF-8 (sealed by hand under the column's context) is one
+    failed row, named by its key id and UndecodableValue, and the others are re-indexed."""
+    from sealstore.format import column_context
+
+    kr, ikr = keyrings
+    bad = kr.seal(b"\xff\xfe not utf-8", column_context("members", "email"))
+    with db.begin() as conn:
+        conn.execute(sa.text("UPDATE members SET email = :v WHERE id = 7"), {"v": bad})
+    ikr.rotate()
+    (result,) = reindex(db, Member, batch_size=16)
+    assert (result.resealed, result.failed) == (53, 1)
+    assert result.failures == [((7,), kr.primary.key_id, "UndecodableValue")]

@@ -35,7 +35,7 @@ from typing import Any, Callable, NamedTuple
 
 from sqlalchemy import types as sqltypes
 
-from ...errors import ValueTooLong
+from ...errors import UndecodableValue, ValueTooLong
 
 __all__ = ["Codec", "codec_for", "string_codec", "binary_codec", "json_codec"]
 
@@ -48,6 +48,19 @@ class Codec(NamedTuple):
     decode: Callable[[bytes], Any]
     max_size: int | None
     name: str
+
+    def decoded(self, plaintext: bytes) -> Any:
+        """``decode(plaintext)`` for a value just opened; a failure raises UndecodableValue,
+        without the plaintext (a UnicodeDecodeError or JSONDecodeError would carry it in its
+        attributes, and chain it as ``__context__``)."""
+        try:
+            return self.decode(plaintext)
+        except Exception as exc:  # raised below, outside the handler: no __context__ either
+            failed = type(exc).__name__
+        raise UndecodableValue(
+            f"a {self.name} value opened but does not decode ({failed}); was it written by "
+            "another column type?"
+        )
 
 
 def _type_error(name: str, expected: str, value: Any) -> TypeError:

@@ -27,7 +27,7 @@ from sqlalchemy.sql import operators
 from sqlalchemy.sql.elements import ColumnElement, Null
 from sqlalchemy.types import TypeDecorator, to_instance
 
-from ...errors import ColumnBindingError, UndecodableValue, UnsupportedComparison
+from ...errors import ColumnBindingError, UnsupportedComparison
 from ...format import Suite, column_context, overhead, tag_sizes
 from ...keyring import get_keyring, named_opener, named_sealer
 from .codecs import Codec, binary_codec, codec_for, json_codec, string_codec
@@ -283,7 +283,7 @@ class EncryptedType(TypeDecorator):
             from .rows import row_result_processor
 
             return row_result_processor(self)
-        decode, codec_name = self.codec.decode, self.codec.name
+        decode, decoded = self.codec.decode, self.codec.decoded
         ctx = self.context()
         name = self.keyring_name
 
@@ -292,7 +292,7 @@ class EncryptedType(TypeDecorator):
                 return None
             if type(value) is not bytes:
                 value = bytes(value)
-            return _decoded(decode, _get(name).open(value, ctx), codec_name)
+            return decoded(_get(name).open(value, ctx))
 
         if self._raw is str:  # UTF-8 decoded in C
             return named_opener(name, ctx, process, text=True)
@@ -315,20 +315,7 @@ class EncryptedType(TypeDecorator):
         if sealed is None:
             return None
         plaintext = get_keyring(self.keyring_name).open(bytes(sealed), self.context(row))
-        return _decoded(self.codec.decode, plaintext, self.codec.name)
-
-
-def _decoded(decode, plaintext: bytes, name: str) -> Any:
-    """``decode(plaintext)``; a failure becomes UndecodableValue, without the plaintext (a
-    UnicodeDecodeError or JSONDecodeError would carry it in its attributes)."""
-    try:
-        return decode(plaintext)
-    except Exception as exc:  # raised below, outside the handler: no __context__ either
-        failed = type(exc).__name__
-    raise UndecodableValue(
-        f"a {name} value opened but does not decode ({failed}); was it written by another "
-        "column type?"
-    )
+        return self.codec.decoded(plaintext)
 
 
 def _bind_type(dialect) -> type:
