@@ -12,7 +12,7 @@ import threading
 import tracemalloc
 
 import pytest
-from sealstore.adapters.sqlalchemy import EncryptedText
+from sealstore.adapters.sqlalchemy import EncryptedString, EncryptedText
 from sealstore.adapters.sqlalchemy.fetching import (
     CHUNK_ROWS,
     OPEN_ON_FETCH_OPTION,
@@ -22,6 +22,7 @@ from sealstore.errors import InvalidTag
 from sealstore.keyring import Keyring, use_keyring
 from sqlalchemy import (
     Column,
+    ForeignKey,
     Integer,
     MetaData,
     String,
@@ -31,7 +32,15 @@ from sqlalchemy import (
     select,
     text,
 )
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import (
+    DeclarativeBase,
+    Mapped,
+    Session,
+    joinedload,
+    mapped_column,
+    relationship,
+    selectinload,
+)
 from sqlalchemy_cases import Secret, User, db, keyrings, write_raw  # noqa: F401
 
 N = CHUNK_ROWS * 3 + 17  # several chunks and a partial one
@@ -273,3 +282,55 @@ def test_the_asyncio_engine(pg_url, keyrings):
             await engine.dispose()
 
     asyncio.run(main())
+
+
+def test_relationship_loads_and_echo(tmp_path, keyrings):
+    """Joined and select-in eager loads (aliased columns of two tables in one row) and an
+    engine that logs its rows open the same values as SQLAlchemy's own processing."""
+    class Base(DeclarativeBase):
+        pass
+
+    class Owner(Base):
+        __tablename__ = "owners"
+        id: Mapped[int] = mapped_column(primary_key=True)
+        name: Mapped[str] = mapped_column(EncryptedString(40))
+        pets: Mapped[list["Pet"]] = relationship(back_populates="owner", order_by="Pet.id")
+
+    class Pet(Base):
+        __tablename__ = "pets"
+        id: Mapped[int] = mapped_column(primary_key=True)
+        owner_id: Mapped[int] = mapped_column(ForeignKey("owners.id"))
+        name: Mapped[str] = mapped_column(EncryptedText())
+        owner: Mapped[Owner] = relationship(back_populates="pets")
+
+    def load(engine, option):
+        with Session(engine) as s:
+            owners = s.scalars(select(Owner).options(option(Owner.pets)).order_by(Owner.id)).unique().all()
+            return [(o.name, [(p.name, p.owner.name) for p in o.pets]) for o in owners]
+
+    engine = create_engine(f"sqlite:///{tmp_path / 'rel.db'}")
+    Base.metadata.create_all(engine)
+    with Session(engine) as s:
+        s.add_all([Owner(id=i, name=f"owner {i}", pets=[Pet(name=f"pet {i}.{j}") for j in range(i % 4)])
+                   for i in range(CHUNK_ROWS + 3)])  # fmt: skip
+        s.commit()
+    off = create_engine(engine.url, execution_options={OPEN_ON_FETCH_OPTION: False})
+    echo = create_engine(engine.url, echo=True)
+    for option in (joinedload, selectinload):
+        expected = load(off, option)
+        assert expected[3] == ("owner 3", [("pet 3.0", "owner 3"), ("pet 3.1", "owner 3"), ("pet 3.2", "owner 3")])
+        assert load(engine, option) == expected and load(engine, option) == expected
+        assert load(echo, option) == expected
+    for e in (engine, off, echo):
+        e.dispose()
+
+
+def test_a_plan_never_filled_is_an_error_not_ciphertext():
+    """Internal guard: a result whose metadata was built without the collecting hook cannot
+    be handed out unopened."""
+    from sqlalchemy.engine.cursor import _DEFAULT_FETCH
+
+    from sealstore.adapters.sqlalchemy.fetching import _Plan
+
+    with pytest.raises(RuntimeError, match="without the fetch hook"):
+        _OpeningFetch(_DEFAULT_FETCH, _Plan())._opened([(b"sealed",)])
