@@ -246,3 +246,82 @@ def test_cli_resumes_after_kill(s3_endpoint, raw_s3, bucket, tmp_path):
     for key, value in data.items():
         assert key_id(raw_s3, bucket, key) == new.primary.id_hex
         assert get(reader, bucket, key) == value
+
+
+# ---- objects above the 5 GiB single-request limit (scaled down: 6 MiB, 5 MiB parts) --------
+
+MiB = 1 << 20
+
+
+@pytest.fixture
+def small_limits(monkeypatch):
+    from sealstore.adapters.s3 import large, rotate
+
+    monkeypatch.setattr(large, "MAX_SINGLE_REQUEST", 6 * MiB)
+    monkeypatch.setattr(rotate, "MAX_SINGLE_REQUEST", 6 * MiB)
+    monkeypatch.setattr(large, "RESEAL_PART", 5 * MiB)
+    monkeypatch.setattr(large, "COPY_PART", 5 * MiB)
+
+
+def _record(client, op):
+    """The parameters of every ``op`` request ``client`` sends."""
+    seen = []
+    client.meta.events.register(f"before-call.s3.{op}", lambda params, **kw: seen.append(params))
+    return seen
+
+
+def test_large_object_is_resealed_with_a_conditional_multipart_upload(
+    small_limits, s3_endpoint, raw_s3, bucket
+):
+    kr = Keyring.generate()
+    s3 = encrypt_client(make_client(s3_endpoint), kr, segment_size=SEG)
+    data = os.urandom(11 * MiB + 123)
+    s3.put_object(Bucket=bucket, Key="big", Body=data, Metadata={"n": "1"}, ContentType="x/y")
+    etag = raw_s3.head_object(Bucket=bucket, Key="big")["ETag"]
+    kr.rotate()
+    completes = _record(s3, "CompleteMultipartUpload")
+    report = rotate_objects(s3, bucket, "big")
+    assert (report.resealed, report.failures) == (1, [])
+    head = raw_s3.head_object(Bucket=bucket, Key="big")
+    assert head["ETag"].endswith('-3"')  # three parts: 5 + 5 + 1 MiB
+    assert head["Metadata"]["n"] == "1" and head["ContentType"] == "x/y"
+    assert key_id(raw_s3, bucket, "big") == kr.primary.id_hex
+    assert get(s3, bucket, "big") == data
+    assert [c["headers"].get("If-Match") for c in completes] == [etag]  # never over a new write
+    assert not raw_s3.list_multipart_uploads(Bucket=bucket).get("Uploads")
+
+
+def test_large_object_that_fails_to_open_is_left_as_it_was(small_limits, s3_endpoint, raw_s3, bucket):
+    kr = Keyring.generate()
+    s3 = encrypt_client(make_client(s3_endpoint), kr, segment_size=SEG)
+    s3.put_object(Bucket=bucket, Key="big", Body=os.urandom(11 * MiB))
+    head = raw_s3.head_object(Bucket=bucket, Key="big")
+    sealed = bytearray(raw_s3.get_object(Bucket=bucket, Key="big")["Body"].read())
+    sealed[8 * MiB] ^= 1  # a segment in the second part
+    raw_s3.put_object(Bucket=bucket, Key="big", Body=bytes(sealed), Metadata=head["Metadata"])
+    kr.rotate()
+    report = rotate_objects(s3, bucket, "big")
+    assert report.resealed == 0 and [f["key"] for f in report.failures] == ["big"]
+    assert "InvalidTag" in report.failures[0]["error"]
+    assert raw_s3.get_object(Bucket=bucket, Key="big")["Body"].read() == bytes(sealed)
+    assert not raw_s3.list_multipart_uploads(Bucket=bucket).get("Uploads")  # aborted
+
+
+def test_large_object_metadata_is_repaired_by_a_multipart_copy(small_limits, s3_endpoint, raw_s3, bucket):
+    kr = Keyring.generate()
+    s3 = encrypt_client(make_client(s3_endpoint), kr, segment_size=SEG)
+    data = os.urandom(13 * MiB)
+    s3.put_object(Bucket=bucket, Key="src", Body=data)
+    sealed = raw_s3.get_object(Bucket=bucket, Key="src")["Body"].read()
+    raw_s3.put_object(Bucket=bucket, Key="big", Body=sealed, Metadata={"n": "2"}, ContentType="x/y")
+    etag = raw_s3.head_object(Bucket=bucket, Key="big")["ETag"]
+    with s3.sealstore.raw() as raw:
+        part_copies = _record(raw, "UploadPartCopy")
+    report = rotate_objects(s3, bucket, "big")
+    assert (report.repaired, report.failures) == (1, [])
+    head = raw_s3.head_object(Bucket=bucket, Key="big")
+    assert head["ETag"].endswith('-3"') and head["ContentType"] == "x/y"
+    assert head["Metadata"]["n"] == "2" and key_id(raw_s3, bucket, "big") == kr.primary.id_hex
+    assert raw_s3.get_object(Bucket=bucket, Key="big")["Body"].read() == sealed  # byte for byte
+    assert get(s3, bucket, "big") == data
+    assert {c["headers"].get("x-amz-copy-source-if-match") for c in part_copies} == {etag}

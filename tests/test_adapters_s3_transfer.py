@@ -286,3 +286,44 @@ def test_peak_memory_is_bounded(s3_endpoint_process, keyring, tmp_path):
     )
     assert put_peak < size // 4, put_peak
     assert get_peak < size // 4, get_peak
+
+
+def test_copy_above_the_single_request_limit_is_a_multipart_copy(s3, raw_s3, bucket, monkeypatch):
+    """client.copy of a sealed object larger than CopyObject takes (5 GiB, scaled down to
+    6 MiB here): the sealed bytes are copied in order, byte for byte, each range conditional
+    on the source's ETag; metadata and headers follow CopyObject's rules."""
+    from sealstore.adapters.s3 import large
+
+    monkeypatch.setattr(large, "MAX_SINGLE_REQUEST", 6 * MiB)
+    monkeypatch.setattr(large, "COPY_PART", 5 * MiB)
+    data = os.urandom(12 * MiB + 5)
+    s3.put_object(Bucket=bucket, Key="src", Body=data, Metadata={"a": "1"}, ContentType="x/y")
+    src = raw_s3.head_object(Bucket=bucket, Key="src")
+    sealed = raw_s3.get_object(Bucket=bucket, Key="src")["Body"].read()
+    seen = []
+    with s3.sealstore.raw() as raw:
+        raw.meta.events.register(
+            "before-call.s3.UploadPartCopy", lambda params, **kw: seen.append(params)
+        )
+    done = []
+    s3.copy({"Bucket": bucket, "Key": "src"}, bucket, "dst", Callback=done.append)
+    head = raw_s3.head_object(Bucket=bucket, Key="dst")
+    assert head["ETag"].endswith('-3"') and done == [len(sealed)]
+    assert raw_s3.get_object(Bucket=bucket, Key="dst")["Body"].read() == sealed
+    assert head["Metadata"] == src["Metadata"] and head["ContentType"] == "x/y"
+    ranged = s3.get_object(Bucket=bucket, Key="dst", Range="bytes=7000000-7000009")["Body"].read()
+    assert ranged == data[7000000:7000010]
+    assert {p["headers"]["x-amz-copy-source-if-match"] for p in seen} == {src["ETag"]}
+
+    s3.copy({"Bucket": bucket, "Key": "src"}, bucket, "replaced",
+            ExtraArgs={"MetadataDirective": "REPLACE", "Metadata": {"b": "2"}, "ContentType": "a/b"})  # fmt: skip
+    head = raw_s3.head_object(Bucket=bucket, Key="replaced")
+    assert head["Metadata"]["b"] == "2" and "a" not in head["Metadata"]
+    assert head["ContentType"] == "a/b"
+    assert s3.get_object(Bucket=bucket, Key="replaced")["Body"].read() == data
+    with pytest.raises(UnsupportedOperation, match="TaggingDirective"):
+        s3.copy({"Bucket": bucket, "Key": "src"}, bucket, "x", ExtraArgs={"TaggingDirective": "COPY"})
+    with pytest.raises(UnsupportedOperation):  # reserved sealstore metadata is refused, as ever
+        s3.copy({"Bucket": bucket, "Key": "src"}, bucket, "x",
+                ExtraArgs={"MetadataDirective": "REPLACE", "Metadata": {"sealstore-key-id": "0"}})  # fmt: skip
+    assert not raw_s3.list_multipart_uploads(Bucket=bucket).get("Uploads")

@@ -41,6 +41,9 @@ HEADER = "sealstore-header"
 PART_SIZE = "sealstore-part-size"
 
 _STORED = (VERSION, SUITE, KEY_ID, SEGMENT_SIZE, LENGTH, HEADER)
+# standard headers a rewrite or a multipart copy must carry over itself (CopyObject keeps them)
+KEPT_HEADERS = ("CacheControl", "ContentDisposition", "ContentEncoding", "ContentLanguage",
+                "ContentType", "Expires")  # fmt: skip
 
 
 def object_metadata(header: ObjectHeader, length: int | None) -> dict[str, str]:

@@ -12,6 +12,9 @@ For each object, in listing order:
   conflict and left for the next run);
 * not sealed: skipped, or sealed in place with ``seal_plaintext`` (buckets being migrated).
 
+Objects above 5 GiB, which one PutObject or CopyObject cannot write, take multipart uploads
+with the same conditions (``large.py``).
+
 After every object the position (the last key done) goes to a checkpoint file, written
 atomically; a run that was stopped or killed resumes after it.  A finished run marks the
 checkpoint complete, and the next run starts over.
@@ -29,17 +32,10 @@ from sealstore.errors import NotSealedObject, SealstoreError
 from sealstore.stream import HEADER_SIZE, ObjectCipher, parse_object_header
 
 from . import metadata as M
+from .large import MAX_SINGLE_REQUEST, copy_multipart, needs_multipart, put_multipart
 
 __all__ = ["RotationReport", "parse_s3_url", "rotate_objects"]
 
-_KEEP = (
-    "CacheControl",
-    "ContentDisposition",
-    "ContentEncoding",
-    "ContentLanguage",
-    "ContentType",
-    "Expires",
-)
 
 
 @dataclass
@@ -217,7 +213,7 @@ def _rotate_one(client, sealing, bucket, key, primary, dry_run, seal_plaintext) 
     etag = head["ETag"]
     header, in_meta = _header_of(sealing, bucket, key, head)
     user_meta = M.split_user_metadata(head.get("Metadata"))
-    keep = {k: head[k] for k in _KEEP if head.get(k)}
+    keep = {k: head[k] for k in M.KEPT_HEADERS if head.get(k)}
     if header is None:
         if not seal_plaintext:
             return "not_sealed"
@@ -225,7 +221,7 @@ def _rotate_one(client, sealing, bucket, key, primary, dry_run, seal_plaintext) 
             with sealing.raw() as raw:
                 body = raw.get_object(Bucket=bucket, Key=key, IfMatch=etag)["Body"]
             _write(
-                client, bucket, key, body, head["ContentLength"], etag, user_meta, keep
+                client, sealing, bucket, key, body, head["ContentLength"], etag, user_meta, keep
             )
         return "sealed_plaintext"
     cipher = ObjectCipher.from_header(
@@ -242,14 +238,21 @@ def _rotate_one(client, sealing, bucket, key, primary, dry_run, seal_plaintext) 
             return "current"
         if not dry_run:  # put the lost metadata back, server-side
             n = cipher.plaintext_size(head["ContentLength"])
+            meta = {**user_meta, **M.object_metadata(header, n)}
             with sealing.raw() as raw:
+                if head["ContentLength"] > MAX_SINGLE_REQUEST:
+                    copy_multipart(
+                        raw, {"Bucket": bucket, "Key": key}, bucket, key, head["ContentLength"],
+                        metadata=meta, extra=keep, source_if_match=etag, if_match=etag,
+                    )  # fmt: skip
+                    return "repaired"
                 raw.copy_object(
                     Bucket=bucket,
                     Key=key,
                     CopySource={"Bucket": bucket, "Key": key},
                     CopySourceIfMatch=etag,
                     MetadataDirective="REPLACE",
-                    Metadata={**user_meta, **M.object_metadata(header, n)},
+                    Metadata=meta,
                     **keep,
                 )
         return "repaired"
@@ -260,6 +263,7 @@ def _rotate_one(client, sealing, bucket, key, primary, dry_run, seal_plaintext) 
             resp = client.get_object(Bucket=bucket, Key=key, IfMatch=etag)
         _write(
             client,
+            sealing,
             bucket,
             key,
             resp["Body"],
@@ -271,9 +275,15 @@ def _rotate_one(client, sealing, bucket, key, primary, dry_run, seal_plaintext) 
     return "resealed"
 
 
-def _write(client, bucket, key, body, length, etag, user_meta, keep) -> None:
+def _write(client, sealing, bucket, key, body, length, etag, user_meta, keep) -> None:
     """Seal ``body`` (a plaintext stream of ``length`` bytes) over ``key`` if it is unchanged."""
     try:
+        if needs_multipart(length):
+            put_multipart(
+                client, sealing, bucket, key, body, length,
+                metadata=user_meta, extra=keep, if_match=etag,
+            )  # fmt: skip
+            return
         client.put_object(
             Bucket=bucket,
             Key=key,

@@ -5,7 +5,8 @@ the handlers seal each part in the thread that sends it.  These wrappers only ch
 that is a whole number of segments (at least 5 MiB, at most 10,000 parts) and declare it, with
 the plaintext length when it is known, as request metadata hints the handlers consume.
 Downloads need no wrapper: ``head_object`` reports the plaintext size and every ranged GET that
-s3transfer sends is mapped to its segments.
+s3transfer sends is mapped to its segments.  ``copy`` copies the sealed bytes server-side:
+CopyObject up to 5 GiB, a multipart copy above (``large.py``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ __all__ = ["install", "part_size"]
 MIN_PART = 5 << 20
 MAX_PART = 5 << 30
 MAX_PARTS = 10_000
-MAX_SINGLE_COPY = 5 << 30
 
 
 def part_size(length: int | None, wanted: int, segment_size: int) -> int:
@@ -81,20 +81,44 @@ def install(client, sealing) -> None:
         SourceClient=None,
         Config=None,
     ):
-        """Server-side copy of the sealed bytes with CopyObject (sources up to 5 GiB)."""
+        """Server-side copy of the sealed bytes: CopyObject, or above 5 GiB a multipart copy of
+        the sealed bytes in order (see ``large.py``)."""
         extra = dict(ExtraArgs or {})
         from .handlers import _copy_source
+        from .large import MAX_SINGLE_REQUEST
 
+        source = _copy_source(CopySource)
         with sealing.raw() as raw:
-            head = raw.head_object(**_copy_source(CopySource))
-        if head["ContentLength"] > MAX_SINGLE_COPY:
-            raise UnsupportedOperation(
-                "copying a sealed object above 5 GiB needs a multipart copy, which an encrypted "
-                "client does not do yet; download and upload it instead"
-            )
-        client.copy_object(CopySource=CopySource, Bucket=Bucket, Key=Key, **extra)
+            head = raw.head_object(**source)
+        if head["ContentLength"] > MAX_SINGLE_REQUEST:
+            _copy_large(source, head, Bucket, Key, extra)
+        else:
+            client.copy_object(CopySource=CopySource, Bucket=Bucket, Key=Key, **extra)
         if Callback is not None:
             Callback(head["ContentLength"])
+
+    def _copy_large(source, head, bucket, key, extra):
+        from .large import copy_multipart
+
+        replace = extra.pop("MetadataDirective", "COPY") == "REPLACE"
+        meta = extra.pop("Metadata", None) or {}
+        M.reject_reserved(meta)
+        if not replace:  # what CopyObject does by default: the source's metadata and headers
+            meta = dict(head.get("Metadata") or {})
+            extra = {**{k: head[k] for k in M.KEPT_HEADERS if head.get(k)}, **extra}
+        meta = {**meta, **M.sealstore_fields(head.get("Metadata"))}
+        with sealing.raw() as raw:
+            allowed = raw.meta.service_model.operation_model("CreateMultipartUpload").input_shape.members
+            unsupported = sorted(k for k in extra if k not in allowed)
+            if unsupported:
+                raise UnsupportedOperation(
+                    f"copying a sealed object above 5 GiB is a multipart copy, which takes no "
+                    f"{', '.join(unsupported)}"
+                )
+            copy_multipart(
+                raw, source, bucket, key, head["ContentLength"], metadata=meta, extra=extra,
+                source_if_match=head["ETag"],
+            )  # fmt: skip
 
     upload_file.__doc__ = inject.upload_file.__doc__
     upload_fileobj.__doc__ = inject.upload_fileobj.__doc__
