@@ -65,7 +65,8 @@ class _Plan:
 
 
 def _returns_encrypted(compiled) -> bool:
-    return any(isinstance(entry[3], EncryptedType) for entry in compiled._result_columns or ())
+    columns = getattr(compiled, "_result_columns", None) or ()
+    return any(isinstance(entry[3], EncryptedType) for entry in columns)
 
 
 def _decide(context, executemany) -> object:
@@ -80,7 +81,7 @@ def _decide(context, executemany) -> object:
         and not context.is_crud
         and not context.is_text
         and context.dialect.name in _DIALECTS
-        and compiled._cached_metadata is None  # else built without us: leave it be
+        and getattr(compiled, "_cached_metadata", None) is None  # else built without us
         and context.execution_options.get(OPEN_ON_FETCH_OPTION, True)
         and _returns_encrypted(compiled)
         else False
