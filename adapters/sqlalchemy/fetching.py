@@ -95,11 +95,14 @@ def _after_cursor_execute(conn, cursor, statement, parameters, context, executem
     if context is None or context.compiled is None:
         return
     plan = _decide(context, executemany)
-    if plan is False or not cursor.description:
+    if plan is False:
         return
+    # Every execution of a statement decided yes gets both, whatever it looks like now: its
+    # cached metadata has no processors for the encrypted columns.  (A server-side cursor may
+    # not even have a description before its first fetch.)
     fetch = _OpeningFetch(_inner_strategy(context), plan)
     context.cursor_fetch_strategy = fetch
-    context.get_result_processor = _collector(context.get_result_processor, fetch, len(cursor.description))
+    context.get_result_processor = _collector(context.get_result_processor, fetch, context)
 
 
 def _inner_strategy(context) -> ResultFetchStrategy:
@@ -112,13 +115,15 @@ def _inner_strategy(context) -> ResultFetchStrategy:
     return strategy
 
 
-def _collector(get_result_processor, fetch, width):
+def _collector(get_result_processor, fetch, context):
     """The context's ``get_result_processor`` while SQLAlchemy builds the result metadata: it is
-    called once per column of ``cursor.description``, in order."""
-    index, columns = 0, []
+    called once per column of the cursor's description, in order."""
+    index, width, columns = 0, None, []
 
     def collect(type_, colname, coltype):
-        nonlocal index
+        nonlocal index, width
+        if width is None:  # the description SQLAlchemy builds from (there is one by now)
+            width = len(fetch.inner.alternate_cursor_description or context.cursor.description)
         processor = get_result_processor(type_, colname, coltype)
         if processor is not None and isinstance(type_, EncryptedType):
             columns.append((index, processor))
@@ -144,6 +149,8 @@ class _OpeningFetch(ResultFetchStrategy):
         return self.inner.alternate_cursor_description
 
     def _opened(self, rows):
+        if not rows:
+            return rows
         columns = self.columns
         if columns is _NOT_YET:  # metadata reused from the compiled statement's cache
             columns = self.columns = self.plan.columns
@@ -175,11 +182,13 @@ class _OpeningFetch(ResultFetchStrategy):
     def fetchall(self, result, dbapi_cursor):
         rows, fetchmany = [], self.inner.fetchmany
         while True:
-            chunk = fetchmany(result, dbapi_cursor, CHUNK_ROWS)  # soft-closes the result at the end
-            if not chunk:
-                return rows
+            # the inner strategy soft-closes the result at the end, which replaces this strategy
+            # (a buffered one does so while it still returns its last rows)
+            chunk = fetchmany(result, dbapi_cursor, CHUNK_ROWS)
             try:
                 rows += self._opened(chunk)
             except BaseException:  # as after a fetchall: the cursor is done with
                 result._soft_close()
                 raise
+            if not chunk or result.cursor_strategy is not self:
+                return rows

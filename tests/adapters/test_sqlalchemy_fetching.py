@@ -334,3 +334,56 @@ def test_a_plan_never_filled_is_an_error_not_ciphertext():
 
     with pytest.raises(RuntimeError, match="without the fetch hook"):
         _OpeningFetch(_DEFAULT_FETCH, _Plan())._opened([(b"sealed",)])
+
+
+@pytest.mark.parametrize("driver", ["psycopg", "psycopg2", "asyncpg"])
+def test_postgresql_drivers_on_one_connection(pg_url, keyrings, driver):
+    """Each PostgreSQL driver returns what it returns without opening at fetch, every fetch style
+    and the ORM on one connection, which ``stream_results`` then turns to server-side cursors
+    for the statements already cached (psycopg2's have no description before their first fetch;
+    the buffered strategy closes them while returning its last rows)."""
+    pytest.importorskip(driver)
+    import asyncio
+
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    from sqlalchemy_cases import Base, core_metadata
+
+    setup = create_engine(pg_url)
+    Base.metadata.create_all(setup)
+    core_metadata.create_all(setup)
+    try:
+        _fill(setup)
+        url = pg_url.replace("+psycopg", f"+{driver}")
+
+        def both(conn_on, conn_off):
+            got, expected = _core_styles(conn_on), _core_styles(conn_off)
+            with Session(bind=conn_on) as s_on, Session(bind=conn_off) as s_off:
+                got |= _orm_styles(s_on)
+                expected |= _orm_styles(s_off)
+            assert len(expected["all"]) == N
+            for style in expected:
+                assert got[style] == expected[style], style
+            res = conn_on.execute(select(User.ssn).where(User.id < 3))
+            assert isinstance(res.cursor_strategy, _OpeningFetch) and len(res.all()) == 2
+
+        if driver != "asyncpg":
+            on, off = create_engine(url), create_engine(url, execution_options={OPEN_ON_FETCH_OPTION: False})
+            with on.connect() as c_on, off.connect() as c_off:
+                both(c_on, c_off)
+            on.dispose(), off.dispose()
+        else:
+
+            async def main():
+                on = create_async_engine(url)
+                off = create_async_engine(url, execution_options={OPEN_ON_FETCH_OPTION: False})
+                async with on.connect() as c_on, off.connect() as c_off:
+                    await c_on.run_sync(lambda sync_on: both(sync_on, c_off.sync_connection))
+                await on.dispose()
+                await off.dispose()
+
+            asyncio.run(main())
+    finally:
+        Base.metadata.drop_all(setup)
+        core_metadata.drop_all(setup)
+        setup.dispose()
