@@ -387,3 +387,41 @@ def test_postgresql_drivers_on_one_connection(pg_url, keyrings, driver):
         Base.metadata.drop_all(setup)
         core_metadata.drop_all(setup)
         setup.dispose()
+
+
+def test_aiosqlite(tmp_path, keyrings):
+    """The asyncio SQLite driver, every fetch style and the ORM, against its own processing."""
+    pytest.importorskip("aiosqlite")
+    import asyncio
+
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    from sqlalchemy_cases import Base
+
+    path = tmp_path / "aio.db"
+    setup = create_engine(f"sqlite:///{path}")
+    Base.metadata.create_all(setup)
+    _fill(setup)
+    setup.dispose()
+
+    async def main():
+        on = create_async_engine(f"sqlite+aiosqlite:///{path}")
+        off = create_async_engine(f"sqlite+aiosqlite:///{path}", execution_options={OPEN_ON_FETCH_OPTION: False})
+        async with on.connect() as c_on, off.connect() as c_off:
+
+            def both(conn_on):
+                got, expected = _core_styles(conn_on), _core_styles(c_off.sync_connection)
+                with Session(bind=conn_on) as s_on, Session(bind=c_off.sync_connection) as s_off:
+                    got |= _orm_styles(s_on)
+                    expected |= _orm_styles(s_off)
+                assert len(expected["all"]) == N
+                for style in expected:
+                    assert got[style] == expected[style], style
+                res = conn_on.execute(select(User.ssn).where(User.id < 3))
+                assert isinstance(res.cursor_strategy, _OpeningFetch) and len(res.all()) == 2
+
+            await c_on.run_sync(both)
+        await on.dispose()
+        await off.dispose()
+
+    asyncio.run(main())
