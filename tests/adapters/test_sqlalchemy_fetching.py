@@ -8,6 +8,7 @@ one fetch chunk.  Errors keep their types and leave the connection usable.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import tracemalloc
 
@@ -41,7 +42,8 @@ from sqlalchemy.orm import (
     relationship,
     selectinload,
 )
-from sqlalchemy_cases import Secret, User, db, keyrings, write_raw  # noqa: F401
+from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy_cases import Base, Secret, User, core_metadata, db, keyrings, write_raw  # noqa: F401
 
 N = CHUNK_ROWS * 3 + 17  # several chunks and a partial one
 
@@ -257,10 +259,6 @@ def test_an_unrelated_engine_is_untouched(tmp_path):
 
 
 def test_the_asyncio_engine(pg_url, keyrings):
-    import asyncio
-
-    from sqlalchemy.ext.asyncio import create_async_engine
-
     table = Table("fetch_async", MetaData(), Column("id", Integer, primary_key=True), Column("v", EncryptedText()))
     rows = [{"id": i, "v": f"value {i}"} for i in range(N)]
 
@@ -336,53 +334,52 @@ def test_a_plan_never_filled_is_an_error_not_ciphertext():
         _OpeningFetch(_DEFAULT_FETCH, _Plan())._opened([(b"sealed",)])
 
 
+def _same_on_one_connection(url: str, is_async: bool) -> None:
+    """Every fetch style and the ORM on one connection of ``url`` (``_core_styles`` leaves it
+    with ``stream_results`` on), against the same driver with opening at fetch turned off."""
+
+    def both(conn_on, conn_off):
+        got, expected = _core_styles(conn_on), _core_styles(conn_off)
+        with Session(bind=conn_on) as s_on, Session(bind=conn_off) as s_off:
+            got |= _orm_styles(s_on)
+            expected |= _orm_styles(s_off)
+        assert len(expected["all"]) == N
+        for style in expected:
+            assert got[style] == expected[style], style
+        res = conn_on.execute(select(User.ssn).where(User.id < 3))
+        assert isinstance(res.cursor_strategy, _OpeningFetch) and len(res.all()) == 2
+
+    off_options = {OPEN_ON_FETCH_OPTION: False}
+    if not is_async:
+        on, off = create_engine(url), create_engine(url, execution_options=off_options)
+        with on.connect() as c_on, off.connect() as c_off:
+            both(c_on, c_off)
+        on.dispose(), off.dispose()
+        return
+
+    async def main():
+        on, off = create_async_engine(url), create_async_engine(url, execution_options=off_options)
+        async with on.connect() as c_on, off.connect() as c_off:
+            await c_on.run_sync(lambda sync_on: both(sync_on, c_off.sync_connection))
+        await on.dispose()
+        await off.dispose()
+
+    asyncio.run(main())
+
+
 @pytest.mark.parametrize("driver", ["psycopg", "psycopg2", "asyncpg"])
 def test_postgresql_drivers_on_one_connection(pg_url, keyrings, driver):
-    """Each PostgreSQL driver returns what it returns without opening at fetch, every fetch style
-    and the ORM on one connection, which ``stream_results`` then turns to server-side cursors
-    for the statements already cached (psycopg2's have no description before their first fetch;
-    the buffered strategy closes them while returning its last rows)."""
+    """Each PostgreSQL driver returns what it returns without opening at fetch, also once
+    ``stream_results`` has turned the statements already cached to server-side cursors
+    (psycopg2's have no description before their first fetch; the buffered strategy closes
+    them while returning its last rows)."""
     pytest.importorskip(driver)
-    import asyncio
-
-    from sqlalchemy.ext.asyncio import create_async_engine
-
-    from sqlalchemy_cases import Base, core_metadata
-
     setup = create_engine(pg_url)
     Base.metadata.create_all(setup)
     core_metadata.create_all(setup)
     try:
         _fill(setup)
-        url = pg_url.replace("+psycopg", f"+{driver}")
-
-        def both(conn_on, conn_off):
-            got, expected = _core_styles(conn_on), _core_styles(conn_off)
-            with Session(bind=conn_on) as s_on, Session(bind=conn_off) as s_off:
-                got |= _orm_styles(s_on)
-                expected |= _orm_styles(s_off)
-            assert len(expected["all"]) == N
-            for style in expected:
-                assert got[style] == expected[style], style
-            res = conn_on.execute(select(User.ssn).where(User.id < 3))
-            assert isinstance(res.cursor_strategy, _OpeningFetch) and len(res.all()) == 2
-
-        if driver != "asyncpg":
-            on, off = create_engine(url), create_engine(url, execution_options={OPEN_ON_FETCH_OPTION: False})
-            with on.connect() as c_on, off.connect() as c_off:
-                both(c_on, c_off)
-            on.dispose(), off.dispose()
-        else:
-
-            async def main():
-                on = create_async_engine(url)
-                off = create_async_engine(url, execution_options={OPEN_ON_FETCH_OPTION: False})
-                async with on.connect() as c_on, off.connect() as c_off:
-                    await c_on.run_sync(lambda sync_on: both(sync_on, c_off.sync_connection))
-                await on.dispose()
-                await off.dispose()
-
-            asyncio.run(main())
+        _same_on_one_connection(pg_url.replace("+psycopg", f"+{driver}"), driver == "asyncpg")
     finally:
         Base.metadata.drop_all(setup)
         core_metadata.drop_all(setup)
@@ -392,36 +389,9 @@ def test_postgresql_drivers_on_one_connection(pg_url, keyrings, driver):
 def test_aiosqlite(tmp_path, keyrings):
     """The asyncio SQLite driver, every fetch style and the ORM, against its own processing."""
     pytest.importorskip("aiosqlite")
-    import asyncio
-
-    from sqlalchemy.ext.asyncio import create_async_engine
-
-    from sqlalchemy_cases import Base
-
     path = tmp_path / "aio.db"
     setup = create_engine(f"sqlite:///{path}")
     Base.metadata.create_all(setup)
     _fill(setup)
     setup.dispose()
-
-    async def main():
-        on = create_async_engine(f"sqlite+aiosqlite:///{path}")
-        off = create_async_engine(f"sqlite+aiosqlite:///{path}", execution_options={OPEN_ON_FETCH_OPTION: False})
-        async with on.connect() as c_on, off.connect() as c_off:
-
-            def both(conn_on):
-                got, expected = _core_styles(conn_on), _core_styles(c_off.sync_connection)
-                with Session(bind=conn_on) as s_on, Session(bind=c_off.sync_connection) as s_off:
-                    got |= _orm_styles(s_on)
-                    expected |= _orm_styles(s_off)
-                assert len(expected["all"]) == N
-                for style in expected:
-                    assert got[style] == expected[style], style
-                res = conn_on.execute(select(User.ssn).where(User.id < 3))
-                assert isinstance(res.cursor_strategy, _OpeningFetch) and len(res.all()) == 2
-
-            await c_on.run_sync(both)
-        await on.dispose()
-        await off.dispose()
-
-    asyncio.run(main())
+    _same_on_one_connection(f"sqlite+aiosqlite:///{path}", True)
