@@ -46,6 +46,11 @@ KEPT_HEADERS = ("CacheControl", "ContentDisposition", "ContentEncoding", "Conten
                 "ContentType", "Expires")  # fmt: skip
 
 
+def kept_headers(head: dict) -> dict:
+    """The KEPT_HEADERS a HeadObject response has, as request parameters."""
+    return {k: head[k] for k in KEPT_HEADERS if head.get(k)}
+
+
 def object_metadata(header: ObjectHeader, length: int | None) -> dict[str, str]:
     """The metadata fields stored with an object (``length`` may be unknown for streams)."""
     meta = {

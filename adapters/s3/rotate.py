@@ -213,7 +213,7 @@ def _rotate_one(client, sealing, bucket, key, primary, dry_run, seal_plaintext) 
     etag = head["ETag"]
     header, in_meta = _header_of(sealing, bucket, key, head)
     user_meta = M.split_user_metadata(head.get("Metadata"))
-    keep = {k: head[k] for k in M.KEPT_HEADERS if head.get(k)}
+    keep = M.kept_headers(head)
     if header is None:
         if not seal_plaintext:
             return "not_sealed"

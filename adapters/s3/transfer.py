@@ -105,7 +105,7 @@ def install(client, sealing) -> None:
         M.reject_reserved(meta)
         if not replace:  # what CopyObject does by default: the source's metadata and headers
             meta = dict(head.get("Metadata") or {})
-            extra = {**{k: head[k] for k in M.KEPT_HEADERS if head.get(k)}, **extra}
+            extra = {**M.kept_headers(head), **extra}
         meta = {**meta, **M.sealstore_fields(head.get("Metadata"))}
         with sealing.raw() as raw:
             allowed = raw.meta.service_model.operation_model("CreateMultipartUpload").input_shape.members
