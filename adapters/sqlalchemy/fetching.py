@@ -40,6 +40,7 @@ from sqlalchemy.engine.cursor import (
 )
 
 from ...rowmap import map_columns
+from .results import returns_types
 from .types import EncryptedType
 
 __all__ = ["OPEN_ON_FETCH_OPTION"]
@@ -64,11 +65,6 @@ class _Plan:
         self.columns = _NOT_YET
 
 
-def _returns_encrypted(compiled) -> bool:
-    columns = getattr(compiled, "_result_columns", None) or ()
-    return any(isinstance(entry[3], EncryptedType) for entry in columns)
-
-
 def _decide(context, executemany) -> object:
     """The compiled statement's plan, or False (decided here on its first execution)."""
     compiled = context.compiled
@@ -83,7 +79,7 @@ def _decide(context, executemany) -> object:
         and context.dialect.name in _DIALECTS
         and getattr(compiled, "_cached_metadata", None) is None  # else built without us
         and context.execution_options.get(OPEN_ON_FETCH_OPTION, True)
-        and _returns_encrypted(compiled)
+        and returns_types(compiled, EncryptedType)
         else False
     )
     # setdefault: threads running a new statement at once all get the first thread's plan

@@ -48,14 +48,17 @@ _ATTR = "_sealstore_result_format"  # on the compiled statement: None (undecided
 _UNDECIDED = None
 
 
+def returns_types(compiled, classes) -> bool:
+    """Whether a compiled statement's result columns include a type of one of ``classes``."""
+    columns = getattr(compiled, "_result_columns", None) or ()
+    return any(isinstance(entry[3], classes) for entry in columns)
+
+
 def _returns_sealed(compiled) -> bool:
     from .blind_index import BlindIndex
     from .types import EncryptedType
 
-    for entry in getattr(compiled, "_result_columns", None) or ():
-        if isinstance(entry[3], (EncryptedType, BlindIndex)):
-            return True
-    return False
+    return returns_types(compiled, (EncryptedType, BlindIndex))
 
 
 def _eligible(conn, context, executemany):
