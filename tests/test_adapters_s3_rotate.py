@@ -325,3 +325,21 @@ def test_large_object_metadata_is_repaired_by_a_multipart_copy(small_limits, s3_
     assert raw_s3.get_object(Bucket=bucket, Key="big")["Body"].read() == sealed  # byte for byte
     assert get(s3, bucket, "big") == data
     assert {c["headers"].get("x-amz-copy-source-if-match") for c in part_copies} == {etag}
+
+
+@pytest.mark.parametrize("extra", [-1, 1])
+def test_put_multipart_refuses_a_source_of_another_length(small_limits, s3_endpoint, raw_s3, bucket, extra):
+    """A source shorter or longer than declared raises TruncatedObject; nothing is written and
+    the upload is aborted."""
+    import io
+
+    from sealstore.adapters.s3.large import put_multipart
+    from sealstore.errors import TruncatedObject
+
+    s3 = encrypt_client(make_client(s3_endpoint), Keyring.generate(), segment_size=SEG)
+    length = 11 * MiB
+    body = io.BytesIO(os.urandom(length + extra))
+    with pytest.raises(TruncatedObject):
+        put_multipart(s3, s3.sealstore, bucket, "k", body, length, metadata={}, extra={}, if_match="*")
+    assert "Contents" not in raw_s3.list_objects_v2(Bucket=bucket)
+    assert not raw_s3.list_multipart_uploads(Bucket=bucket).get("Uploads")
