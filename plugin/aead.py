@@ -171,7 +171,9 @@ class AESGCM:
     def __init__(self, key) -> None:
         view = _key_bytes(key, (16, 24, 32))
         self.key_size = view.nbytes
-        self._aead = _crypto_aead.AESGCM(view)
+        # An immutable copy: cryptography (42.x at least) keeps a reference to the buffer it
+        # is given, so a caller that wipes its bytearray afterwards would zero our key.
+        self._aead = _crypto_aead.AESGCM(bytes(view))
 
     @classmethod
     def generate_key(cls, bit_length: int = 256) -> bytes:

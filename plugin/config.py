@@ -41,8 +41,8 @@ from .format import Suite
 
 try:
     import tomllib
-except ModuleNotFoundError:  # Python 3.10: JSON config files only
-    tomllib = None
+except ModuleNotFoundError:  # Python 3.10: the tomli backport (a dependency there)
+    import tomli as tomllib
 
 __all__ = [
     "DEFAULT_KEY_FILE",
@@ -166,8 +166,6 @@ def _read_file(path: Path) -> dict:
         raise ConfigError(f"config file {path} does not exist") from None
     if path.suffix not in (".toml", ".json"):
         raise ConfigError(f"config file {path}: use a .toml or .json file")
-    if path.suffix == ".toml" and tomllib is None:
-        raise ConfigError(f"config file {path}: TOML needs Python 3.11+; use a .json file")
     try:
         text = raw.decode("utf-8")
         data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)

@@ -171,7 +171,7 @@ class _Slot:
         header = pack_header(suite, key.key_id, tag_size)
         subkey = _derive_subkey(key, header, suite)
         try:
-            cipher = make_cipher(suite, subkey, tag_size)  # the cipher keeps its own copy
+            cipher = make_cipher(suite, subkey, tag_size)  # every cipher copies its key
         finally:
             subkey[:] = bytes(len(subkey))
         self.key = key
@@ -218,10 +218,7 @@ def _derive_subkey(key: Key, header: bytes, suite: Suite) -> bytearray:
     length = 32 if suite is Suite.AES_256_GCM else 16
     hkdf = HKDF(algorithm=hashes.SHA256(), length=length, salt=None, info=_SUBKEY_INFO + header)
     out = bytearray(length)
-    if hasattr(hkdf, "derive_into"):  # cryptography >= 47: no immutable copy of the subkey
-        hkdf.derive_into(key._material, out)
-    else:  # pragma: no cover - older cryptography
-        out[:] = hkdf.derive(bytes(key._material))
+    hkdf.derive_into(key._material, out)  # no immutable copy of the subkey
     return out
 
 
