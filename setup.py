@@ -11,7 +11,7 @@ from build_ffi import compile_args  # noqa: E402
 
 # top-level directory -> import name (pyproject's package-dir says the same)
 ROOTS = {"plugin": "sealstore", "adapters": "sealstore.adapters",
-         "migrations": "sealstore.migrations", "bench": "sealstore.bench"}
+         "migrations": "sealstore.migrations", "bench": "sealstore.bench", "native": "sealstore._csrc"}
 
 
 def packages():

@@ -23,6 +23,7 @@ from cryptography.hazmat.primitives.ciphers import aead as crypto_aead
 
 from sealstore import AEGIS128L, AEGIS128X2, AEGIS128X4, native
 
+from .grids import size_name as _size_name
 from .timing import measure
 
 SIZES = (64, 1024, 16384, 1 << 20, 16 << 20)
@@ -58,20 +59,25 @@ def _row(algorithm, kernel, op, size, sample):
 
 
 def run(quick: bool = False, all_kernels: bool = False, progress=None) -> dict:
-    """Measure everything; returns a JSON-ready dict (see docs/BENCH.md for the fields)."""
+    """Measure everything; returns a JSON-ready dict (see docs/BENCH.md for the fields).
+    ``progress(text)`` is called after each case."""
     sizes = QUICK_SIZES if quick else SIZES
     ad = os.urandom(16)
     rows = []
+
+    def add(algorithm, kernel, op, size, fn, budget):
+        rows.append(_row(algorithm, kernel, op, size, measure(fn, budget=budget)))
+        if progress:
+            progress(f"{_size_name(size)} {algorithm} ({kernel}) {op}")
+
     for size in sizes:
         data = os.urandom(size)
         budget = _budget(size, quick)
         for name, aead, nlen in _baselines():
             nonce = os.urandom(nlen)
             ct = aead.encrypt(nonce, data, ad)
-            rows.append(_row(name, "openssl", "encrypt", size,
-                             measure(lambda: aead.encrypt(nonce, data, ad), budget=budget)))
-            rows.append(_row(name, "openssl", "decrypt", size,
-                             measure(lambda: aead.decrypt(nonce, ct, ad), budget=budget)))
+            add(name, "openssl", "encrypt", size, lambda: aead.encrypt(nonce, data, ad), budget)
+            add(name, "openssl", "decrypt", size, lambda: aead.decrypt(nonce, ct, ad), budget)
         for variant, cls in CLASSES.items():
             kernels = native.variant_kernels(variant) if all_kernels else [native.selected_kernel(variant)]
             for kernel in kernels:
@@ -81,27 +87,21 @@ def run(quick: bool = False, all_kernels: bool = False, progress=None) -> dict:
                 nonce = os.urandom(16)
                 ct = c.encrypt(nonce, data, ad)
                 out = bytearray(size + 16)
-                rows.append(_row(variant, kernel, "encrypt", size,
-                                 measure(lambda: c.encrypt(nonce, data, ad), budget=budget)))
-                rows.append(_row(variant, kernel, "encrypt_into", size,
-                                 measure(lambda: c.encrypt_into(out, nonce, data, ad), budget=budget)))
-                rows.append(_row(variant, kernel, "decrypt", size,
-                                 measure(lambda: c.decrypt(nonce, ct, ad), budget=budget)))
-                rows.append(_row(variant, kernel, "decrypt_into", size,
-                                 measure(lambda: c.decrypt_into(out, nonce, ct, ad), budget=budget)))
+                add(variant, kernel, "encrypt", size, lambda: c.encrypt(nonce, data, ad), budget)
+                add(variant, kernel, "encrypt_into", size, lambda: c.encrypt_into(out, nonce, data, ad), budget)
+                add(variant, kernel, "decrypt", size, lambda: c.decrypt(nonce, ct, ad), budget)
+                add(variant, kernel, "decrypt_into", size, lambda: c.decrypt_into(out, nonce, ct, ad), budget)
                 if size == 64:
                     ctx = c._ctx
-                    rows.append(_row(variant, kernel, "encrypt (cffi path)", size, measure(
-                        lambda: native.cffi_encrypt(ctx, nonce, data, ad), budget=budget)))
+                    add(variant, kernel, "encrypt (cffi path)", size,
+                        lambda: native.cffi_encrypt(ctx, nonce, data, ad), budget)
         dst = bytearray(size)
         src = memoryview(data)
 
         def copy():
             dst[:] = src
 
-        rows.append(_row("memcpy", "-", "copy", size, measure(copy, budget=budget)))
-        if progress:
-            progress(size)
+        add("memcpy", "-", "copy", size, copy, budget)
     _add_ratios(rows)
     return {"info": native.info(), "platform": _platform(), "rows": rows}
 
@@ -111,7 +111,7 @@ def _add_ratios(rows):
             for r in rows if r["algorithm"] == BASELINE}
     for r in rows:
         op = "encrypt" if r["op"].startswith("encrypt") else "decrypt"
-        b = base.get((op, r["size"]))
+        b = base.get((op, r["size"])) if r["algorithm"] != "memcpy" else None  # a copy is no AEAD
         r["speedup_vs_aes256gcm"] = b / r["seconds_per_call"] if b else None
 
 
@@ -128,87 +128,51 @@ def _platform() -> dict:
     }
 
 
-def c_harness(seconds: float = 0.3) -> dict | None:
-    """Build bench/kernel_bench.c against the native sources and run it (None if no source
-    tree or no C compiler is here)."""
-    here = Path(__file__).resolve().parent
-    src = here.parent / "native"
-    cc = shutil.which(os.environ.get("CC", "cc")) or shutil.which("gcc") or shutil.which("clang")
-    if cc is None or not (src / "src" / "dispatch.c").exists() or not (here / "kernel_bench.c").exists():
-        return None
+class HarnessUnavailable(Exception):
+    """The C harness cannot be built here; the message says why and what to install."""
+
+
+def _kernel_sources() -> Path:
+    """The kernel sources this installed sealstore was built from (shipped as ``sealstore._csrc``)."""
+    try:
+        from importlib.resources import files
+
+        root = Path(str(files("sealstore._csrc")))
+    except ModuleNotFoundError:
+        raise HarnessUnavailable("this sealstore was installed without its kernel sources "
+                                 "(sealstore._csrc); reinstall it from the sdist or the source tree") from None
+    if not (root / "src" / "dispatch.c").is_file() or not (root / "include" / "sealstore.h").is_file():
+        raise HarnessUnavailable(f"the kernel sources are incomplete in {root}")
+    return root
+
+
+def _compiler() -> str:
+    import sysconfig
+
+    candidates = [os.environ.get("CC"), (sysconfig.get_config_var("CC") or "").split(" ")[0], "cc", "gcc", "clang"]
+    for name in filter(None, candidates):
+        path = shutil.which(name)
+        if path:
+            return path
+    raise HarnessUnavailable("no C compiler found (tried $CC, Python's CC, cc, gcc, clang); "
+                             "install gcc or clang, or set CC")
+
+
+def c_harness(seconds: float = 0.3) -> dict:
+    """Build kernel_bench.c against the installed package's kernel sources and run it.
+    Raises HarnessUnavailable (with the reason) when it cannot be built here."""
+    src = _kernel_sources()
+    cc = _compiler()
+    bench_c = Path(__file__).resolve().parent / "kernel_bench.c"
     sources = [str(p) for p in sorted((src / "src").rglob("*.c"))]
     with tempfile.TemporaryDirectory() as tmp:
         exe = os.path.join(tmp, "kernel_bench")
-        subprocess.run([cc, "-O3", "-I", str(src / "include"), "-o", exe,
-                        str(here / "kernel_bench.c"), *sources], check=True)
+        build = subprocess.run([cc, "-O3", "-I", str(src / "include"), "-o", exe, str(bench_c), *sources],
+                               capture_output=True, text=True)
+        if build.returncode != 0:
+            raise HarnessUnavailable(f"{cc} failed to build kernel_bench.c: {build.stderr.strip()[-400:]}")
         out = subprocess.run([exe, str(seconds)], check=True, capture_output=True, text=True)
     return json.loads(out.stdout)
-
-
-def render(result: dict, console=None) -> None:
-    """Print the tables (rich)."""
-    from rich.console import Console
-    from rich.table import Table
-
-    console = console or Console()
-    info = result["info"]
-    console.print(f"[bold]CPU[/bold] {info['cpu']} ({info['machine']}); features: "
-                  f"{', '.join(info['features']) or 'none'}")
-    console.print("[bold]kernels selected[/bold] " + ", ".join(
-        f"{v}: {k}" for v, k in info["selected"].items())
-        + (f" (forced: {info['forced']})" if info["forced"] else ""))
-    p = result["platform"]
-    console.print(f"Python {p['python']}, cryptography {p['cryptography']} ({p['openssl']})")
-    for size in sorted({r["size"] for r in result["rows"]}):
-        t = Table(title=f"{_size_name(size)} messages", title_justify="left")
-        for col in ("algorithm", "kernel", "op", "GB/s", "ns/call", "spread", f"x {BASELINE}"):
-            t.add_column(col, justify="right" if col[0] in "Gnsx" else "left")
-        for r in result["rows"]:
-            if r["size"] != size:
-                continue
-            ratio = r.get("speedup_vs_aes256gcm")
-            t.add_row(r["algorithm"], r["kernel"], r["op"], f"{r['gbps']:.2f}",
-                      f"{r['ns_per_call']:.0f}", f"{100 * r['spread']:.0f}%",
-                      f"{ratio:.2f}" if ratio else "")
-        console.print(t)
-    if result.get("c_harness"):
-        t = Table(title="C kernels alone (bench/kernel_bench.c), GB/s medians", title_justify="left")
-        for col in ("variant", "kernel", "op", "size", "GB/s", "ns/call"):
-            t.add_column(col)
-        for r in result["c_harness"]["results"]:
-            if r["size"] in (64, 16384, 1 << 20, 16 << 20):
-                t.add_row(r["variant"], r["kernel"], r["op"], _size_name(r["size"]),
-                          f"{r['gbps_median']:.2f}", f"{r['ns_per_call']:.0f}")
-        console.print(t)
-
-
-def _size_name(size: int) -> str:
-    for unit, div in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if size >= div and size % div == 0:
-            return f"{size // div} {unit}"
-    return f"{size} B"
-
-
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m sealstore.bench.aead", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--quick", action="store_true", help="smaller sizes and budgets")
-    ap.add_argument("--kernels", choices=("selected", "all"), default="selected")
-    ap.add_argument("--json", metavar="PATH", help="write every measurement as JSON")
-    ap.add_argument("--c-harness", action="store_true", help="also build and run the C harness")
-    args = ap.parse_args(argv)
-    result = run(quick=args.quick, all_kernels=args.kernels == "all",
-                 progress=lambda s: print(f"  measured {_size_name(s)}", file=sys.stderr))
-    if args.c_harness:
-        result["c_harness"] = c_harness()
-    render(result)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=1)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
 
 
 def versus_libaegis(quick: bool = False) -> list[dict] | None:
@@ -241,46 +205,47 @@ def versus_libaegis(quick: bool = False) -> list[dict] | None:
 
 
 def section(opts) -> dict:
-    """The AEAD section of ``sealstore bench``."""
+    """The AEAD section of ``sealstore bench`` (its tables: ``sealstore.bench.grids.aead``)."""
     quick = bool(getattr(opts, "quick", False))
-    result = run(quick=quick, all_kernels=getattr(opts, "kernels", "selected") == "all")
-    rows = sorted(result["rows"], key=lambda r: (r["size"], r["op"], r["algorithm"], r["kernel"]))
-    tables = [{
-        "title": "throughput per call (median), ratio to AES-256-GCM in this run",
-        "columns": [("size", "size_name", ""), ("algorithm", "algorithm", ""),
-                    ("kernel", "kernel", ""), ("op", "op", ""), ("GB/s", "gbps", ".2f"),
-                    ("ns/call", "ns_per_call", ".0f"), ("spread", "spread", "pct"),
-                    ("vs AES-256-GCM", "speedup_vs_aes256gcm", "ratio")],
-        "rows": [dict(r, size_name=_size_name(r["size"])) for r in rows],
-    }]
+    progress = getattr(opts, "progress", None)
+    result = run(quick=quick, all_kernels=getattr(opts, "kernels", "selected") == "all", progress=progress)
     notes = []
-    harness = None if quick else c_harness(0.2)
-    if quick:
-        notes.append("C kernel harness: skipped in --quick (run without it for the C-only figures)")
-    elif harness is None:
-        notes.append("C kernel harness: not run (no C compiler or no source tree here)")
-    else:
-        result["c_harness"] = harness
-        tables.append({
-            "title": "C kernels alone (bench/kernel_bench.c), medians",
-            "columns": [("size", "size_name", ""), ("variant", "variant", ""),
-                        ("kernel", "kernel", ""), ("op", "op", ""),
-                        ("GB/s", "gbps_median", ".2f"), ("ns/call", "ns_per_call", ".0f"),
-                        ("TSC cycles/byte", "tsc_cycles_per_byte", ".3f")],
-            "rows": [dict(r, size_name=_size_name(r["size"])) for r in harness["results"]
-                     if r["size"] in (64, 16384, 1 << 20) and (r["kernel"] != "portable" or r["size"] == 16384)],
-        })
+    try:
+        result["c_harness"] = c_harness(0.01 if quick else 0.2)
+        if progress:
+            progress("C kernel harness")
+    except HarnessUnavailable as e:
+        notes.append(f"C kernel harness: not run: {e}")
     lib_rows = versus_libaegis(quick)
     if lib_rows is None:
         notes.append("libaegis comparison: not run (pip install 'sealstore[bench]' adds the aeg package)")
     else:
         result["versus_libaegis"] = lib_rows
-        tables.append({
-            "title": "encrypt through cffi with prepared pointers: libaegis (aeg) and sealstore, medians",
-            "columns": [("size", "size_name", ""), ("variant", "variant", ""), ("kernel", "kernel", ""),
-                        ("libaegis GB/s", "libaegis_gbps", ".2f"), ("sealstore GB/s", "sealstore_gbps", ".2f"),
-                        ("sealstore / libaegis", "ratio", "ratio")],
-            "rows": lib_rows,
-        })
-    result.update(tables=tables, notes=notes)
+    result["notes"] = notes
     return result
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m sealstore.bench.aead", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="smaller sizes and budgets")
+    ap.add_argument("--kernels", choices=("selected", "all"), default="selected")
+    ap.add_argument("--json", metavar="PATH", help="write every measurement as JSON")
+    ap.add_argument("--c-harness", action="store_true", help="also build and run the C harness")
+    args = ap.parse_args(argv)
+    result = run(quick=args.quick, all_kernels=args.kernels == "all",
+                 progress=lambda s: print(f"  measured {s}", file=sys.stderr))
+    if args.c_harness:
+        result["c_harness"] = c_harness(0.02 if args.quick else 0.3)
+    from rich.console import Console
+
+    from .run import render_section
+
+    render_section("aead", dict(result, status="ok", seconds=0), Console(width=120))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -4,9 +4,12 @@
                     [--db URL] [--s3-endpoint URL] [--json PATH] [--plot PATH]
 
 Runs on embedded defaults with nothing to set up (SQLite in a temporary directory, an
-in-process moto S3 server on 127.0.0.1).  Every figure is a median of repeated runs with its
-spread, every comparison a ratio measured in this run.  A section that cannot run says why
-in the report instead of showing zeros.  JSON fields: docs/BENCH.md.
+in-process moto S3 server on 127.0.0.1, the C harness compiled from the installed package's
+own kernel sources); ``pip install "sealstore[bench]"`` brings everything the sections use.
+Every figure is a median of repeated runs with its spread, every comparison a ratio measured
+in this run.  A section that cannot run, or fails, says why and the others still run; the JSON
+is rewritten after every section.  Exit status: 0 when every section ran, 1 when one did not,
+2 for a usage error.  JSON fields: docs/BENCH.md.
 """
 
 from __future__ import annotations
@@ -19,6 +22,9 @@ import sys
 import time
 from datetime import datetime, timezone
 
+from . import grids
+from .progress import Reporter
+
 SCHEMA = "sealstore.bench/1"
 SECTIONS = {
     "aead": "sealstore.bench.aead",
@@ -26,15 +32,18 @@ SECTIONS = {
     "columns": "sealstore.bench.columns_bench",
     "objects": "sealstore.bench.objects_bench",
 }
+EXTRA_HINT = "pip install 'sealstore[bench]'"
 
 
 class Unavailable(Exception):
-    """A section cannot run here (a missing server, extra or tool); the message says why."""
+    """A section cannot run here (a missing server, extra or tool); the message says why and
+    how to enable it."""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="sealstore bench", description=__doc__.split("\n\n")[0])
-    p.add_argument("--quick", action="store_true", help="small sizes and short budgets (< 30 s)")
+    p = argparse.ArgumentParser(prog="sealstore bench", description=__doc__.split("\n\n")[1].strip(),
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="small sizes and short budgets (about a minute)")
     p.add_argument("--only", default=",".join(SECTIONS),
                    help=f"comma-separated sections to run (default: all of {', '.join(SECTIONS)})")
     p.add_argument("--kernels", choices=("selected", "all"), default="selected",
@@ -47,12 +56,27 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _preflight(opts) -> list[str]:
+    """Usage errors and missing tools found before anything is measured (exit 2)."""
+    wanted = [s.strip() for s in opts.only.split(",") if s.strip()]
+    unknown = [s for s in wanted if s not in SECTIONS]
+    if unknown or not wanted:
+        raise SystemExit(f"sealstore bench: error: unknown section(s) {', '.join(unknown) or '(none given)'}; "
+                         f"choose from {', '.join(SECTIONS)}")
+    if opts.plot:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise SystemExit(f"sealstore bench: error: --plot needs matplotlib: {EXTRA_HINT}") from None
+    return wanted
+
+
 def environment() -> dict:
     """CPU, features, selected kernels and library versions for the report header."""
     from sealstore import __version__, native
 
     versions = {"sealstore": __version__, "python": platform.python_version()}
-    for mod in ("cryptography", "sqlalchemy", "boto3", "cffi"):
+    for mod in ("cryptography", "sqlalchemy", "boto3", "cffi", "moto"):
         try:
             versions[mod] = importlib.import_module(mod).__version__
         except Exception:  # noqa: BLE001 - report what is there
@@ -66,16 +90,28 @@ def environment() -> dict:
     return {"native": native.info(), "versions": versions}
 
 
-def run(opts, console=None) -> dict:
-    from rich.console import Console
-    from rich.progress import Progress
+def _one_section(name: str, opts) -> dict:
+    """Run one section; a failure becomes its status and reason, never the end of the run."""
+    try:
+        module = importlib.import_module(SECTIONS[name])
+        result = module.section(opts)
+        result["status"] = "ok"
+    except Unavailable as e:
+        result = {"status": "unavailable", "reason": str(e)}
+    except ModuleNotFoundError as e:
+        result = {"status": "unavailable", "reason": f"needs the {e.name} module: {EXTRA_HINT}"}
+    except KeyboardInterrupt:
+        result = {"status": "failed", "reason": "interrupted"}
+    except Exception as e:  # noqa: BLE001 - reported, and the next section runs
+        result = {"status": "failed", "reason": f"{type(e).__name__}: {str(e)[:500]}"}
+    return result
 
-    console = console or Console(stderr=True)
-    wanted = [s.strip() for s in opts.only.split(",") if s.strip()]
-    unknown = [s for s in wanted if s not in SECTIONS]
-    if unknown:
-        raise SystemExit(f"sealstore bench: unknown section(s) {', '.join(unknown)}; "
-                         f"choose from {', '.join(SECTIONS)}")
+
+def run(opts, reporter: Reporter | None = None, on_start=None, on_section=None) -> dict:
+    """Every wanted section in turn: ``on_start(report)`` before the first, ``on_section(report,
+    name)`` after each one."""
+    wanted = _preflight(opts)
+    reporter = reporter or Reporter(len(wanted))
     report = {
         "schema": SCHEMA,
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -84,32 +120,25 @@ def run(opts, console=None) -> dict:
         "environment": environment(),
         "sections": {},
     }
-    with Progress(console=console, transient=True) as progress:
-        task = progress.add_task("benchmark", total=len(wanted))
+    if on_start:
+        on_start(report)
+    with reporter:
         for name in wanted:
-            progress.update(task, description=f"{name}")
+            reporter.start(name)
+            opts.progress = reporter.case
             t0 = time.perf_counter()
-            try:
-                module = importlib.import_module(SECTIONS[name])
-                if not hasattr(module, "section"):
-                    raise Unavailable(f"{SECTIONS[name]} has no section() entry point yet")
-                result = module.section(opts)
-                result["status"] = "ok"
-            except ModuleNotFoundError as e:
-                result = {"status": "unavailable", "reason": f"missing module: {e.name}"}
-            except Unavailable as e:
-                result = {"status": "unavailable", "reason": str(e)}
+            result = _one_section(name, opts)
             result["seconds"] = round(time.perf_counter() - t0, 2)
             report["sections"][name] = result
-            progress.advance(task)
+            reporter.finish(name, result)
+            if on_section:
+                on_section(report, name)
+            if result.get("reason") == "interrupted":
+                break
     return report
 
 
-def render(report: dict, console=None) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
-    console = console or Console(width=max(120, Console().width))
+def render_header(report: dict, console) -> None:
     env = report["environment"]
     nat = env["native"]
     console.print(f"[bold]sealstore bench[/bold]  {report['started']}  `{report['command']}`")
@@ -117,49 +146,69 @@ def render(report: dict, console=None) -> None:
     console.print("kernels: " + ", ".join(f"{v} -> {k}" for v, k in nat["selected"].items())
                   + (f"  (forced {nat['forced']})" if nat["forced"] else ""))
     console.print("versions: " + ", ".join(f"{k} {v}" for k, v in env["versions"].items() if v))
-    for name, sec in report["sections"].items():
-        if sec["status"] != "ok":
-            console.print(f"\n[bold]{name}[/bold]: not run: {sec['reason']}")
-            continue
-        for table in sec.get("tables", []):
-            t = Table(title=f"{name}: {table['title']}", title_justify="left")
-            for head, _key, _fmt in table["columns"]:
-                t.add_column(head)
-            for row in table["rows"]:
-                t.add_row(*[_fmt_cell(row.get(key), fmt) for _head, key, fmt in table["columns"]])
-            console.print(t)
-        for note in sec.get("notes", []):
+
+
+def render_section(name: str, sec: dict, console) -> None:
+    from rich.table import Table
+
+    if sec["status"] != "ok":
+        console.print(f"\n[bold]{name}[/bold]: {sec['status']}: {sec['reason']}")
+        return
+    console.print(f"\n[bold]{name}[/bold] ({sec['seconds']:.0f} s)")
+    for g in grids.SECTIONS[name](sec):
+        t = Table(title=g.title, title_justify="left")
+        for i, head in enumerate(g.header):
+            t.add_column(head, justify="left" if i == 0 else "right")
+        for row in g.rows:
+            t.add_row(*row)
+        console.print(t)
+        for note in g.notes:
             console.print(f"  {note}")
+    for note in sec.get("notes", []):
+        console.print(f"  {note}")
 
 
-def _fmt_cell(value, fmt: str) -> str:
-    if value is None:
-        return "-"
-    if fmt == "pct":
-        return f"{100 * value:.0f}%"
-    if fmt == "ratio":
-        return f"x{value:.2f}"
-    if fmt:
-        return format(value, fmt)
-    return str(value)
+def render_summary(report: dict, console) -> None:
+    parts = []
+    for name, sec in report["sections"].items():
+        parts.append(f"{name} {sec['status']}" + ("" if sec["status"] == "ok" else f" ({sec['reason']})"))
+    console.print("\nsections: " + "; ".join(parts))
+
+
+def _write_json(report: dict, path: str) -> None:
+    with open(path, "w") as f:
+        json.dump(report, f, indent=1, default=str)
 
 
 def main(argv=None) -> int:
+    from rich.console import Console
+
     opts = build_parser().parse_args(argv)
-    report = run(opts)
-    render(report)
-    if opts.json:
-        with open(opts.json, "w") as f:
-            json.dump(report, f, indent=1, default=str)
+    try:
+        wanted = _preflight(opts)
+    except SystemExit as e:
+        print(e.code, file=sys.stderr)
+        return 2
+    console = Console(width=max(120, Console().width))
+    reporter = Reporter(len(wanted), console=console)
+
+    def on_section(report, name):
+        render_section(name, report["sections"][name], console)
+        if opts.json:
+            _write_json(report, opts.json)
+
+    report = run(opts, reporter, on_start=lambda r: render_header(r, console), on_section=on_section)
+    render_summary(report, console)
+    ok = all(sec["status"] == "ok" for sec in report["sections"].values())
     if opts.plot:
         from .plot import plot
 
         try:
             plot(report, opts.plot)
-        except ImportError:
-            print("--plot needs matplotlib: pip install 'sealstore[bench]'", file=sys.stderr)
-            return 2
-    return 0
+        except ValueError as e:  # nothing that can be plotted ran
+            print(f"sealstore bench: --plot: {e}", file=sys.stderr)
+            ok = False
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+pytestmark = [pytest.mark.toolchain]  # compilers, builds, whole runs: pytest -m 'not toolchain' skips them
+
 SECTIONS = {"aead", "keyring", "columns", "objects"}
 
 
@@ -22,11 +24,11 @@ def quick_report(tmp_path_factory):
                           env=dict(os.environ, COLUMNS="160"))
     assert proc.returncode == 0, proc.stderr[-3000:]
     with open(out / "report.json") as f:
-        return json.load(f), proc.stdout, out
+        return json.load(f), proc.stdout, out, proc.stderr
 
 
 def test_every_section_ran(quick_report):
-    report, stdout, _ = quick_report
+    report, stdout, _, _ = quick_report
     assert report["schema"] == "sealstore.bench/1"
     assert set(report["sections"]) == SECTIONS
     for name, sec in report["sections"].items():
@@ -36,7 +38,7 @@ def test_every_section_ran(quick_report):
 
 
 def test_report_names_cpu_kernels_and_versions(quick_report):
-    report, stdout, _ = quick_report
+    report, stdout, _, _ = quick_report
     env = report["environment"]
     assert set(env["native"]["selected"]) == {"AEGIS-128L", "AEGIS-128X2", "AEGIS-128X4"}
     for lib in ("python", "cryptography", "sqlalchemy", "boto3"):
@@ -53,10 +55,12 @@ def test_aead_rows_have_ratios_against_aes_gcm_of_the_same_run(quick_report):
         assert r["gbps"] > 0 and r["batches"] >= 5
         if r["algorithm"] != "memcpy":
             assert r["speedup_vs_aes256gcm"] > 0
+        else:  # a memory copy is no AEAD: no ratio to AES-256-GCM
+            assert r["speedup_vs_aes256gcm"] is None
 
 
 def test_plot_is_a_png(quick_report):
-    _, _, out = quick_report
+    _, _, out, _ = quick_report
     with open(out / "report.png", "rb") as f:
         assert f.read(8) == b"\x89PNG\r\n\x1a\n"
 
@@ -64,17 +68,79 @@ def test_plot_is_a_png(quick_report):
 def test_unknown_section_is_a_usage_error():
     proc = subprocess.run([sys.executable, "-m", "sealstore", "bench", "--only", "nope"],
                           capture_output=True, text=True, timeout=120)
-    assert proc.returncode != 0
-    assert "unknown section" in (proc.stderr + proc.stdout)
+    assert proc.returncode == 2
+    assert "unknown section" in proc.stderr
 
 
-def test_a_section_that_cannot_run_says_so(tmp_path):
+def test_every_part_of_every_section_ran(quick_report):
+    """The README's main command installs what every part needs: the incumbent, libaegis, moto
+    and the C harness built from the installed package's own kernel sources."""
+    report, stdout, _, _ = quick_report
+    sections = report["sections"]
+    assert sections["aead"]["c_harness"]["results"]
+    assert sections["aead"]["versus_libaegis"]
+    assert not sections["aead"]["notes"], sections["aead"]["notes"]
+    assert not sections["columns"]["unavailable"], sections["columns"]["unavailable"]
+    assert {r["variant"] for r in sections["columns"]["rows"]} >= {"plaintext", "sqlalchemy-utils", "sealstore AEGIS"}
+    assert sections["objects"]["rows"]["s3"]
+
+
+def test_output_is_grids_with_goals_not_error_lines(quick_report):
+    _, stdout, _, _ = quick_report
+    assert "MISS" not in stdout and "(target" not in stdout
+    assert "encrypt, GB/s (x AES-256-GCM of this run)" in stdout
+    assert "goals (docs/BENCH.md) and this run" in stdout
+    assert "memory copy (no ratio)" in stdout
+    assert "sections: aead ok; keyring ok; columns ok; objects ok" in stdout
+
+
+def test_a_log_gets_a_line_per_finished_case(quick_report):
+    _, _, _, stderr = quick_report  # stdout is a pipe here, as in CI
+    lines = stderr.splitlines()
+    for section in SECTIONS:
+        assert any(f"] {section}: started" in line for line in lines), section
+        assert any(f"] {section}: ok in " in line for line in lines), section
+    assert sum("] aead: " in line for line in lines) > 20
+    assert any("columns: run 1/3: sealstore AEGIS" in line for line in lines)
+    assert any("objects: S3 1 MiB put_object AEGIS-128X4" in line for line in lines)
+
+
+def _bench(tmp_path, *args, timeout=300):
     path = tmp_path / "r.json"
-    proc = subprocess.run(
-        [sys.executable, "-m", "sealstore", "bench", "--quick", "--only", "columns",
-         "--db", "postgresql+psycopg://nobody@127.0.0.1:1/none", "--json", str(path)],
-        capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    sec = json.loads(path.read_text())["sections"]["columns"]
-    assert sec["status"] == "unavailable" and sec["reason"]
+    proc = subprocess.run([sys.executable, "-m", "sealstore", "bench", "--quick", *args, "--json", str(path)],
+                          capture_output=True, text=True, timeout=timeout)
+    return proc, (json.loads(path.read_text()) if path.exists() else None)
+
+
+def test_an_unreachable_database_fails_its_section_and_the_run_goes_on(tmp_path):
+    proc, report = _bench(tmp_path, "--only", "columns,keyring",
+                          "--db", "postgresql+psycopg://nobody@127.0.0.1:1/none")
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    sec = report["sections"]["columns"]
+    assert sec["status"] == "failed" and "cannot connect" in sec["reason"] and "127.0.0.1:1" in sec["reason"]
     assert "rows" not in sec
+    assert report["sections"]["keyring"]["status"] == "ok" and report["sections"]["keyring"]["rows"]
+    assert "columns failed" in proc.stdout and "keyring ok" in proc.stdout
+
+
+def test_an_unparsable_database_url_fails_its_section(tmp_path):
+    proc, report = _bench(tmp_path, "--only", "columns", "--db", "not a url")
+    assert proc.returncode == 1
+    assert report["sections"]["columns"]["status"] == "failed"
+    assert "Traceback" not in proc.stderr + proc.stdout
+
+
+def test_an_unreachable_s3_endpoint_fails_its_section(tmp_path):
+    proc, report = _bench(tmp_path, "--only", "objects", "--s3-endpoint", "http://127.0.0.1:1")
+    assert proc.returncode == 1
+    sec = report["sections"]["objects"]
+    assert sec["status"] == "failed" and "127.0.0.1:1" in sec["reason"]
+
+
+def test_plot_needs_are_checked_before_measuring(tmp_path):
+    code = ("import sys; sys.modules['matplotlib'] = None; from sealstore.bench.run import main; "
+            f"sys.exit(main(['--quick', '--plot', {str(tmp_path / 'p.png')!r}, '--json', {str(tmp_path / 'r.json')!r}]))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2
+    assert "--plot needs matplotlib" in proc.stderr and "sealstore[bench]" in proc.stderr
+    assert not (tmp_path / "r.json").exists()  # nothing was measured

@@ -26,6 +26,8 @@ from unittest import mock
 
 import pytest
 
+pytestmark = [pytest.mark.toolchain]  # compilers, builds, whole runs: pytest -m 'not toolchain' skips them
+
 ROOT = Path(__file__).resolve().parents[1]
 NATIVE = ROOT / "native"
 INCLUDE = NATIVE / "include"

@@ -32,10 +32,11 @@ IN_CI = os.environ.get("CI", "").lower() == "true"
 VALGRIND_KERNELS = ("portable", "aesni")
 VARIANTS = ("AEGIS-128L", "AEGIS-128X2", "AEGIS-128X4")
 
-pytestmark = pytest.mark.skipif(
-    sys.platform != "linux" or os.uname().machine != "x86_64",
-    reason="the constant-time checks run on x86-64 Linux",
-)
+pytestmark = [
+    pytest.mark.toolchain,  # valgrind runs: pytest -m 'not toolchain' skips them
+    pytest.mark.skipif(sys.platform != "linux" or os.uname().machine != "x86_64",
+                       reason="the constant-time checks run on x86-64 Linux"),
+]
 
 
 def kernel_sources() -> list[Path]:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = [pytest.mark.toolchain]  # compilers, builds, whole runs: pytest -m 'not toolchain' skips them
+
 FUZZ = Path(__file__).resolve().parent / "fuzz"
 TARGETS = ("sealed", "aead", "object", "keyfile", "metadata")
 

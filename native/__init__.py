@@ -1,0 +1,7 @@
+"""The C kernel sources, shipped inside the installed package as ``sealstore._csrc``.
+
+Nothing imports this package: the package build compiles these files into ``sealstore._native``
+(``build_ffi.py``) and ``sealstore._speedups`` (``setup.py``), and ``sealstore bench`` compiles
+``bench/kernel_bench.c`` against the same files, so its C-only figures are for the kernels of
+the version that is installed.
+"""

@@ -1,0 +1,48 @@
+"""Print a pip constraints file pinning each direct dependency of pyproject.toml to its floor.
+
+    python tools/lowest_constraints.py [pyproject.toml] > lowest.txt
+    pip install -c lowest.txt ".[test]"
+
+Every ``name>=X`` of ``[project] dependencies`` becomes ``name==X``: CI installs exactly the
+lowest versions sealstore declares and runs the core and adapter tests on them.  Markers are
+kept (``tomli>=1.1; python_version < '3.11'`` stays conditional).  A dependency without a floor
+is an error: a floor nobody tests is a guess.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python < 3.11
+    import tomli as tomllib
+
+_REQ = re.compile(r"^\s*(?P<name>[A-Za-z0-9_.\-]+)(?:\[[^\]]*\])?\s*(?P<spec>[^;]*?)\s*(?:;\s*(?P<marker>.+))?$")
+
+
+def floors(pyproject: Path) -> list[str]:
+    deps = tomllib.loads(pyproject.read_text())["project"]["dependencies"]
+    lines = []
+    for dep in deps:
+        m = _REQ.match(dep)
+        if not m:
+            raise SystemExit(f"cannot parse dependency {dep!r}")
+        floor = re.search(r">=\s*([^,\s]+)", m["spec"])
+        if not floor:
+            raise SystemExit(f"dependency {dep!r} declares no floor (>=)")
+        line = f"{m['name']}=={floor.group(1)}"
+        lines.append(line + (f"; {m['marker']}" if m["marker"] else ""))
+    return lines
+
+
+def main(argv: list[str]) -> int:
+    path = Path(argv[0]) if argv else Path(__file__).resolve().parents[1] / "pyproject.toml"
+    print("\n".join(floors(path)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
