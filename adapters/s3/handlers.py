@@ -22,6 +22,7 @@ from urllib.parse import unquote
 
 from sealstore.errors import MalformedObject, NotSealedObject, UnsupportedOperation
 from sealstore.format import Suite
+from sealstore.segment_log import SegmentLog
 from sealstore.stream import (
     DEFAULT_SEGMENT_SIZE,
     HEADER_SIZE,
@@ -71,9 +72,10 @@ def _refuse_checksums(params, op: str) -> None:
 
 
 class _Upload:
-    """State of one multipart upload: its object key, part size and which parts went up."""
+    """State of one multipart upload: its object key, part size, which parts went up and what
+    was sealed under each segment nonce (a part sent again must hold the same bytes)."""
 
-    __slots__ = ("cipher", "finals", "length", "lock", "part_size", "plain")
+    __slots__ = ("cipher", "finals", "length", "lock", "log", "part_size", "plain")
 
     def __init__(
         self, cipher: ObjectCipher, part_size: int, length: int | None
@@ -84,6 +86,7 @@ class _Upload:
         self.finals: dict[int, bool] = {}
         self.plain: dict[int, int] = {}
         self.lock = threading.Lock()
+        self.log = SegmentLog()
 
 
 def _copy_source(source) -> dict:
@@ -347,7 +350,12 @@ class S3Sealing:
             first_index=offset // seg,
             final=final,
             header=number == 1,
+            log=state.log,
         )
+        with state.lock:
+            again = number in state.finals
+        if again and reader.seekable():
+            _check_resent(reader)
         if not reader.seekable():
             reader, sealed = self._spool(reader)
         else:
@@ -397,9 +405,9 @@ class S3Sealing:
         if not finals:
             cipher = state.cipher
             first = count * state.part_size // cipher.segment_size
-            body = (cipher.header_bytes if count == 0 else b"") + cipher.seal(
-                b"", first, True
-            )
+            body = SealingReader(
+                cipher, b"", 0, first_index=first, header=count == 0, log=state.log
+            ).read()
             extra = {}
             algorithms = {
                 k[len("Checksum") :]
@@ -702,6 +710,16 @@ def _content_range(value, length) -> tuple[int, int, int]:
         if length is None:
             raise MalformedObject(f"unexpected Content-Range {value!r}") from None
         return 0, length - 1, length
+
+
+def _check_resent(reader) -> None:
+    """Seal a part sent before once locally, sending nothing: NonceReuseRefused now if its
+    bytes differ from what was sealed under its nonces, rather than in the middle of the
+    request."""
+    scratch = memoryview(bytearray(4 << 20))
+    while reader.readinto(scratch):
+        pass
+    reader.seek(0)
 
 
 def _forward_transfer_signals(reader, body) -> None:
