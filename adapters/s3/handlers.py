@@ -20,7 +20,12 @@ import threading
 from collections import OrderedDict
 from urllib.parse import unquote
 
-from sealstore.errors import MalformedObject, NotSealedObject, UnsupportedOperation
+from sealstore.errors import (
+    MalformedObject,
+    NotSealedObject,
+    UnsealedPath,
+    UnsupportedOperation,
+)
 from sealstore.format import Suite
 from sealstore.segment_log import SegmentLog
 from sealstore.stream import (
@@ -51,6 +56,10 @@ __all__ = ["SPOOL_MEMORY", "S3Sealing"]
 SPOOL_MEMORY = 8 << 20
 _CHECKSUM_PARAMS = ("ChecksumAlgorithm", "ChecksumType")
 _LAYOUT_CACHE = 1024
+# operations whose presigned URL would carry or return an object body around the handlers
+# (CreateBucket: what generate_presigned_post presigns)
+_NO_PRESIGN = ("PutObject", "UploadPart", "CreateMultipartUpload", "CompleteMultipartUpload",
+               "GetObject", "CreateBucket")  # fmt: skip
 
 
 def _user_checksums(params) -> list[str]:
@@ -138,6 +147,12 @@ class S3Sealing:
 
     def register(self, events) -> None:
         """Hook the handlers into ``events`` (a client's ``meta.events``)."""
+        for op in _NO_PRESIGN:  # registered first: refused before any other handler runs
+            events.register(
+                f"before-parameter-build.s3.{op}",
+                self.refuse_presign,
+                unique_id=f"sealstore-presign-{op}",
+            )
         for event, handler in (
             ("before-parameter-build.s3.PutObject", self.seal_put_object),
             ("before-parameter-build.s3.CreateMultipartUpload", self.start_multipart),
@@ -207,6 +222,21 @@ class S3Sealing:
         allow = self.allow_retired or getattr(self._local, "retired", False)
         return ObjectCipher.from_header(
             self.keyring, header, context=self.context, allow_retired=allow
+        )
+
+    def refuse_presign(self, params, model, context, **kwargs):
+        """Presigned requests run without the client: a presigned PUT (or POST, or part) would
+        store what is sent as it is, and a presigned GET would return the sealed bytes."""
+        if self._raw_depth or not context.get("is_presign_request"):
+            return
+        what = {
+            "GetObject": "would return the sealed bytes to whoever opens it",
+            "CreateBucket": "(generate_presigned_post) would store the upload unsealed",
+        }.get(model.name, "would store what is sent unsealed")
+        raise UnsealedPath(
+            f"a presigned {model.name} URL from an encrypted client {what}; fetch or store "
+            "through the client instead (presign inside client.sealstore.raw() to deliberately "
+            "hand out the sealed bytes)"
         )
 
     # ---- uploads ------------------------------------------------------------------------------
