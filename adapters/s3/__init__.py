@@ -22,9 +22,10 @@ from sealstore.errors import UnsupportedClient
 from sealstore.stream import DEFAULT_SEGMENT_SIZE
 
 from .handlers import S3Sealing
+from .sizes import plaintext_size
 from .transfer import install, keep_off_crt
 
-__all__ = ["S3Sealing", "encrypt_client"]
+__all__ = ["S3Sealing", "encrypt_client", "plaintext_size"]
 
 
 def encrypt_client(
