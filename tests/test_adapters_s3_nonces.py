@@ -205,3 +205,21 @@ def test_shared_log_between_readers(keyring):
     # another index range, or the same bytes at another index, is fine
     c = S.SealingReader(cipher, os.urandom(SEG), first_index=100, header=False, log=log)
     assert len(c.read()) == c.size
+
+
+def test_completion_retried_seals_the_extra_final_part_identically(s3, bucket):
+    """All parts full: completion adds a part holding the final segment; a completion that
+    failed and is retried sends that part again, which must be the same bytes."""
+    from botocore.exceptions import ClientError
+
+    wire = Wire(s3)
+    data = os.urandom(PART)
+    upload = start(s3, bucket)
+    p1 = put_part(s3, bucket, upload, 1, data)
+    with pytest.raises(ClientError):
+        complete(s3, bucket, upload, [{"PartNumber": 1, "ETag": '"0123"'}])
+    complete(s3, bucket, upload, [p1])
+    extras = [body for n, body in wire.parts if n == 2]
+    assert len(extras) == 2 and extras[0] == extras[1]
+    assert_no_nonce_reused(wire, tag_of(s3))
+    assert s3.get_object(Bucket=bucket, Key="k")["Body"].read() == data

@@ -131,6 +131,26 @@ class TestPresigned:
             )
         assert raw_s3.list_objects_v2(Bucket=bucket).get("KeyCount") == 0
 
+    @pytest.mark.parametrize("method, http", [("head_object", "PUT"), ("delete_object", "PUT"),
+                                              ("head_object", "GET"), ("head_object", "POST")])  # fmt: skip
+    def test_method_override_refused(self, s3, raw_s3, bucket, method, http):
+        """``HttpMethod`` re-targets a harmless operation's URL at the object's body."""
+        with pytest.raises(UnsealedPath):
+            s3.generate_presigned_url(
+                method, Params={"Bucket": bucket, "Key": "k"}, HttpMethod=http
+            )
+        # the same override on a plain client does make a working upload URL
+        url = raw_s3.generate_presigned_url(
+            "head_object", Params={"Bucket": bucket, "Key": "k"}, HttpMethod="PUT"
+        )
+        req = urllib.request.Request(
+            url, data=b"in clear", method="PUT",
+            headers={"Content-Type": "application/octet-stream"},
+        )  # fmt: skip
+        with urllib.request.urlopen(req) as resp:  # noqa: S310 - the local moto server
+            assert resp.status == 200
+        assert raw_s3.get_object(Bucket=bucket, Key="k")["Body"].read() == b"in clear"
+
     def test_others_and_raw_still_presign(self, s3, bucket):
         s3.put_object(Bucket=bucket, Key="k", Body=b"secret")
         s3.generate_presigned_url("delete_object", Params={"Bucket": bucket, "Key": "k"})

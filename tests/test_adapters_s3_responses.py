@@ -73,6 +73,17 @@ def test_416_details_are_plaintext_terms(s3, raw_s3, bucket):
     assert str(stored) not in str(info.value)
 
 
+def test_416_without_metadata(s3, raw_s3, bucket):
+    """The metadata was lost (a raw copy replaced it): the size comes from the header."""
+    s3.put_object(Bucket=bucket, Key="k", Body=os.urandom(100))
+    raw_s3.copy_object(Bucket=bucket, Key="k", CopySource={"Bucket": bucket, "Key": "k"},
+                       MetadataDirective="REPLACE", Metadata={})  # fmt: skip
+    with pytest.raises(ClientError) as info:
+        s3.get_object(Bucket=bucket, Key="k", Range="bytes=5000-")
+    err = info.value.response["Error"]
+    assert (err["ActualObjectSize"], err["RangeRequested"]) == ("100", "bytes=5000-")
+
+
 class TestBody:
     def test_tell_counts_plaintext(self, s3, bucket):
         data = os.urandom(3 * SEG + 7)

@@ -156,6 +156,9 @@ class S3Sealing:
                 self.refuse_presign,
                 unique_id=f"sealstore-presign-{op}",
             )
+        events.register(
+            "before-sign.s3", self.refuse_presign_method, unique_id="sealstore-presign-sign"
+        )
         for event, handler in (
             ("before-parameter-build.s3.PutObject", self.seal_put_object),
             ("before-parameter-build.s3.CreateMultipartUpload", self.start_multipart),
@@ -241,6 +244,20 @@ class S3Sealing:
             "through the client instead (presign inside client.sealstore.raw() to deliberately "
             "hand out the sealed bytes)"
         )
+
+    def refuse_presign_method(self, request, operation_name, **kwargs):
+        """A presigned URL whose method was changed (``HttpMethod="PUT"`` on ``head_object``)
+        would upload or download the object around the handlers just the same."""
+        context = getattr(request, "context", None) or {}
+        if self._raw_depth or not context.get("is_presign_request"):
+            return
+        model = self.client.meta.service_model.operation_model(operation_name)
+        if operation_name in _NO_PRESIGN or request.method != model.http["method"]:
+            raise UnsealedPath(
+                f"a presigned {request.method} URL for {operation_name} from an encrypted "
+                "client would move the object's body unsealed; presign only operations without "
+                "a body, with their own method (or inside client.sealstore.raw())"
+            )
 
     # ---- uploads ------------------------------------------------------------------------------
 
