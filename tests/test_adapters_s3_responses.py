@@ -84,6 +84,19 @@ def test_416_without_metadata(s3, raw_s3, bucket):
     assert (err["ActualObjectSize"], err["RangeRequested"]) == ("100", "bytes=5000-")
 
 
+def test_range_near_the_end_of_an_object_with_larger_segments(s3_endpoint, raw_s3, keyring, bucket):
+    """A client with small segments maps a range of an object it has not seen with its own
+    layout; near the end of an object with larger segments that lands past the stored bytes
+    (S3: 416), yet the plaintext has the range: it is answered."""
+    data = os.urandom(2 * 65536)
+    writer = encrypt_client(make_client(s3_endpoint), keyring, segment_size=65536)
+    writer.put_object(Bucket=bucket, Key="k", Body=data)
+    raw_s3.put_object(Bucket=bucket, Key="plain", Body=data)
+    for rng in ("bytes=131000-", "bytes=131000-131050", "bytes=131072-"):
+        reader = encrypt_client(make_client(s3_endpoint), keyring, segment_size=SEG)
+        assert answer(reader, bucket, "k", rng) == answer(raw_s3, bucket, "plain", rng), rng
+
+
 class TestBody:
     def test_tell_counts_plaintext(self, s3, bucket):
         data = os.urandom(3 * SEG + 7)

@@ -20,7 +20,7 @@ import threading
 from collections import OrderedDict
 from urllib.parse import unquote
 
-from botocore.exceptions import ParamValidationError
+from botocore.exceptions import ClientError, ParamValidationError
 
 from sealstore.errors import (
     MalformedObject,
@@ -552,7 +552,7 @@ class S3Sealing:
             return
         rng = context.get("sealstore_range")
         if http_response.status_code == 416 and rng is not None:
-            self._plaintext_416(parsed, context, rng)
+            self._plaintext_416(http_response, parsed, context, rng)
             return
         if not 200 <= http_response.status_code < 300:
             return
@@ -561,9 +561,13 @@ class S3Sealing:
         else:  # a 200 to a ranged request (range ignored) is a range from 0 to the end
             self._open_range(parsed, context, rng)
 
-    def _plaintext_416(self, parsed, context, rng) -> None:
+    def _plaintext_416(self, http_response, parsed, context, rng) -> None:
         """S3 refused the sealed range: state the refusal in the caller's terms, the range
-        asked for and the plaintext size (one HEAD), as S3 states it for a plain object."""
+        asked for and the plaintext size (one HEAD), as S3 states it for a plain object.
+
+        A range the plaintext does satisfy was mapped with a wrong layout guess (an object with
+        larger segments than this client's, not seen before): it is fetched again with the
+        object's own layout and answered."""
         error = parsed.get("Error")
         if not isinstance(error, dict):
             return
@@ -572,17 +576,28 @@ class S3Sealing:
         try:
             with self.raw() as client:
                 head = client.head_object(**request)
-            try:
-                n, header = size_of(
-                    head, lambda: self._fetch_header(request, head.get("ETag"))[1]
-                )
-                self._remember_layout(request.get("Bucket"), request.get("Key"), header)
-            except NotSealedObject:
-                n = head["ContentLength"]  # passthrough: a plain object's own size
-        except Exception:  # noqa: BLE001 - the 416 is what to report; no sealed size in it
+        except ClientError:  # the 416 is what to report, without the sealed size
             error.pop("ActualObjectSize", None)
             return
+        try:
+            n, header = size_of(
+                head, lambda: self._fetch_header(request, head.get("ETag"))[1]
+            )
+        except NotSealedObject:
+            if not self.passthrough:
+                raise
+            error["ActualObjectSize"] = str(head["ContentLength"])
+            return
+        self._remember_layout(request.get("Bucket"), request.get("Key"), header)
         error["ActualObjectSize"] = str(n)
+        if rng.resolve(n) is None:
+            return
+        text = _sealed_range(rng, header.segment_size, header.tag_size)
+        resp = self._get_raw(request, head.get("ETag"), text)
+        parsed.clear()
+        parsed.update(resp)
+        http_response.status_code = resp["ResponseMetadata"]["HTTPStatusCode"]
+        self._open_range(parsed, context, rng)
 
     def _open_whole(self, parsed, context) -> None:
         raw = parsed["Body"]
