@@ -100,12 +100,16 @@ def _object_key_id(client, bucket: str, key: str, version: str | None) -> int | 
 def _object_versions(client, bucket: str, prefix: str):
     """``(key, version id)`` of every stored object version under ``prefix``: current and
     noncurrent versions, those behind a delete marker included (delete markers hold no body).
-    Unversioned buckets list each object once, as version ``null``."""
+    Unversioned buckets list each object once, as version ``null``: the current ``null``
+    version is asked for without a version id (not every S3 implementation takes ``null``)."""
     for page in client.get_paginator("list_object_versions").paginate(
         Bucket=bucket, Prefix=prefix
     ):
         for obj in page.get("Versions", []):
-            yield obj["Key"], obj.get("VersionId")
+            version = obj.get("VersionId")
+            if version == "null" and obj.get("IsLatest"):
+                version = None
+            yield obj["Key"], version
 
 
 def s3_references(client, url: str, key_id: int) -> int:
