@@ -122,6 +122,9 @@ class TestPresigned:
     def test_post_refused(self, s3, bucket):
         with pytest.raises(UnsealedPath, match="presigned_post"):
             s3.generate_presigned_post(bucket, "k")
+        with pytest.raises(UnsealedPath, match="presigned_post"):
+            s3.generate_presigned_post(bucket, "k", Conditions=[["content-length-range", 0, 9]])
+        s3.generate_presigned_url("create_bucket", Params={"Bucket": "other"})  # no body
 
     def test_presigned_put_stores_nothing(self, s3, raw_s3, bucket):
         """The URL is never made, so no upload can land unsealed under sealstore metadata."""

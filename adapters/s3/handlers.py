@@ -60,9 +60,9 @@ SPOOL_MEMORY = 8 << 20
 _CHECKSUM_PARAMS = ("ChecksumAlgorithm", "ChecksumType")
 _LAYOUT_CACHE = 1024
 # operations whose presigned URL would carry or return an object body around the handlers
-# (CreateBucket: what generate_presigned_post presigns)
+# (generate_presigned_post signs as PutObject)
 _NO_PRESIGN = ("PutObject", "UploadPart", "CreateMultipartUpload", "CompleteMultipartUpload",
-               "GetObject", "CreateBucket")  # fmt: skip
+               "GetObject")  # fmt: skip
 
 
 def _user_checksums(params) -> list[str]:
@@ -235,10 +235,11 @@ class S3Sealing:
         store what is sent as it is, and a presigned GET would return the sealed bytes."""
         if self._raw_depth or not context.get("is_presign_request"):
             return
-        what = {
-            "GetObject": "would return the sealed bytes to whoever opens it",
-            "CreateBucket": "(generate_presigned_post) would store the upload unsealed",
-        }.get(model.name, "would store what is sent unsealed")
+        what = (
+            "would return the sealed bytes to whoever opens it"
+            if model.name == "GetObject"
+            else "would store what is sent unsealed"
+        )
         raise UnsealedPath(
             f"a presigned {model.name} URL from an encrypted client {what}; fetch or store "
             "through the client instead (presign inside client.sealstore.raw() to deliberately "
@@ -249,7 +250,14 @@ class S3Sealing:
         """A presigned URL whose method was changed (``HttpMethod="PUT"`` on ``head_object``)
         would upload or download the object around the handlers just the same."""
         context = getattr(request, "context", None) or {}
-        if self._raw_depth or not context.get("is_presign_request"):
+        if self._raw_depth:
+            return
+        if "s3-presign-post-policy" in context:
+            raise UnsealedPath(
+                "generate_presigned_post on an encrypted client would let the form upload "
+                "unsealed; upload through the client (or presign inside client.sealstore.raw())"
+            )
+        if not context.get("is_presign_request"):
             return
         model = self.client.meta.service_model.operation_model(operation_name)
         if operation_name in _NO_PRESIGN or request.method != model.http["method"]:
