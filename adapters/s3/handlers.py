@@ -753,6 +753,9 @@ class S3Sealing:
             raise
         self._remember_layout(request.get("Bucket"), request.get("Key"), header)
         parsed["ContentLength"] = n
+        headers = parsed.get("ResponseMetadata", {}).get("HTTPHeaders")
+        if headers is not None:
+            headers["content-length"] = str(n)
 
 
 def _describe(parsed, status: int | None, length: int, content_range: str | None) -> None:
