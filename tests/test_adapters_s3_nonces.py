@@ -223,3 +223,34 @@ def test_completion_retried_seals_the_extra_final_part_identically(s3, bucket):
     assert len(extras) == 2 and extras[0] == extras[1]
     assert_no_nonce_reused(wire, tag_of(s3))
     assert s3.get_object(Bucket=bucket, Key="k")["Body"].read() == data
+
+
+def _child_part(s3, bucket, upload, queue):
+    try:
+        put_part(s3, bucket, upload, 1, os.urandom(PART))
+        queue.put("sent")
+    except Exception as exc:  # noqa: BLE001 - reported to the parent
+        queue.put(type(exc).__name__)
+    try:
+        complete(s3, bucket, upload, [])
+        queue.put("completed")
+    except Exception as exc:  # noqa: BLE001
+        queue.put(type(exc).__name__)
+
+
+def test_forked_process_cannot_send_parts(s3, bucket):
+    """A fork copies the upload's record; two processes each sealing part 1 from their own copy
+    would reuse its nonces, so the child is refused."""
+    import multiprocessing
+
+    wire = Wire(s3)
+    upload = start(s3, bucket)
+    p1 = put_part(s3, bucket, upload, 1, os.urandom(PART))
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_child_part, args=(s3, bucket, upload, queue))
+    child.start()
+    child.join(60)
+    assert [queue.get(timeout=5), queue.get(timeout=5)] == ["UnsupportedOperation"] * 2
+    complete(s3, bucket, upload, [p1])  # the parent still can
+    assert len(wire.parts) == 2  # part 1 and the extra final part, from the parent only

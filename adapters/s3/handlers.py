@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import tempfile
 import threading
 from collections import OrderedDict
@@ -87,7 +88,7 @@ class _Upload:
     """State of one multipart upload: its object key, part size, which parts went up and what
     was sealed under each segment nonce (a part sent again must hold the same bytes)."""
 
-    __slots__ = ("cipher", "finals", "length", "lock", "log", "part_size", "plain")
+    __slots__ = ("cipher", "finals", "length", "lock", "log", "part_size", "pid", "plain")
 
     def __init__(
         self, cipher: ObjectCipher, part_size: int, length: int | None
@@ -99,6 +100,15 @@ class _Upload:
         self.plain: dict[int, int] = {}
         self.lock = threading.Lock()
         self.log = SegmentLog()
+        self.pid = os.getpid()  # a forked copy of this state must not seal: its log is a copy
+
+    def check_process(self) -> None:
+        if self.pid != os.getpid():
+            raise UnsupportedOperation(
+                "this multipart upload was started in another process (this one was forked "
+                "from it); only that process knows what was sealed under the upload's nonces, "
+                "so its parts and completion must be sent from there"
+            )
 
 
 def _copy_source(source) -> dict:
@@ -361,6 +371,7 @@ class S3Sealing:
                 f"upload {upload_id!r} was not started by this encrypted client (or this "
                 "process), so its parts cannot be sealed; start it here"
             )
+        state.check_process()
         return state
 
     def seal_part(self, params, **kwargs):
@@ -438,6 +449,7 @@ class S3Sealing:
             state = self._uploads.get(params.get("UploadId"))
         if state is None:
             return
+        state.check_process()
         _refuse_checksums(
             {k: v for k, v in params.items() if k != "MpuObjectSize"},
             "CompleteMultipartUpload",
