@@ -2,8 +2,8 @@
 
 ``sealstore keys retire ID`` refuses while :func:`find_references` finds anything: values of
 encrypted or blind-index columns whose key id (read in SQL at its fixed offset) is ``ID``,
-and objects under the registered S3 prefixes (``sealstore_s3_prefixes``) whose metadata or
-header names ``ID``.  ``--force`` retires anyway and says what will then fail to open.
+and object versions (noncurrent ones and those behind delete markers included) under the
+registered S3 prefixes (``sealstore_s3_prefixes``) whose metadata or header names ``ID``.  ``--force`` retires anyway and says what will then fail to open.
 """
 
 from __future__ import annotations
@@ -70,13 +70,17 @@ def _parse(url: str) -> tuple[str, str]:
     return parse_s3_url(url)
 
 
-def _object_key_id(client, bucket: str, key: str) -> int | None:
-    """The keyring key id an object is sealed under (metadata, else the header), or None."""
+def _object_key_id(client, bucket: str, key: str, version: str | None) -> int | None:
+    """The keyring key id an object version is sealed under (metadata, else the header), or
+    None."""
     from ..adapters.s3 import metadata as M
     from ..errors import MalformedObject, NotSealedObject
     from ..stream import HEADER_SIZE, parse_object_header
 
-    head = client.head_object(Bucket=bucket, Key=key)
+    which = {"Bucket": bucket, "Key": key}
+    if version is not None:
+        which["VersionId"] = version
+    head = client.head_object(**which)
     meta = {k.lower(): v for k, v in (head.get("Metadata") or {}).items()}
     kid = meta.get(M.KEY_ID)
     if kid is not None:
@@ -86,27 +90,37 @@ def _object_key_id(client, bucket: str, key: str) -> int | None:
             pass
     if head.get("ContentLength", 0) < HEADER_SIZE:
         return None
-    body = client.get_object(
-        Bucket=bucket, Key=key, Range=f"bytes=0-{HEADER_SIZE - 1}"
-    )["Body"].read()
+    body = client.get_object(**which, Range=f"bytes=0-{HEADER_SIZE - 1}")["Body"].read()
     try:
         return parse_object_header(body).key_id
     except (NotSealedObject, MalformedObject):
         return None
 
 
-def s3_references(client, url: str, key_id: int) -> int:
-    """Objects under ``url`` sealed under ``key_id`` (one HEAD per object; ``client`` is a
-    plain boto3 S3 client)."""
-    bucket, prefix = _parse(url)
-    count = 0
-    for page in client.get_paginator("list_objects_v2").paginate(
+def _object_versions(client, bucket: str, prefix: str):
+    """``(key, version id)`` of every stored object version under ``prefix``: current and
+    noncurrent versions, those behind a delete marker included (delete markers hold no body).
+    Unversioned buckets list each object once, as version ``null``: the current ``null``
+    version is asked for without a version id (not every S3 implementation takes ``null``)."""
+    for page in client.get_paginator("list_object_versions").paginate(
         Bucket=bucket, Prefix=prefix
     ):
-        for obj in page.get("Contents", []):
-            if _object_key_id(client, bucket, obj["Key"]) == key_id:
-                count += 1
-    return count
+        for obj in page.get("Versions", []):
+            version = obj.get("VersionId")
+            if version == "null" and obj.get("IsLatest"):
+                version = None
+            yield obj["Key"], version
+
+
+def s3_references(client, url: str, key_id: int) -> int:
+    """Object versions under ``url`` sealed under ``key_id`` (one HEAD per version; ``client``
+    is a plain boto3 S3 client).  Noncurrent versions count: they still open only with the
+    key."""
+    bucket, prefix = _parse(url)
+    return sum(
+        _object_key_id(client, bucket, key, version) == key_id
+        for key, version in _object_versions(client, bucket, prefix)
+    )
 
 
 def find_references(

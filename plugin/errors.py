@@ -27,6 +27,9 @@ __all__ = [
     "UndecodableValue",
     "BlindIndexError",
     "MigrationRequired",
+    "NonceReuseRefused",
+    "UnsealedPath",
+    "UnsupportedClient",
 ]
 
 
@@ -128,8 +131,20 @@ class SourceChanged(SealstoreError, RuntimeError):
     """The data being sealed changed when it was read again (e.g. on a retry); nothing changed was sent."""
 
 
+class NonceReuseRefused(SourceChanged):
+    """Segments already sealed under this object key were to be sealed again from other bytes (a multipart part sent twice with different data); nothing from the new bytes was sent."""
+
+
 class UnsupportedOperation(SealstoreError, ValueError):
     """A request cannot be sealed or opened as asked; the message says why and what to do instead."""
+
+
+class UnsealedPath(UnsupportedOperation):
+    """The call would move an object's body around the sealing handlers (presigned URLs, CRT transfers); refused before anything was sent."""
+
+
+class UnsupportedClient(SealstoreError, TypeError):
+    """The client cannot be encrypted (e.g. an asynchronous aiobotocore client); nothing was changed."""
 
 
 class MigrationRequired(SealstoreError, RuntimeError):

@@ -45,12 +45,14 @@ from .errors import (
     KeyCommitmentMismatch,
     KeyNotUsable,
     MalformedObject,
+    NonceReuseRefused,
     NotSealedObject,
     SourceChanged,
     TruncatedObject,
 )
 from .format import Suite, context_digest
 from .keyring import make_cipher
+from .segment_log import SegmentLog
 
 __all__ = [
     "BATCH_BYTES",
@@ -578,6 +580,9 @@ class SealingReader(io.RawIOBase):
 
     ``first_index``/``final``/``header`` produce a part of an object: segments from
     ``first_index`` on, ending with the final segment or not, with or without the header.
+    ``log``, a :class:`~sealstore.segment_log.SegmentLog` shared by every reader of one object
+    key (the parts of a multipart upload), extends the re-read check across readers: segments
+    sealed before from other bytes raise NonceReuseRefused before anything is returned.
 
     Bytes-like sources are sealed in place, and ``readinto`` a buffer that holds a whole batch
     seals straight into it, so the layer adds no copy to the cipher's own pass.
@@ -592,9 +597,11 @@ class SealingReader(io.RawIOBase):
         first_index: int = 0,
         final: bool = True,
         header: bool = True,
+        log: SegmentLog | None = None,
     ) -> None:
         super().__init__()
         self._c = cipher
+        self._log = log
         self._src = _Input(source)
         self._first = first_index
         self._final = final
@@ -782,8 +789,9 @@ class SealingReader(io.RawIOBase):
         return n
 
     def _seal(self, batch: int, pt: memoryview, final: bool, dst: memoryview) -> int:
-        written = self._c.seal_into(dst, pt, self._first + batch * self._k, final)
-        if not self._random:
+        first = self._first + batch * self._k
+        written = self._c.seal_into(dst, pt, first, final)
+        if not self._random and self._log is None:
             return written
         seg, step, tag = self._seg, self._step, self._tag
         tags = b"".join(
@@ -791,14 +799,22 @@ class SealingReader(io.RawIOBase):
         )
         if final:
             tags += dst[written - tag : written]
-        old = self._tags.get(batch)
-        if old is not None and old != tags:
+        if self._random:
+            old = self._tags.get(batch)
+            if old is not None and old != tags:
+                dst[:written] = bytes(written)
+                raise SourceChanged(
+                    "the source changed between two reads of the same bytes; stopped before "
+                    "sending anything sealed from the changed data"
+                )
+            self._tags[batch] = tags
+        if self._log is not None and not self._log.record(first, final, tags):
             dst[:written] = bytes(written)
-            raise SourceChanged(
-                "the source changed between two reads of the same bytes; stopped before "
-                "sending anything sealed from the changed data"
+            raise NonceReuseRefused(
+                f"segments from {first} on were already sealed under this object key from "
+                "other bytes (a part sent again with different data?); sealing these would "
+                "reuse their nonces, so nothing sealed from them was sent"
             )
-        self._tags[batch] = tags
         return written
 
     def _plain(self, n: int) -> memoryview:

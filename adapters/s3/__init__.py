@@ -16,12 +16,16 @@ client does keeps working; ``client.sealstore.raw()`` gives untouched access to 
 
 from __future__ import annotations
 
+import inspect
+
+from sealstore.errors import UnsupportedClient
 from sealstore.stream import DEFAULT_SEGMENT_SIZE
 
 from .handlers import S3Sealing
-from .transfer import install
+from .sizes import plaintext_size
+from .transfer import install, keep_off_crt
 
-__all__ = ["S3Sealing", "encrypt_client"]
+__all__ = ["S3Sealing", "encrypt_client", "plaintext_size"]
 
 
 def encrypt_client(
@@ -41,7 +45,8 @@ def encrypt_client(
     written by sealstore as they are instead of raising NotSealedObject (for buckets being
     migrated).  ``allow_retired``: open objects of retired keys.  ``context``: bytes bound
     into every object key (readers need the same).  Returns ``client``; its
-    :class:`S3Sealing` is ``client.sealstore``.
+    :class:`S3Sealing` is ``client.sealstore``.  UnsupportedClient (a TypeError) for an
+    asynchronous (aiobotocore) client.  See ``docs/S3.md`` for what is refused and why.
     """
     if getattr(client, "sealstore", None) is not None:
         raise ValueError("this client is already encrypted (see client.sealstore)")
@@ -49,6 +54,13 @@ def encrypt_client(
         client.meta.service_model.service_name != "s3"
     ):
         raise TypeError("encrypt_client needs a boto3 S3 client")
+    if inspect.iscoroutinefunction(getattr(client, "_make_api_call", None)):
+        raise UnsupportedClient(
+            "encrypt_client supports boto3 (synchronous) clients only; an asynchronous client "
+            "(aiobotocore) could seal uploads but not open downloads, so it is not encrypted: "
+            "run a boto3 client in a thread (asyncio.to_thread) instead"
+        )
+    keep_off_crt()
     sealing = S3Sealing(
         client,
         keyring,

@@ -10,6 +10,7 @@ from sealstore.errors import UnsupportedOperation
 
 __all__ = [
     "ByteRange",
+    "OpenedBody",
     "Prepended",
     "Window",
     "invalid_range",
@@ -139,6 +140,23 @@ def read_exactly(raw, n: int) -> bytes:
     return b"".join(parts)
 
 
-def streaming_body(stream, length: int) -> StreamingBody:
-    """A botocore StreamingBody over ``stream`` (read/iter_chunks/iter_lines, length check)."""
-    return StreamingBody(stream, length)
+class OpenedBody(StreamingBody):
+    """A botocore StreamingBody over opened plaintext (read/iter_chunks/iter_lines, length
+    check): ``tell()`` counts the plaintext bytes read, as S3's body counts its bytes, and
+    ``set_socket_timeout()`` goes to the sealed response it reads from."""
+
+    def __init__(self, stream, length: int, sealed) -> None:
+        super().__init__(stream, length)
+        self._sealed = sealed
+
+    def tell(self) -> int:
+        return self._amount_read
+
+    def set_socket_timeout(self, timeout) -> None:
+        self._sealed.set_socket_timeout(timeout)
+
+
+def streaming_body(stream, length: int, sealed) -> OpenedBody:
+    """The body handed to the caller: ``length`` bytes of ``stream``, read from the response
+    body ``sealed``."""
+    return OpenedBody(stream, length, sealed)

@@ -15,13 +15,22 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 import tempfile
 import threading
 from collections import OrderedDict
 from urllib.parse import unquote
 
-from sealstore.errors import MalformedObject, NotSealedObject, UnsupportedOperation
+from botocore.exceptions import ClientError, ParamValidationError
+
+from sealstore.errors import (
+    MalformedObject,
+    NotSealedObject,
+    UnsealedPath,
+    UnsupportedOperation,
+)
 from sealstore.format import Suite
+from sealstore.segment_log import SegmentLog
 from sealstore.stream import (
     DEFAULT_SEGMENT_SIZE,
     HEADER_SIZE,
@@ -43,6 +52,7 @@ from .body import (
     read_exactly,
     streaming_body,
 )
+from .sizes import size_of
 
 __all__ = ["SPOOL_MEMORY", "S3Sealing"]
 
@@ -50,6 +60,10 @@ __all__ = ["SPOOL_MEMORY", "S3Sealing"]
 SPOOL_MEMORY = 8 << 20
 _CHECKSUM_PARAMS = ("ChecksumAlgorithm", "ChecksumType")
 _LAYOUT_CACHE = 1024
+# operations whose presigned URL would carry or return an object body around the handlers
+# (generate_presigned_post signs as PutObject)
+_NO_PRESIGN = ("PutObject", "UploadPart", "CreateMultipartUpload", "CompleteMultipartUpload",
+               "GetObject")  # fmt: skip
 
 
 def _user_checksums(params) -> list[str]:
@@ -71,9 +85,10 @@ def _refuse_checksums(params, op: str) -> None:
 
 
 class _Upload:
-    """State of one multipart upload: its object key, part size and which parts went up."""
+    """State of one multipart upload: its object key, part size, which parts went up and what
+    was sealed under each segment nonce (a part sent again must hold the same bytes)."""
 
-    __slots__ = ("cipher", "finals", "length", "lock", "part_size", "plain")
+    __slots__ = ("cipher", "finals", "length", "lock", "log", "part_size", "pid", "plain")
 
     def __init__(
         self, cipher: ObjectCipher, part_size: int, length: int | None
@@ -84,6 +99,16 @@ class _Upload:
         self.finals: dict[int, bool] = {}
         self.plain: dict[int, int] = {}
         self.lock = threading.Lock()
+        self.log = SegmentLog()
+        self.pid = os.getpid()  # a forked copy of this state must not seal: its log is a copy
+
+    def check_process(self) -> None:
+        if self.pid != os.getpid():
+            raise UnsupportedOperation(
+                "this multipart upload was started in another process (this one was forked "
+                "from it); only that process knows what was sealed under the upload's nonces, "
+                "so its parts and completion must be sent from there"
+            )
 
 
 def _copy_source(source) -> dict:
@@ -135,6 +160,15 @@ class S3Sealing:
 
     def register(self, events) -> None:
         """Hook the handlers into ``events`` (a client's ``meta.events``)."""
+        for op in _NO_PRESIGN:  # registered first: refused before any other handler runs
+            events.register(
+                f"before-parameter-build.s3.{op}",
+                self.refuse_presign,
+                unique_id=f"sealstore-presign-{op}",
+            )
+        events.register(
+            "before-sign.s3", self.refuse_presign_method, unique_id="sealstore-presign-sign"
+        )
         for event, handler in (
             ("before-parameter-build.s3.PutObject", self.seal_put_object),
             ("before-parameter-build.s3.CreateMultipartUpload", self.start_multipart),
@@ -206,6 +240,43 @@ class S3Sealing:
             self.keyring, header, context=self.context, allow_retired=allow
         )
 
+    def refuse_presign(self, params, model, context, **kwargs):
+        """Presigned requests run without the client: a presigned PUT (or POST, or part) would
+        store what is sent as it is, and a presigned GET would return the sealed bytes."""
+        if self._raw_depth or not context.get("is_presign_request"):
+            return
+        what = (
+            "would return the sealed bytes to whoever opens it"
+            if model.name == "GetObject"
+            else "would store what is sent unsealed"
+        )
+        raise UnsealedPath(
+            f"a presigned {model.name} URL from an encrypted client {what}; fetch or store "
+            "through the client instead (presign inside client.sealstore.raw() to deliberately "
+            "hand out the sealed bytes)"
+        )
+
+    def refuse_presign_method(self, request, operation_name, **kwargs):
+        """A presigned URL whose method was changed (``HttpMethod="PUT"`` on ``head_object``)
+        would upload or download the object around the handlers just the same."""
+        context = getattr(request, "context", None) or {}
+        if self._raw_depth:
+            return
+        if "s3-presign-post-policy" in context:
+            raise UnsealedPath(
+                "generate_presigned_post on an encrypted client would let the form upload "
+                "unsealed; upload through the client (or presign inside client.sealstore.raw())"
+            )
+        if not context.get("is_presign_request"):
+            return
+        model = self.client.meta.service_model.operation_model(operation_name)
+        if operation_name in _NO_PRESIGN or request.method != model.http["method"]:
+            raise UnsealedPath(
+                f"a presigned {request.method} URL for {operation_name} from an encrypted "
+                "client would move the object's body unsealed; presign only operations without "
+                "a body, with their own method (or inside client.sealstore.raw())"
+            )
+
     # ---- uploads ------------------------------------------------------------------------------
 
     def seal_put_object(self, params, **kwargs):
@@ -217,6 +288,7 @@ class S3Sealing:
         """
         if self._raw_depth:
             return
+        _refuse_no_body(params)
         _refuse_checksums(params, "PutObject")
         meta = dict(params.get("Metadata") or {})
         declared = M.declared_length(meta)
@@ -299,6 +371,7 @@ class S3Sealing:
                 f"upload {upload_id!r} was not started by this encrypted client (or this "
                 "process), so its parts cannot be sealed; start it here"
             )
+        state.check_process()
         return state
 
     def seal_part(self, params, **kwargs):
@@ -309,6 +382,7 @@ class S3Sealing:
         """
         if self._raw_depth:
             return
+        _refuse_no_body(params)
         _refuse_checksums(params, "UploadPart")
         state = self._upload(params.get("UploadId"))
         number = int(params["PartNumber"])
@@ -347,7 +421,12 @@ class S3Sealing:
             first_index=offset // seg,
             final=final,
             header=number == 1,
+            log=state.log,
         )
+        with state.lock:
+            again = number in state.finals
+        if again and reader.seekable():
+            _check_resent(reader)
         if not reader.seekable():
             reader, sealed = self._spool(reader)
         else:
@@ -370,6 +449,7 @@ class S3Sealing:
             state = self._uploads.get(params.get("UploadId"))
         if state is None:
             return
+        state.check_process()
         _refuse_checksums(
             {k: v for k, v in params.items() if k != "MpuObjectSize"},
             "CompleteMultipartUpload",
@@ -397,9 +477,9 @@ class S3Sealing:
         if not finals:
             cipher = state.cipher
             first = count * state.part_size // cipher.segment_size
-            body = (cipher.header_bytes if count == 0 else b"") + cipher.seal(
-                b"", first, True
-            )
+            body = SealingReader(
+                cipher, b"", 0, first_index=first, header=count == 0, log=state.log
+            ).read()
             extra = {}
             algorithms = {
                 k[len("Checksum") :]
@@ -488,16 +568,56 @@ class S3Sealing:
 
     def open_body(self, http_response, parsed, model, context, **kwargs):
         """GetObject: replace the sealed body by a stream of verified plaintext."""
-        if (
-            not context.get("sealstore_get")
-            or not 200 <= http_response.status_code < 300
-        ):
+        if not context.get("sealstore_get"):
             return
         rng = context.get("sealstore_range")
+        if http_response.status_code == 416 and rng is not None:
+            self._plaintext_416(http_response, parsed, context, rng)
+            return
+        if not 200 <= http_response.status_code < 300:
+            return
         if rng is None:
             self._open_whole(parsed, context)
         else:  # a 200 to a ranged request (range ignored) is a range from 0 to the end
             self._open_range(parsed, context, rng)
+
+    def _plaintext_416(self, http_response, parsed, context, rng) -> None:
+        """S3 refused the sealed range: state the refusal in the caller's terms, the range
+        asked for and the plaintext size (one HEAD), as S3 states it for a plain object.
+
+        A range the plaintext does satisfy was mapped with a wrong layout guess (an object with
+        larger segments than this client's, not seen before): it is fetched again with the
+        object's own layout and answered."""
+        error = parsed.get("Error")
+        if not isinstance(error, dict):
+            return
+        error["RangeRequested"] = rng.text
+        request = context.get("sealstore_request", {})
+        try:
+            with self.raw() as client:
+                head = client.head_object(**request)
+        except ClientError:  # the 416 is what to report, without the sealed size
+            error.pop("ActualObjectSize", None)
+            return
+        try:
+            n, header = size_of(
+                head, lambda: self._fetch_header(request, head.get("ETag"))[1]
+            )
+        except NotSealedObject:
+            if not self.passthrough:
+                raise
+            error["ActualObjectSize"] = str(head["ContentLength"])
+            return
+        self._remember_layout(request.get("Bucket"), request.get("Key"), header)
+        error["ActualObjectSize"] = str(n)
+        if rng.resolve(n) is None:
+            return
+        text = _sealed_range(rng, header.segment_size, header.tag_size)
+        resp = self._get_raw(request, head.get("ETag"), text)
+        parsed.clear()
+        parsed.update(resp)
+        http_response.status_code = resp["ResponseMetadata"]["HTTPStatusCode"]
+        self._open_range(parsed, context, rng)
 
     def _open_whole(self, parsed, context) -> None:
         raw = parsed["Body"]
@@ -509,7 +629,7 @@ class S3Sealing:
             header = parse_object_header(head)
         except NotSealedObject:
             if from_meta is None and self.passthrough:
-                parsed["Body"] = streaming_body(Prepended(head, raw), size)
+                parsed["Body"] = streaming_body(Prepended(head, raw), size, raw)
                 return
             raw.close()
             if from_meta is not None:
@@ -524,8 +644,8 @@ class S3Sealing:
             )
         request = context.get("sealstore_request", {})
         cipher, n = self._prepare_open(raw, meta, request, header, size)
-        parsed["Body"] = streaming_body(OpeningReader(cipher, raw), n)
-        parsed["ContentLength"] = n
+        parsed["Body"] = streaming_body(OpeningReader(cipher, raw), n, raw)
+        _describe(parsed, None, n, None)
 
     def _prepare_open(self, raw, meta, request, header, stored_size):
         """(opening cipher, plaintext size) of an object with this header and stored size;
@@ -575,9 +695,8 @@ class S3Sealing:
             raise invalid_range(rng.text, n)
         if span == ():
             raw.close()
-            parsed["Body"] = streaming_body(io.BytesIO(b""), 0)
-            parsed["ContentLength"] = 0
-            parsed.pop("ContentRange", None)
+            parsed["Body"] = streaming_body(io.BytesIO(b""), 0, raw)
+            _describe(parsed, 200, 0, None)  # S3 answers it whole, not as a range
             return
         plan = plan_range(span[0], span[1], n, header.segment_size, header.tag_size)
         if not (
@@ -597,9 +716,8 @@ class S3Sealing:
             skip=plan.skip,
             length=plan.length,
         )
-        parsed["Body"] = streaming_body(reader, plan.length)
-        parsed["ContentLength"] = plan.length
-        parsed["ContentRange"] = f"bytes {span[0]}-{span[1]}/{n}"
+        parsed["Body"] = streaming_body(reader, plan.length, raw)
+        _describe(parsed, 206, plan.length, f"bytes {span[0]}-{span[1]}/{n}")
 
     def _fetch(self, request, etag, first: int, last: int):
         return self._get_raw(request, etag, f"bytes={first}-{last}")["Body"]
@@ -637,29 +755,47 @@ class S3Sealing:
         ):
             return
         request = context.get("sealstore_request", {})
-        meta = parsed.get("Metadata")
-        from_meta = M.header_from_metadata(meta)
-        if from_meta is not None:
-            header = from_meta[0]
-        else:
-            try:
-                if parsed.get("ContentLength", 0) < len(b"SSOB"):
-                    raise NotSealedObject("the object is too short to be sealed")
-                header = self._fetch_header(request, parsed.get("ETag"))[0]
-            except NotSealedObject:
-                if self.passthrough:
-                    return
-                raise
-        n = plaintext_size(
-            parsed["ContentLength"], header.segment_size, header.tag_size
-        )
-        expected = M.stored_length(meta)
-        if expected is not None and expected != n:
-            raise MalformedObject(
-                f"object metadata says {expected} bytes, its size says {n}"
+        try:
+            n, header = size_of(
+                parsed, lambda: self._fetch_header(request, parsed.get("ETag"))[1]
             )
+        except NotSealedObject:
+            if self.passthrough:
+                return
+            raise
         self._remember_layout(request.get("Bucket"), request.get("Key"), header)
         parsed["ContentLength"] = n
+        headers = parsed.get("ResponseMetadata", {}).get("HTTPHeaders")
+        if headers is not None:
+            headers["content-length"] = str(n)
+
+
+def _describe(parsed, status: int | None, length: int, content_range: str | None) -> None:
+    """Give a GetObject response the status, length and range of the plaintext answer, in
+    the parsed fields and in the HTTP headers they came from."""
+    meta = parsed.setdefault("ResponseMetadata", {})
+    headers = meta.setdefault("HTTPHeaders", {})
+    if status is not None:
+        meta["HTTPStatusCode"] = status
+    parsed["ContentLength"] = length
+    headers["content-length"] = str(length)
+    if content_range is None:
+        parsed.pop("ContentRange", None)
+        headers.pop("content-range", None)
+    else:
+        parsed["ContentRange"] = content_range
+        headers["content-range"] = content_range
+
+
+def _refuse_no_body(params) -> None:
+    """``Body=None``: botocore's own validation error (plain boto3 raises it too), raised here
+    because sealing would otherwise see no body, and with validation off nothing would be
+    sealed."""
+    if "Body" in params and params["Body"] is None:
+        raise ParamValidationError(
+            report="Invalid type for parameter Body, value: None, type: <class 'NoneType'>, "
+            "valid types: <class 'bytes'>, <class 'bytearray'>, file-like object"
+        )
 
 
 def _object_args(params) -> dict:
@@ -702,6 +838,16 @@ def _content_range(value, length) -> tuple[int, int, int]:
         if length is None:
             raise MalformedObject(f"unexpected Content-Range {value!r}") from None
         return 0, length - 1, length
+
+
+def _check_resent(reader) -> None:
+    """Seal a part sent before once locally, sending nothing: NonceReuseRefused now if its
+    bytes differ from what was sealed under its nonces, rather than in the middle of the
+    request."""
+    scratch = memoryview(bytearray(4 << 20))
+    while reader.readinto(scratch):
+        pass
+    reader.seek(0)
 
 
 def _forward_transfer_signals(reader, body) -> None:

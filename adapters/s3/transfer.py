@@ -4,9 +4,18 @@ boto3's own methods run s3transfer, which splits an upload into parts sent by se
 the handlers seal each part in the thread that sends it.  These wrappers only choose a part size
 that is a whole number of segments (at least 5 MiB, at most 10,000 parts) and declare it, with
 the plaintext length when it is known, as request metadata hints the handlers consume.
-Downloads need no wrapper: ``head_object`` reports the plaintext size and every ranged GET that
-s3transfer sends is mapped to its segments.  ``copy`` copies the sealed bytes server-side:
+Downloads need no sealing logic (``head_object`` reports the plaintext size and every ranged
+GET that s3transfer sends is mapped to its segments), only the classic manager.  ``copy`` copies the sealed bytes server-side:
 CopyObject up to 5 GiB, a multipart copy above (``large.py``).
+
+boto3 may hand a managed transfer to the CRT transfer manager (``awscrt`` installed, and
+``TransferConfig(preferred_transfer_client="crt")`` or a CRT-optimized instance type), which
+sends and receives bodies itself, never through the client's handlers: an upload would leave
+in clear.  An encrypted client never takes that path: its transfer methods (uploads and
+downloads) always run the classic manager, and :func:`keep_off_crt` makes boto3's own check
+(``boto3.crt.is_crt_compatible_request``, where boto3 falls back to the classic manager) answer
+no for encrypted clients, so ``S3Transfer(client)`` and ``create_transfer_manager(client, ...)``
+stay classic too.
 """
 
 from __future__ import annotations
@@ -15,13 +24,20 @@ import copy
 import os
 
 from boto3.s3 import inject
+from boto3.s3.constants import CLASSIC_TRANSFER_CLIENT
 from boto3.s3.transfer import TransferConfig
-from sealstore.errors import UnsupportedOperation
+from botocore.compat import HAS_CRT
+from sealstore.errors import UnsealedPath, UnsupportedOperation
 from sealstore.stream import source_length
 
 from . import metadata as M
 
-__all__ = ["install", "part_size"]
+if HAS_CRT:
+    import boto3.crt as boto3_crt
+else:  # without awscrt boto3 has no CRT path
+    boto3_crt = None
+
+__all__ = ["classic", "install", "keep_off_crt", "part_size"]
 
 MIN_PART = 5 << 20
 MAX_PART = 5 << 30
@@ -41,8 +57,43 @@ def part_size(length: int | None, wanted: int, segment_size: int) -> int:
     return size
 
 
-def _plan(sealing, length, extra_args, config):
+def classic(config) -> TransferConfig:
+    """A copy of ``config`` (or the default) that runs the classic transfer manager, the one
+    whose requests go through the client and its sealing handlers."""
     config = copy.copy(config or TransferConfig())
+    config.preferred_transfer_client = CLASSIC_TRANSFER_CLIENT
+    return config
+
+
+def keep_off_crt() -> None:
+    """Make boto3 fall back to the classic manager for encrypted clients (idempotent).
+
+    UnsealedPath if awscrt is installed but this boto3 has no such check to hook: a transfer
+    built from an encrypted client could then bypass the handlers."""
+    if boto3_crt is None:
+        return
+    original = getattr(boto3_crt, "is_crt_compatible_request", None)
+    if original is None:
+        raise UnsealedPath(
+            "awscrt is installed and this boto3 has no is_crt_compatible_request to keep "
+            "encrypted clients off the CRT transfer manager (which sends bodies unsealed); "
+            "uninstall awscrt or use a boto3 sealstore supports"
+        )
+    if getattr(original, "sealstore_guard", False):
+        return
+
+    def is_crt_compatible_request(client, crt_s3_client):
+        if getattr(client, "sealstore", None) is not None:
+            return False  # the CRT would send and receive bodies around the handlers
+        return original(client, crt_s3_client)
+
+    is_crt_compatible_request.sealstore_guard = True
+    is_crt_compatible_request.__doc__ = original.__doc__
+    boto3_crt.is_crt_compatible_request = is_crt_compatible_request
+
+
+def _plan(sealing, length, extra_args, config):
+    config = classic(config)
     size = part_size(length, config.multipart_chunksize, sealing.segment_size)
     config.multipart_chunksize = size
     extra = dict(extra_args or {})
@@ -56,7 +107,8 @@ def _plan(sealing, length, extra_args, config):
 
 
 def install(client, sealing) -> None:
-    """Give ``client`` (this instance only) the sealing versions of the managed transfers."""
+    """Give ``client`` (this instance only) the sealing versions of the managed transfers
+    (:func:`keep_off_crt` must have run)."""
 
     def upload_file(Filename, Bucket, Key, ExtraArgs=None, Callback=None, Config=None):
         extra, config = _plan(sealing, os.path.getsize(Filename), ExtraArgs, Config)
@@ -70,6 +122,16 @@ def install(client, sealing) -> None:
         extra, config = _plan(sealing, source_length(Fileobj), ExtraArgs, Config)
         return inject.upload_fileobj(
             client, Fileobj, Bucket, Key, extra, Callback, config
+        )
+
+    def download_file(Bucket, Key, Filename, ExtraArgs=None, Callback=None, Config=None):
+        return inject.download_file(
+            client, Bucket, Key, Filename, ExtraArgs, Callback, classic(Config)
+        )
+
+    def download_fileobj(Bucket, Key, Fileobj, ExtraArgs=None, Callback=None, Config=None):
+        return inject.download_fileobj(
+            client, Bucket, Key, Fileobj, ExtraArgs, Callback, classic(Config)
         )
 
     def copy_(
@@ -120,8 +182,7 @@ def install(client, sealing) -> None:
                 source_if_match=head["ETag"],
             )  # fmt: skip
 
-    upload_file.__doc__ = inject.upload_file.__doc__
-    upload_fileobj.__doc__ = inject.upload_fileobj.__doc__
-    client.upload_file = upload_file
-    client.upload_fileobj = upload_fileobj
+    for method in (upload_file, upload_fileobj, download_file, download_fileobj):
+        method.__doc__ = getattr(inject, method.__name__).__doc__
+        setattr(client, method.__name__, method)
     client.copy = copy_
