@@ -1,5 +1,5 @@
 """Smoke test of an installed sealstore on one Python: import, an AEGIS round trip on every
-variant, one encrypted column on SQLite, one S3 object over HTTP on moto.
+variant, a TOML config file, one encrypted column on SQLite, one S3 object over HTTP on moto.
 
     python tools/smoke.py        (needs sealstore and moto[server] installed; run outside the tree)
 
@@ -40,6 +40,18 @@ def check_aead() -> str:
         else:
             raise AssertionError(f"{cls.__name__} opened under the wrong associated data")
     return "AEGIS-128L/X2/X4 round trips, wrong AD refused"
+
+
+def check_config() -> str:
+    from sealstore.config import load_config
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "sealstore.toml")
+        with open(path, "w") as f:
+            f.write('suite = "aegis-128l"\ntag_size = 16\n[key_source]\ntype = "file"\npath = "keys.json"\n')
+        cfg = load_config(path, env={})
+    assert cfg.suite == "AEGIS-128L" and cfg.tag_size == 16, cfg
+    return "TOML config file loaded"
 
 
 def check_column() -> str:
@@ -102,7 +114,7 @@ def check_s3() -> str:
 
 def main() -> int:
     print(f"Python {sys.version.split()[0]} ({sys.executable})")
-    for check in (check_import, check_aead, check_column, check_s3):
+    for check in (check_import, check_aead, check_config, check_column, check_s3):
         print(f"ok  {check.__name__[6:]}: {check()}", flush=True)
     return 0
 
