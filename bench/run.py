@@ -41,7 +41,8 @@ class Unavailable(Exception):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="sealstore bench", description=__doc__.split("\n\n")[1].strip(),
+    paragraphs = __doc__.split("\n\n")
+    p = argparse.ArgumentParser(prog="sealstore bench", description=paragraphs[0] + "\n\n" + paragraphs[2],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--quick", action="store_true", help="small sizes and short budgets (about a minute)")
     p.add_argument("--only", default=",".join(SECTIONS),
