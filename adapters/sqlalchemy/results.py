@@ -90,16 +90,16 @@ def _before_cursor_execute(conn, cursor, statement, parameters, context, execute
 
 def _psycopg_cursor(cursor):
     """The psycopg cursor itself (SQLAlchemy's asyncio adapter wraps it in a slotted object, as
-    ``._cursor``), or None when it cannot return binary results."""
-    if not hasattr(cursor, "format"):
-        cursor = getattr(cursor, "_cursor", None)
-        if not hasattr(cursor, "format"):
-            return None
+    ``._cursor``, which forwards reads but not writes of attributes), or None when it cannot
+    return binary results."""
     import psycopg
 
-    if isinstance(cursor, (psycopg.ClientCursor, psycopg.AsyncClientCursor)):
-        return None  # client-side binding has no binary results (cursor_factory=ClientCursor)
-    return cursor
+    for candidate in (cursor, getattr(cursor, "_cursor", None)):
+        if isinstance(candidate, (psycopg.ClientCursor, psycopg.AsyncClientCursor)):
+            return None  # client-side binding has no binary results (cursor_factory=ClientCursor)
+        if isinstance(candidate, (psycopg.Cursor, psycopg.AsyncCursor)):
+            return candidate
+    return None
 
 
 @event.listens_for(Engine, "after_cursor_execute")

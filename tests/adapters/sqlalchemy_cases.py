@@ -9,6 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 from sqlalchemy import (
+    bindparam,
     BigInteger,
     Boolean,
     Column,
@@ -121,18 +122,16 @@ def db(sql_engine, keyrings):
     return sql_engine
 
 
-def _key(engine, key):
-    # SQLite stores Uuid as 32 hex characters; PostgreSQL has a native uuid type
-    return key.hex if isinstance(key, uuid.UUID) and engine.dialect.name == "sqlite" else key
+def _by_id(sql: str, key):
+    # a Uuid key is bound as each dialect stores it (native uuid, or 32 hex characters: SQLite,
+    # and MariaDB before SQLAlchemy 2.1): the Uuid type converts it
+    return text(sql).bindparams(bindparam("id", key, type_=Uuid() if isinstance(key, uuid.UUID) else None))
 
 
 def raw(engine, table: str, column: str, key):
     """A stored value read with plain SQL, no sealstore involved (bytes, or str for text)."""
-    key = _key(engine, key)
     with engine.connect() as conn:
-        value = conn.execute(
-            text(f"SELECT {column} FROM {table} WHERE id = :id"), {"id": key}
-        ).scalar_one()
+        value = conn.execute(_by_id(f"SELECT {column} FROM {table} WHERE id = :id", key)).scalar_one()
     if value is None or isinstance(value, str):
         return value
     return bytes(value)
@@ -140,6 +139,5 @@ def raw(engine, table: str, column: str, key):
 
 def write_raw(engine, table: str, column: str, key, value: bytes | None) -> None:
     """Overwrite a stored value with plain SQL."""
-    key = _key(engine, key)
     with engine.begin() as conn:
-        conn.execute(text(f"UPDATE {table} SET {column} = :v WHERE id = :id"), {"v": value, "id": key})
+        conn.execute(_by_id(f"UPDATE {table} SET {column} = :v WHERE id = :id", key), {"v": value})
