@@ -105,10 +105,10 @@ def bucket(raw_s3):
 
 # ---- LocalStack: a second, independent S3 implementation --------------------------------------
 #
-# ``localstack_endpoint`` (session scope) runs LocalStack's S3 provider (PyPI localstack-core,
-# installed by tools/localstack.sh in a venv of its own) in the foreground of a child process on
-# 127.0.0.1 and a free port, waits for ``/_localstack/health`` to report S3 up, and stops it at
-# the end of the session.  ``SEALSTORE_LOCALSTACK_PY`` names that venv's python (default
+# ``localstack_endpoint`` (session scope) runs LocalStack's S3 provider and its KMS (for SSE-KMS
+# objects) from PyPI localstack-core, installed by tools/localstack.sh in a venv of its own, in
+# the foreground of a child process on 127.0.0.1 and a free port, waits for
+# ``/_localstack/health`` to report S3 up, and stops it at the end of the session.  ``SEALSTORE_LOCALSTACK_PY`` names that venv's python (default
 # /opt/sealstore-localstack/bin/python); ``SEALSTORE_TEST_LOCALSTACK_URL`` points at a server
 # already running instead.  Without it the LocalStack tests are skipped, except in CI (CI=true),
 # where that is a failure.
@@ -129,7 +129,7 @@ def localstack_env(port: int, root: str) -> dict:
     env.update(
         GATEWAY_LISTEN=f"127.0.0.1:{port}",
         GATEWAY_SERVER="hypercorn",  # binds what GATEWAY_LISTEN says, nothing else
-        SERVICES="s3",
+        SERVICES="s3,kms",  # KMS for SSE-KMS objects
         EAGER_SERVICE_LOADING="1",  # S3 is ready when health says so
         SKIP_SSL_CERT_DOWNLOAD="1",
         OVERRIDE_IN_DOCKER="0",
@@ -147,10 +147,10 @@ def _localstack_ready(url: str) -> bool:
 
     try:
         with urllib.request.urlopen(f"{url}/_localstack/health", timeout=2) as resp:
-            state = json.load(resp).get("services", {}).get("s3")
+            services = json.load(resp).get("services", {})
     except (OSError, ValueError):
         return False
-    return state in ("available", "running")
+    return all(services.get(name) in ("available", "running") for name in ("s3", "kms"))
 
 
 class LocalStackServer:
