@@ -11,9 +11,12 @@ import uuid
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 from fixtures_s3 import REGION, make_client
 from sealstore.adapters.s3 import encrypt_client
+from sealstore.adapters.s3 import settings
 from sealstore.adapters.s3.rotate import rotate_objects
+from sealstore.errors import UnsupportedOperation
 from sealstore.keyring import Keyring
 from test_adapters_s3_backends import MARK, plaintext
 
@@ -94,7 +97,7 @@ def test_headers_metadata_tags_storage_class_acl(s3_backend, path):
     setup = Setup(s3_backend[1])
     owner = setup.raw.get_bucket_acl(Bucket=setup.bucket)["Owner"]["ID"]
     data = setup.write("k", path, {
-        **CONTENT, "Metadata": {"app": "kept"}, "Tagging": "team=blue&note=a%20b",
+        **CONTENT, "Metadata": {"app": "kept"}, "Tagging": "team=blue&note=a%20b&odd=a%3Db%2Bc%2Fd%3Ae%40f",
         "StorageClass": "STANDARD_IA", "GrantRead": f'uri="{ALL_USERS}"',
         "GrantFullControl": f'id="{owner}"',
     })  # fmt: skip
@@ -104,7 +107,9 @@ def test_headers_metadata_tags_storage_class_acl(s3_backend, path):
     assert head["Metadata"]["app"] == "kept"
     assert head.get("StorageClass") == "STANDARD_IA"
     tags = setup.raw.get_object_tagging(Bucket=setup.bucket, Key="k")["TagSet"]
-    assert sorted((t["Key"], t["Value"]) for t in tags) == [("note", "a b"), ("team", "blue")]
+    assert sorted((t["Key"], t["Value"]) for t in tags) == [
+        ("note", "a b"), ("odd", "a=b+c/d:e@f"), ("team", "blue")
+    ]
     grants = setup.raw.get_object_acl(Bucket=setup.bucket, Key="k")["Grants"]
     assert {(g["Grantee"].get("URI") or g["Grantee"].get("ID"), g["Permission"]) for g in grants} == {
         (ALL_USERS, "READ"), (owner, "FULL_CONTROL")
@@ -163,3 +168,42 @@ def test_object_lock_and_legal_hold(s3_backend, path, mode):
     assert head["ObjectLockRetainUntilDate"] == until
     assert head["ObjectLockLegalHoldStatus"] == "ON"
     setup.check_plaintext("k", data)
+
+
+class FakeAcl:
+    """A client whose GetObjectAcl answers ``grants`` (or raises ``error``)."""
+
+    def __init__(self, grants=(), error=None) -> None:
+        self.grants, self.error = list(grants), error
+
+    def get_object_acl(self, **kw):
+        if self.error:
+            raise ClientError({"Error": {"Code": self.error}}, "GetObjectAcl")
+        return {"Owner": {"ID": "me"}, "Grants": self.grants}
+
+
+@pytest.mark.parametrize("code", ["AccessDenied", "AccessControlListNotSupported"])
+def test_unreadable_acl_keeps_the_default(code):
+    assert settings._grants(FakeAcl(error=code), "b", "k", {}) == {}
+    with pytest.raises(ClientError):  # any other error is the run's to report
+        settings._grants(FakeAcl(error="InternalError"), "b", "k", {})
+
+
+def test_acl_grant_a_write_cannot_repeat_is_refused():
+    grant = {"Grantee": {"Type": "CanonicalUser", "ID": "other"}, "Permission": "WRITE"}
+    with pytest.raises(UnsupportedOperation):
+        settings._grants(FakeAcl([grant]), "b", "k", {})
+
+
+def test_acl_grantee_kinds():
+    grants = [
+        {"Grantee": {"Type": "CanonicalUser", "ID": "me"}, "Permission": "FULL_CONTROL"},
+        {"Grantee": {"Type": "Group", "URI": ALL_USERS}, "Permission": "READ"},
+        {"Grantee": {"Type": "AmazonCustomerByEmail", "EmailAddress": "a@b.c"}, "Permission": "READ"},
+        {"Grantee": {"Type": "CanonicalUser", "ID": "other"}, "Permission": "WRITE_ACP"},
+    ]
+    assert settings._grants(FakeAcl(grants), "b", "k", {}) == {
+        "GrantFullControl": 'id="me"',
+        "GrantRead": f'uri="{ALL_USERS}", emailAddress="a@b.c"',
+        "GrantWriteACP": 'id="other"',
+    }
