@@ -30,6 +30,7 @@ CONTENT = {
     "CacheControl": "max-age=60",
     "ContentEncoding": "identity",
     "WebsiteRedirectLocation": "/elsewhere",
+    "Expires": dt.datetime(2030, 1, 2, 3, 4, 5, tzinfo=dt.timezone.utc),
 }
 # path -> (outcome, plaintext size): re-seal / metadata repair, single request / multipart
 PATHS = {
