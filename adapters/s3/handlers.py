@@ -499,9 +499,11 @@ class S3Sealing:
                     **extra,
                 )
             entry = {"PartNumber": count + 1, "ETag": resp["ETag"]}
-            for k in resp:
-                if k.startswith("Checksum") and k not in _CHECKSUM_PARAMS:
-                    entry[k] = resp[k]
+            # list the checksum the other parts list and no other: botocore sends a CRC32 by
+            # default, and an upload created without a checksum refuses a part listed with one
+            name = extra.get("ChecksumAlgorithm")
+            if name and f"Checksum{name}" in resp:
+                entry[f"Checksum{name}"] = resp[f"Checksum{name}"]
             parts.append(entry)
             params["MultipartUpload"] = {
                 **(params.get("MultipartUpload") or {}),

@@ -13,7 +13,9 @@ For each object, in listing order:
 * not sealed: skipped, or sealed in place with ``seal_plaintext`` (buckets being migrated).
 
 Objects above 5 GiB, which one PutObject or CopyObject cannot write, take multipart uploads
-with the same conditions (``large.py``).
+with the same conditions (``large.py``).  Every write repeats what the object had: content
+headers, user metadata, tags, storage class, server-side encryption, object lock, legal hold
+and a readable ACL (``settings.py``).
 
 After every object the position (the last key done) goes to a checkpoint file, written
 atomically; a run that was stopped or killed resumes after it.  A finished run marks the
@@ -33,6 +35,7 @@ from sealstore.stream import HEADER_SIZE, ObjectCipher, parse_object_header
 
 from . import metadata as M
 from .large import MAX_SINGLE_REQUEST, copy_multipart, needs_multipart, put_multipart
+from .settings import for_copy, object_settings
 
 __all__ = ["RotationReport", "parse_s3_url", "rotate_objects"]
 
@@ -213,12 +216,12 @@ def _rotate_one(client, sealing, bucket, key, primary, dry_run, seal_plaintext) 
     etag = head["ETag"]
     header, in_meta = _header_of(sealing, bucket, key, head)
     user_meta = M.split_user_metadata(head.get("Metadata"))
-    keep = M.kept_headers(head)
     if header is None:
         if not seal_plaintext:
             return "not_sealed"
         if not dry_run:
             with sealing.raw() as raw:
+                keep = object_settings(raw, bucket, key, head)
                 body = raw.get_object(Bucket=bucket, Key=key, IfMatch=etag)["Body"]
             _write(
                 client, sealing, bucket, key, body, head["ContentLength"], etag, user_meta, keep
@@ -240,6 +243,7 @@ def _rotate_one(client, sealing, bucket, key, primary, dry_run, seal_plaintext) 
             n = cipher.plaintext_size(head["ContentLength"])
             meta = {**user_meta, **M.object_metadata(header, n)}
             with sealing.raw() as raw:
+                keep = object_settings(raw, bucket, key, head)
                 if head["ContentLength"] > MAX_SINGLE_REQUEST:
                     copy_multipart(
                         raw, {"Bucket": bucket, "Key": key}, bucket, key, head["ContentLength"],
@@ -253,10 +257,12 @@ def _rotate_one(client, sealing, bucket, key, primary, dry_run, seal_plaintext) 
                     CopySourceIfMatch=etag,
                     MetadataDirective="REPLACE",
                     Metadata=meta,
-                    **keep,
+                    **for_copy(keep),
                 )
         return "repaired"
     if not dry_run:
+        with sealing.raw() as raw:
+            keep = object_settings(raw, bucket, key, head)
         with (
             sealing.opening_retired()
         ):  # rotating away from a retired key is what this is for
