@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from sqlalchemy import Column, Table, event
 
-from . import blind_index
+from . import blind_index, writes
 from .blind_index import BlindIndex
 from .types import EncryptedType
 
@@ -20,6 +20,8 @@ def _bind_to_table(column: Column, parent) -> None:
     if not isinstance(parent, Table):
         return
     type_ = column.type
+    if isinstance(type_, (EncryptedType, BlindIndex)):
+        writes.forget_table(parent)
     if isinstance(type_, EncryptedType):
         column.type = type_.bound_to(parent.name, column.name)
     elif isinstance(type_, BlindIndex):
