@@ -301,3 +301,24 @@ def test_an_index_the_statement_sets_itself_is_left_as_given(db):
         conn.execute(update(users).where(users.c.id == 1).values(email="mine@x.org", email_index=computed))
     assert raw(db, "ss_users", "email_index", 1) == computed
     _moved(db, 1, "mine@x.org", "old1@x.org")
+
+
+def test_orm_insert_returning_the_model_with_a_list_of_dicts(db):
+    """SQLAlchemy tests ``column in list_of_columns`` while compiling it: no UnsupportedComparison."""
+    if not db.dialect.insert_returning:
+        pytest.skip(f"{db.dialect.name} has no INSERT ... RETURNING")
+    rows = [{"id": 1, "email": "a@x.org", "ssn": "123-45-6789"}, {"id": 2, "email": "b@x.org"}]
+    with Session(db) as session:
+        got = session.scalars(insert(User).returning(User, sort_by_parameter_order=True), rows).all()
+        assert [(u.id, u.email, u.ssn) for u in got] == [(1, "a@x.org", "123-45-6789"), (2, "b@x.org", None)]
+        session.commit()
+    _moved(db, 1, "a@x.org")
+    _moved(db, 2, "b@x.org")
+    stmt = update(User).where(User.id == 1).values(email="c@x.org")
+    with Session(db) as session:  # and the ORM's update ... returning, where the database has it
+        if db.dialect.update_returning:
+            assert [u.email for u in session.scalars(stmt.returning(User))] == ["c@x.org"]
+        else:
+            session.execute(stmt)
+        session.commit()
+    _moved(db, 1, "c@x.org", "a@x.org")
