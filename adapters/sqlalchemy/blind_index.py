@@ -29,12 +29,14 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from sqlalchemy import VARBINARY, LargeBinary
 from sqlalchemy.schema import ColumnDefault
 from sqlalchemy.sql import operators
-from sqlalchemy.sql.elements import ClauseElement
+from sqlalchemy.sql.elements import BindParameter, ClauseElement
+from sqlalchemy.sql.lambdas import PyWrapper
 from sqlalchemy.types import TypeDecorator
 
 from ...errors import BlindIndexError, ColumnBindingError, UnsealedExpression, UnsupportedComparison
 from ...format import column_context
 from ...keyring import Keyring, KeyState, get_keyring
+from .lookups import IndexLookup
 from .rows import PreSealed
 from .types import EncryptedType
 
@@ -282,6 +284,24 @@ def find_blind_index(expr):
     return None
 
 
+def _source_bind(expr, op, other):
+    """The bound parameter whose value is only known at execution (a named ``bindparam()``, a
+    ``lambda_stmt()`` closure variable), or None for a value known now."""
+    if isinstance(other, PyWrapper):
+        return other._py_wrapper_literal(expr=expr, operator=op)
+    if isinstance(other, BindParameter) and other.callable is not None:
+        raise UnsupportedComparison(
+            f"{_where(expr)}: a blind-index lookup cannot take a bindparam() with a callable"
+        )
+    if isinstance(other, BindParameter) and not other.unique:
+        return other
+    return None
+
+
+def _where(expr) -> str:
+    return f"{getattr(getattr(expr, 'table', None), 'name', '?')}.{getattr(expr, 'key', '?')}"
+
+
 def equality_via_index(expr, op, other, name: str):
     """Rewrite ``expr == value`` (``!=``, ``in_``, ``not_in``) to the expression's blind index."""
     index = find_blind_index(expr)
@@ -291,6 +311,12 @@ def equality_via_index(expr, op, other, name: str):
             f"matches; add a blind index column, e.g. "
             f"mapped_column(BlindIndex({getattr(expr, 'key', 'column')!r}), index=True)"
         )
+    source = _source_bind(expr, op, other)
+    if source is not None:
+        lookup = IndexLookup(source, index, many=op in (operators.in_op, operators.not_in_op))
+        return index.in_(lookup) if op in (operators.eq, operators.in_op) else index.not_in(lookup)
+    if isinstance(other, BindParameter):  # a bound value: literal("x"), bindparam(None, "x")
+        other = other.value
     if op in (operators.eq, operators.ne):
         values = [other]
     elif isinstance(other, (list, tuple, set, frozenset)):
@@ -302,8 +328,8 @@ def equality_via_index(expr, op, other, name: str):
     for value in values:
         if hasattr(value, "__clause_element__") or isinstance(value, ClauseElement) or value is None:
             raise UnsupportedComparison(
-                f"{name}: blind-index lookups compare literal values only (not SQL expressions, "
-                "bound parameters or NULL inside a list)"
+                f"{name}: blind-index lookups compare values or bound parameters (not SQL "
+                "expressions, or NULL inside a list)"
             )
     itype: BlindIndex = index.type
     found = [c for value in values for c in itype.candidates(value)]
