@@ -17,8 +17,10 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.dialects import mysql, postgresql, sqlite
-from sqlalchemy.orm import Session
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
+from sealstore.adapters.sqlalchemy import BlindIndex, EncryptedString
 from sealstore.errors import BlindIndexError, MalformedCiphertext, UnsealedExpression
 
 from sqlalchemy_cases import User, db, keyrings, raw  # noqa: F401
@@ -322,3 +324,43 @@ def test_orm_insert_returning_the_model_with_a_list_of_dicts(db):
             session.execute(stmt)
         session.commit()
     _moved(db, 1, "c@x.org", "a@x.org")
+
+
+# ---- a UNIQUE blind index across an index-key rotation (docs/COLUMNS.md) ----------------------
+
+
+class _UniqueBase(DeclarativeBase):
+    pass
+
+
+class Account(_UniqueBase):
+    __tablename__ = "ss_accounts"
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    login: Mapped[str | None] = mapped_column(EncryptedString(80))
+    login_index: Mapped[bytes | None] = mapped_column(BlindIndex("login"), unique=True)
+
+
+def test_a_unique_index_holds_per_index_key_and_reindexing_detects_a_duplicate(db, keyrings):
+    from sealstore.migrations.reindexing import reindex
+    from sealstore.migrations.schema import create_tables, drop_tables
+
+    _UniqueBase.metadata.create_all(db)
+    create_tables(db)
+    try:
+        with Session(db) as session:
+            session.add(Account(id=1, login="ada"))
+            session.commit()
+            session.add(Account(id=2, login="ada"))
+            with pytest.raises(IntegrityError):  # the same index key: refused by the database
+                session.commit()
+        keyrings.idx.rotate()
+        with Session(db) as session:  # under the new key the value is new to the database
+            session.add(Account(id=2, login="ada"))
+            session.commit()
+            assert sorted(session.scalars(select(Account.id).where(Account.login == "ada"))) == [1, 2]
+        # re-indexing row 1 collides with row 2: detected (on PostgreSQL the re-indexer's
+        # compare-and-swap runs on the driver, which raises its own IntegrityError)
+        with pytest.raises((IntegrityError, db.dialect.loaded_dbapi.IntegrityError)):
+            reindex(db, Account)
+    finally:
+        drop_tables(db)
