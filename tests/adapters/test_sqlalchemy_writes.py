@@ -23,7 +23,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 from sealstore.adapters.sqlalchemy import BlindIndex, EncryptedString
 from sealstore.errors import BlindIndexError, MalformedCiphertext, UnsealedExpression
 
-from sqlalchemy_cases import User, db, keyrings, raw  # noqa: F401
+from sqlalchemy_cases import Secret, User, db, keyrings, raw  # noqa: F401
 
 users = User.__table__
 SECRET = "top secret"
@@ -128,7 +128,13 @@ def test_orm_flush_of_an_expression_is_refused(db):
         session.add(User(id=5, notes=func.upper(SECRET)))
         with pytest.raises(UnsealedExpression):
             session.commit()
+    with Session(db) as session:  # row-bound columns are sealed by the flush hooks
+        session.add(Secret(owner="o", token=func.upper(SECRET)))
+        with pytest.raises(UnsealedExpression):
+            session.commit()
     assert _stored(db, 1) == before
+    with db.connect() as conn:
+        assert conn.execute(select(func.count()).select_from(Secret.__table__)).scalar() == 0
 
 
 def test_lambda_statements_are_checked(db):
