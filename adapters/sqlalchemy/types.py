@@ -31,7 +31,7 @@ from ...errors import ColumnBindingError, UnsupportedComparison
 from ...format import Suite, column_context, overhead, tag_sizes
 from ...keyring import get_keyring, named_opener, named_sealer
 from .codecs import Codec, binary_codec, codec_for, json_codec, string_codec
-from .refused import RefusedComparison
+from .refused import RefusedComparison, check_selected
 
 __all__ = [
     "DEFAULT_KEYRING",
@@ -321,6 +321,10 @@ class EncryptedType(TypeDecorator):
 
     def process_result_value(self, value, dialect):
         return self.result_processor(dialect, None)(value)
+
+    def column_expression(self, column):
+        """The selected expression, refused when it computes over ciphertexts (max, coalesce...)."""
+        return check_selected(column, f"{self.table}.{self.column}" if self.bound else "column")
 
     def seal(self, value: Any, row: Any = None) -> bytes | None:
         """Seal one Python value as this column stores it (``row`` for row-bound columns)."""

@@ -1,14 +1,30 @@
-"""Blind-index lookups with values known only at execution (bindparam(), lambda_stmt()), and
-comparisons with other SQL expressions (refused when compiled, never in SQLAlchemy's own
-column membership tests); SQLite, PostgreSQL, MariaDB."""
+"""Blind-index lookups with values known only at execution (bindparam(), lambda_stmt());
+comparisons with other SQL expressions and computations over ciphertexts in a SELECT list
+(refused when compiled, never in SQLAlchemy's own column membership tests); server defaults
+(refused at definition).  SQLite, PostgreSQL, MariaDB."""
 
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import bindparam, func, insert, lambda_stmt, literal, select
-from sqlalchemy.orm import Session
+from sqlalchemy import (
+    Column,
+    FetchedValue,
+    Integer,
+    MetaData,
+    Table,
+    bindparam,
+    case,
+    func,
+    insert,
+    lambda_stmt,
+    literal,
+    select,
+    text,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, aliased, mapped_column
 
-from sealstore.errors import BlindIndexError, UnsupportedComparison
+from sealstore.adapters.sqlalchemy import EncryptedString
+from sealstore.errors import BlindIndexError, UnsupportedComparison, UnsupportedOperation
 
 from sqlalchemy_cases import User, db, keyrings  # noqa: F401
 
@@ -91,3 +107,37 @@ def test_comparisons_with_sql_expressions_raise_when_compiled(db):
     assert users.c.email in [users.c.name, users.c.email]
     assert users.c.email not in [users.c.name, users.c.ssn]
     assert [users.c.name, users.c.ssn, users.c.email].index(users.c.email) == 2
+
+
+def test_selecting_computations_over_ciphertexts_raises_when_compiled(db):
+    _seed(db)
+    with Session(db) as session:
+        for expr in (func.max(User.email), func.min(users.c.ssn), func.coalesce(User.ssn, User.notes),
+                     case((User.id == 1, User.ssn), else_=User.notes), func.max(User.ssn).over()):
+            with pytest.raises(UnsupportedComparison):
+                session.execute(select(expr))
+        # one stored value, however it is reached, still opens
+        sub = select(User.email).where(User.id == 2).subquery()
+        assert session.scalars(select(sub.c.email)).all() == ["u2@x.org"]
+        assert session.scalars(select(select(User.email).where(User.id == 3).scalar_subquery())).all() == ["u3@x.org"]
+        assert session.scalars(select(User.email.label("e")).where(User.id == 1)).all() == ["u1@x.org"]
+        assert session.scalars(select(aliased(User).email).order_by(None).limit(1)).all()
+
+
+def test_server_defaults_are_refused_when_the_column_is_defined():
+    for kwargs in ({"server_default": "plain"}, {"server_default": text("'plain'")},
+                   {"server_onupdate": FetchedValue()}, {"server_default": FetchedValue()}):
+        with pytest.raises(UnsupportedOperation, match="server_default"):
+            Table("ss_refused", MetaData(), Column("id", Integer, primary_key=True),
+                  Column("secret", EncryptedString(10), **kwargs))
+    with pytest.raises(UnsupportedOperation):
+        class Refused(DeclarativeBase):
+            pass
+
+        class Model(Refused):
+            __tablename__ = "ss_refused_model"
+            id: Mapped[int] = mapped_column(primary_key=True)
+            secret: Mapped[str] = mapped_column(EncryptedString(10), server_default="plain")
+    column = Table("ss_allowed", MetaData(), Column("id", Integer, primary_key=True),
+                   Column("secret", EncryptedString(10), default="sealed")).c.secret
+    assert column.default.arg == "sealed"  # a Python default is sealed like any value
