@@ -22,6 +22,7 @@ __all__ = [
     "InsecureKeyFile",
     "KeySourceError",
     "UnsupportedComparison",
+    "UnsealedExpression",
     "ColumnBindingError",
     "ValueTooLong",
     "UndecodableValue",
@@ -91,6 +92,12 @@ class KeySourceError(SealstoreError):
 
 class UnsupportedComparison(SealstoreError, TypeError):
     """A SQL comparison on an encrypted column cannot work on randomized ciphertext."""
+
+
+class UnsealedExpression(SealstoreError, TypeError):
+    """A SQL expression (a function, another column, ``text()``, literal SQL, a subquery, a
+    parameter of another type) was assigned to an encrypted column: only values sealstore seals
+    may be written there; nothing was sent to the database."""
 
 
 class ColumnBindingError(SealstoreError, ValueError):

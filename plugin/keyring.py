@@ -416,12 +416,13 @@ class Keyring:
         try:
             slot = self._slots[sealed[:HEADER_SIZE]]
         except (KeyError, TypeError):
+            slot = None  # resolved outside the handler: no KeyError(stored bytes) in the chain
+        if slot is None:
             slot = self._resolve(sealed, allow_retired)
         if len(sealed) < slot.overhead:
             parse_header(sealed)  # raises the precise "too short" error
-        try:
-            ad = _DIGESTS[context]
-        except (KeyError, TypeError):
+        ad = _DIGESTS.get(context) if type(context) is bytes else None
+        if ad is None:
             ad = context_digest(context)
         return slot.open(HEADER_SIZE, sealed, ad)
 

@@ -26,16 +26,17 @@ from typing import Any
 
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
-from sqlalchemy import VARBINARY, LargeBinary, event
-from sqlalchemy.engine import Engine
+from sqlalchemy import VARBINARY, LargeBinary
 from sqlalchemy.schema import ColumnDefault
 from sqlalchemy.sql import operators
 from sqlalchemy.sql.elements import BindParameter, ClauseElement
+from sqlalchemy.sql.lambdas import PyWrapper
 from sqlalchemy.types import TypeDecorator
 
-from ...errors import BlindIndexError, ColumnBindingError, UnsupportedComparison
+from ...errors import BlindIndexError, ColumnBindingError, UnsealedExpression, UnsupportedComparison
 from ...format import column_context
 from ...keyring import Keyring, KeyState, get_keyring
+from .lookups import IndexLookup
 from .rows import PreSealed
 from .types import EncryptedType
 
@@ -62,8 +63,8 @@ class BlindIndex(TypeDecorator):
     ``source`` names the encrypted column of the same table (its key or its name); ``size`` is
     the number of HMAC bytes kept (1..32, default 16); ``keyring`` names the index keyring.
     The column is filled on every INSERT (a column default computed from the source value, so
-    ORM flushes, ``bulk_insert_mappings`` and Core ``executemany`` all work) and on UPDATEs that
-    set the source (an ORM flush hook, and an engine hook for Core ``update()``).
+    ORM flushes, ``bulk_insert_mappings`` and Core ``executemany`` all work) and on every write
+    that sets the source otherwise (an ORM flush hook, and the engine hook of ``writes.py``).
     """
 
     impl = LargeBinary
@@ -195,6 +196,11 @@ class BlindIndex(TypeDecorator):
         """The index value of ``value`` (a plaintext of the source column) under the primary key."""
         if value is None:
             return None
+        if isinstance(value, ClauseElement) or hasattr(value, "__clause_element__"):
+            raise UnsealedExpression(
+                f"the source of blind index {self.table}.{self.column} is assigned a SQL "
+                f"expression ({type(value).__name__}); only Python values are sealed and indexed"
+            )
         source_type = self.source_column.type
         if type(value) is PreSealed:
             if (value.table, value.column) != (source_type.table, source_type.column):
@@ -254,14 +260,13 @@ def _insert_default(context):
 
 
 def attach(column, table) -> None:
-    """Bind a BlindIndex column to its table: a bound type copy, the insert default, and the
-    engine hook that keeps the index current on Core UPDATEs."""
+    """Bind a BlindIndex column to its table: a bound type copy and the insert default (UPDATEs
+    and statement-level values are kept in step by ``writes.py``)."""
     bound = column.type.bound_to(table.name, column.name)
     bound._table_obj = table
     column.type = bound
     if column.default is None:
         ColumnDefault(_insert_default)._set_parent_with_dispatch(column)
-    _install_update_hook()
 
 
 # ---- equality lookups ------------------------------------------------------------------------
@@ -279,6 +284,24 @@ def find_blind_index(expr):
     return None
 
 
+def _source_bind(expr, op, other):
+    """The bound parameter whose value is only known at execution (a named ``bindparam()``, a
+    ``lambda_stmt()`` closure variable), or None for a value known now."""
+    if isinstance(other, PyWrapper):
+        return other._py_wrapper_literal(expr=expr, operator=op)
+    if isinstance(other, BindParameter) and other.callable is not None:
+        raise UnsupportedComparison(
+            f"{_where(expr)}: a blind-index lookup cannot take a bindparam() with a callable"
+        )
+    if isinstance(other, BindParameter) and not other.unique:
+        return other
+    return None
+
+
+def _where(expr) -> str:
+    return f"{getattr(getattr(expr, 'table', None), 'name', '?')}.{getattr(expr, 'key', '?')}"
+
+
 def equality_via_index(expr, op, other, name: str):
     """Rewrite ``expr == value`` (``!=``, ``in_``, ``not_in``) to the expression's blind index."""
     index = find_blind_index(expr)
@@ -288,6 +311,12 @@ def equality_via_index(expr, op, other, name: str):
             f"matches; add a blind index column, e.g. "
             f"mapped_column(BlindIndex({getattr(expr, 'key', 'column')!r}), index=True)"
         )
+    source = _source_bind(expr, op, other)
+    if source is not None:
+        lookup = IndexLookup(source, index, many=op in (operators.in_op, operators.not_in_op))
+        return index.in_(lookup) if op in (operators.eq, operators.in_op) else index.not_in(lookup)
+    if isinstance(other, BindParameter):  # a bound value: literal("x"), bindparam(None, "x")
+        other = other.value
     if op in (operators.eq, operators.ne):
         values = [other]
     elif isinstance(other, (list, tuple, set, frozenset)):
@@ -299,8 +328,8 @@ def equality_via_index(expr, op, other, name: str):
     for value in values:
         if hasattr(value, "__clause_element__") or isinstance(value, ClauseElement) or value is None:
             raise UnsupportedComparison(
-                f"{name}: blind-index lookups compare literal values only (not SQL expressions, "
-                "bound parameters or NULL inside a list)"
+                f"{name}: blind-index lookups compare values or bound parameters (not SQL "
+                "expressions, or NULL inside a list)"
             )
     itype: BlindIndex = index.type
     found = [c for value in values for c in itype.candidates(value)]
@@ -311,86 +340,6 @@ def equality_via_index(expr, op, other, name: str):
     if op is operators.in_op:
         return index.in_(found)
     return index.not_in(found)
-
-
-# ---- keeping the index current on UPDATE -----------------------------------------------------
-
-_HOOK_INSTALLED = False
-
-
-def _install_update_hook() -> None:
-    global _HOOK_INSTALLED
-    if not _HOOK_INSTALLED:
-        event.listen(Engine, "before_execute", _before_execute, retval=True)
-        _HOOK_INSTALLED = True
-
-
-def _index_plan(table):
-    """[(source key, index column)] for a table with blind indexes, else None."""
-    columns = getattr(table, "c", None)
-    if columns is None:
-        return None
-    plan = []
-    for index in columns:
-        if isinstance(index.type, BlindIndex):
-            src = _column_named(table, index.type.source)
-            if src is not None:
-                plan.append((src.key, index))
-    return plan or None
-
-
-def _before_execute(conn, elem, multiparams, params, execution_options):
-    """Engine hook: an UPDATE that sets an indexed column also sets its blind index.
-
-    ORM flushes set the index themselves (orm.py); this covers Core ``update()``, ORM bulk
-    updates by primary key, and ``update(...).values(...)`` with literal values.  It is a no-op
-    for every other statement (one attribute check).
-    """
-    if not getattr(elem, "is_update", False) or not getattr(elem, "is_dml", False):
-        return elem, multiparams, params
-    plan = _index_plan(getattr(elem, "table", None))
-    if plan is None:
-        return elem, multiparams, params
-
-    inline = getattr(elem, "_values", None) or {}
-    inline_keys = {k if isinstance(k, str) else getattr(k, "key", None): v for k, v in inline.items()}
-    ordered = getattr(elem, "_ordered_values", None) or ()
-    ordered_keys = {k if isinstance(k, str) else getattr(k, "key", None) for k, _ in ordered}
-    extra = {}
-    for src_key, index in plan:
-        if index.key in inline_keys or index.key in ordered_keys:
-            continue
-        if src_key in ordered_keys:
-            raise BlindIndexError(
-                f"UPDATE of {index.table.name}.{src_key} with ordered_values(): set "
-                f"{index.key} as well (BlindIndex.compute) or use values()"
-            )
-        if src_key in inline_keys:
-            value = inline_keys[src_key]
-            if isinstance(value, BindParameter) and value.callable is None:
-                extra[index] = index.type.compute(value.value)
-            else:
-                raise BlindIndexError(
-                    f"UPDATE sets {index.table.name}.{src_key} from a SQL expression, so its "
-                    f"blind index {index.key} cannot be computed; pass a literal value"
-                )
-    if extra:
-        elem = elem.values(extra)
-
-    def fix(row: dict) -> dict:
-        out = row
-        for src_key, index in plan:
-            if src_key in row and index.key not in row:
-                if out is row:
-                    out = dict(row)
-                out[index.key] = index.type.compute(row[src_key])
-        return out
-
-    if multiparams:
-        multiparams = [fix(row) for row in multiparams]
-    if params:
-        params = fix(params)
-    return elem, multiparams, params
 
 
 BlindIndex.__module__ = "sealstore.adapters.sqlalchemy"

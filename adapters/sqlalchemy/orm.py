@@ -15,8 +15,9 @@ from sqlalchemy import types as sqltypes
 from sqlalchemy.orm import Mapper, attributes
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.exc import UnmappedColumnError
+from sqlalchemy.sql.elements import ClauseElement
 
-from ...errors import ColumnBindingError
+from ...errors import ColumnBindingError, UnsealedExpression
 from .blind_index import BlindIndex
 from .rows import PreSealed, SealedRowValue
 from .types import EncryptedType
@@ -66,6 +67,11 @@ class MapperPlan:
             value = d.get(key)
             if value is None:
                 continue
+            if isinstance(value, ClauseElement) or hasattr(value, "__clause_element__"):
+                raise UnsealedExpression(
+                    f"{type_.table}.{type_.column} is encrypted: the ORM attribute {key!r} holds a "
+                    f"SQL expression ({type(value).__name__}); only Python values are sealed"
+                )
             if type(value) is PreSealed:
                 if value.row == row:
                     continue

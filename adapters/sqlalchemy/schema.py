@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from sqlalchemy import Column, Table, event
 
-from . import blind_index
+from ...errors import UnsupportedOperation
+from . import blind_index, writes
 from .blind_index import BlindIndex
 from .types import EncryptedType
 
@@ -20,7 +21,15 @@ def _bind_to_table(column: Column, parent) -> None:
     if not isinstance(parent, Table):
         return
     type_ = column.type
+    if isinstance(type_, (EncryptedType, BlindIndex)):
+        writes.forget_table(parent)
     if isinstance(type_, EncryptedType):
+        if column.server_default is not None or column.server_onupdate is not None:
+            raise UnsupportedOperation(
+                f"{parent.name}.{column.name} is encrypted: a server_default/server_onupdate would "
+                "store the database's plaintext, which never opens; use default= (a Python value, "
+                "sealed like any other)"
+            )
         column.type = type_.bound_to(parent.name, column.name)
     elif isinstance(type_, BlindIndex):
         blind_index.attach(column, parent)

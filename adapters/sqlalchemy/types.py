@@ -24,13 +24,14 @@ from typing import Any
 
 from sqlalchemy import VARBINARY, LargeBinary
 from sqlalchemy.sql import operators
-from sqlalchemy.sql.elements import ColumnElement, Null
+from sqlalchemy.sql.elements import BindParameter, ColumnElement, Null
 from sqlalchemy.types import TypeDecorator, to_instance
 
 from ...errors import ColumnBindingError, UnsupportedComparison
 from ...format import Suite, column_context, overhead, tag_sizes
 from ...keyring import get_keyring, named_opener, named_sealer
 from .codecs import Codec, binary_codec, codec_for, json_codec, string_codec
+from .refused import RefusedComparison, check_selected
 
 __all__ = [
     "DEFAULT_KEYRING",
@@ -57,8 +58,10 @@ class _EncryptedComparator(TypeDecorator.Comparator):
     """Refuses comparisons that cannot work on randomized ciphertext.
 
     ``IS NULL`` / ``IS NOT NULL`` pass through.  ``==``, ``!=``, ``in_()`` and ``not_in()``
-    with literal values are rewritten to the column's blind index when it has one; everything
-    else (ordering, ``LIKE``, arithmetic, comparing two columns) raises UnsupportedComparison.
+    with literal values are rewritten to the column's blind index when it has one; ``==`` and
+    ``!=`` with another SQL expression raise UnsupportedComparison when compiled (see
+    ``refused.py``: SQLAlchemy compares columns internally); everything else (ordering,
+    ``LIKE``, arithmetic) raises UnsupportedComparison at once.
     """
 
     __slots__ = ()
@@ -89,6 +92,14 @@ def _compare(comparator, op, other, kwargs, reverse):
             return parent.reverse_operate(op, single, **kwargs)
         return parent.operate(op, *other, **kwargs)
     name = _describe(expr)
+    if op in (operators.eq, operators.ne) and _is_sql_expression(single):
+        parent = super(_EncryptedComparator, comparator)
+        binary = parent.reverse_operate(op, single, **kwargs) if reverse else parent.operate(op, single, **kwargs)
+        return RefusedComparison(
+            binary,
+            f"{name} is encrypted with random nonces: comparing it with another SQL expression "
+            "cannot work on its ciphertext; compare with a value (through a BlindIndex)",
+        )
     if op in _EQUALITY:
         from .blind_index import equality_via_index  # blind_index imports this module
 
@@ -98,6 +109,13 @@ def _compare(comparator, op, other, kwargs, reverse):
         "cannot work on its ciphertext; compare decrypted values in Python, or add a BlindIndex "
         "for equality lookups"
     )
+
+
+def _is_sql_expression(other) -> bool:
+    """True for a column or other SQL expression (not a bound parameter or a Python value)."""
+    if not isinstance(other, ColumnElement) and hasattr(other, "__clause_element__"):
+        other = other.__clause_element__()
+    return isinstance(other, ColumnElement) and not isinstance(other, BindParameter)
 
 
 def _same_column(expr, other) -> bool:
@@ -303,6 +321,10 @@ class EncryptedType(TypeDecorator):
 
     def process_result_value(self, value, dialect):
         return self.result_processor(dialect, None)(value)
+
+    def column_expression(self, column):
+        """The selected expression, refused when it computes over ciphertexts (max, coalesce...)."""
+        return check_selected(column, f"{self.table}.{self.column}" if self.bound else "column")
 
     def seal(self, value: Any, row: Any = None) -> bytes | None:
         """Seal one Python value as this column stores it (``row`` for row-bound columns)."""

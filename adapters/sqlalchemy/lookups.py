@@ -1,0 +1,100 @@
+"""Blind-index lookups whose value arrives at execution: ``bindparam()`` and ``lambda_stmt()``.
+
+``User.email == "a@x.org"`` is rewritten when it is written, to ``email_index IN (<the index
+values of "a@x.org" under every lookup key>)``.  With ``User.email == bindparam("e")``, or a
+closure variable inside ``lambda_stmt()``, the value is only known when the statement runs, and
+SQLAlchemy may run a cached compiled form of it.  So the comparison becomes ``email_index IN
+(:lookup)`` where ``:lookup`` is an :class:`IndexLookup`, an expanding parameter named after
+its source parameter; an engine ``before_execute`` hook finds it among the statement's bound
+parameters (the statement's cache key, which SQLAlchemy computes anyway and memoizes) and
+passes the index values of the source's value for this execution.  A ``lambda_stmt()``'s cache
+key lists only its closure variables, so its lookups are found in the resolved statement, once
+per lambda cache key.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+from sqlalchemy.sql import visitors
+from sqlalchemy.sql.elements import BindParameter
+from sqlalchemy.sql.lambdas import StatementLambdaElement
+
+from ...errors import BlindIndexError
+
+__all__ = ["IndexLookup"]
+
+
+class IndexLookup(BindParameter):
+    """The index values of the parameter ``source`` (one value, or a list with ``many``)."""
+
+    inherit_cache = True
+
+    def __init__(self, source: BindParameter, index, many: bool) -> None:
+        itype = index.type
+        tail = re.sub(r"\W+", "_", str(source.key)).strip("_")
+        super().__init__(
+            f"{tail}__sealstore_{itype.table}_{itype.column}", None, type_=itype, expanding=True,
+        )  # fmt: skip
+        self.source_key = source.key
+        self.named = not source.unique
+        self.default = source.value  # a named parameter's value when the execution gives none
+        self.many = many
+
+
+def _values(lookup: IndexLookup, value) -> list[bytes]:
+    items = list(value) if lookup.many else [value]
+    if lookup.many and isinstance(value, (str, bytes)):
+        raise BlindIndexError(f"{lookup.type.table}.{lookup.type.source}: in_() takes a list of values")
+    if any(item is None for item in items):
+        raise BlindIndexError(
+            f"a lookup of {lookup.type.table}.{lookup.type.source} got None: NULL never compares "
+            "equal in SQL; use .is_(None)"
+        )
+    return [c for item in items for c in lookup.type.candidates(item)]
+
+
+_LAMBDA_LOOKUPS: dict = {}  # lambda cache key -> its IndexLookups (bounded, see _in_lambda)
+_LAMBDA_MEMO_SIZE = 512
+
+
+def _in_lambda(elem, key) -> list:
+    """The IndexLookups of a lambda statement.  Its cache key lists only the closure
+    variables' parameters, so the resolved statement is searched, once per lambda cache key."""
+    try:
+        return _LAMBDA_LOOKUPS[key.key]
+    except KeyError:
+        pass
+    found = [b for b in visitors.iterate(elem._resolved) if type(b) is IndexLookup]
+    if len(_LAMBDA_LOOKUPS) >= _LAMBDA_MEMO_SIZE:
+        _LAMBDA_LOOKUPS.clear()
+    _LAMBDA_LOOKUPS[key.key] = found
+    return found
+
+
+def _before_execute(conn, elem, multiparams, params, execution_options):
+    keyed = getattr(elem, "_generate_cache_key", None)
+    key = keyed() if keyed is not None else None
+    if key is None:
+        return elem, multiparams, params
+    lookups = [b for b in key.bindparams if type(b) is IndexLookup]
+    if not lookups and isinstance(elem, StatementLambdaElement):
+        lookups = _in_lambda(elem, key)
+    if not lookups:
+        return elem, multiparams, params
+    if multiparams:
+        raise BlindIndexError("blind-index lookups with bound parameters take one parameter set")
+    current = {b.key: b for b in key.bindparams}
+    params = dict(params or {})
+    for lookup in lookups:
+        if lookup.named:
+            value = params.get(lookup.source_key, lookup.default)
+        else:  # a lambda's closure variable: its parameter carries this execution's value
+            value = current[lookup.source_key].value
+        params[lookup.key] = _values(lookup, value)
+    return elem, multiparams, params
+
+
+event.listen(Engine, "before_execute", _before_execute, retval=True)
