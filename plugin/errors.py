@@ -27,6 +27,8 @@ __all__ = [
     "UndecodableValue",
     "BlindIndexError",
     "MigrationRequired",
+    "DatabaseOperationFailed",
+    "RetryBudgetExhausted",
 ]
 
 
@@ -134,3 +136,13 @@ class UnsupportedOperation(SealstoreError, ValueError):
 
 class MigrationRequired(SealstoreError, RuntimeError):
     """sealstore's tables are missing from the database: run ``alembic upgrade sealstore@head``."""
+
+
+class DatabaseOperationFailed(SealstoreError, RuntimeError):
+    """A statement sealstore ran failed; the message names the step and the driver's error (its
+    class, SQLSTATE or code), never the statement's parameters."""
+
+
+class RetryBudgetExhausted(DatabaseOperationFailed):
+    """A transient database error (deadlock, serialization failure, lost connection, lock
+    timeout) kept recurring until the retry budget ran out; ``.attempts`` and ``.elapsed`` say how long."""
