@@ -35,6 +35,10 @@ class UsageError(Exception):
     """Bad arguments discovered after parsing (exit status 2)."""
 
 
+class RuntimeFailure(Exception):
+    """The arguments are fine but the environment is not (exit status 1)."""
+
+
 # ---- shared helpers ------------------------------------------------------------------------------
 
 
@@ -64,12 +68,17 @@ def _load_models(spec: str):
             0, os.getcwd()
         )  # like alembic: models of the project in this directory
     module_name, _, attr = spec.partition(":")
+    module, failure = None, None
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise UsageError(
-            f"--models {spec}: cannot import {module_name} ({exc})"
-        ) from None
+        failure = f"cannot import {module_name} ({exc})"
+    except SyntaxError as exc:
+        failure = f"{module_name} has a syntax error ({exc.filename}, line {exc.lineno}: {exc.msg})"
+    except Exception as exc:  # noqa: BLE001 - the user's module raised: name it, no traceback
+        failure = f"importing {module_name} raised {type(exc).__name__}: {exc}"
+    if failure is not None:
+        raise UsageError(f"--models {spec}: {failure}")
     if attr:
         try:
             return getattr(module, attr)
@@ -115,9 +124,87 @@ def _specs(args, engine, keyring_name: str):
             "name the columns: --models MODULE[:ATTR] or --column TABLE.COLUMN"
         )
     if args.table:
+        tables = sorted({s.table for s in columns} | {s.table for s in indexes})
         columns = [s for s in columns if s.table == args.table]
         indexes = [s for s in indexes if s.table == args.table]
+        if not columns and not indexes:
+            raise UsageError(
+                f"--table {args.table}: no encrypted column or blind index in that table "
+                f"(tables with some: {', '.join(tables) or 'none'})"
+            )
     return columns, indexes
+
+
+def _engine(url: str, *, must_exist: bool = True):
+    """An Engine on ``url`` that keeps parameters out of its errors; a bad URL, an unknown
+    dialect or a missing driver is a UsageError, an unreachable database a RuntimeFailure."""
+    from sqlalchemy import create_engine
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise UsageError(
+            "--db: not a database URL; expected dialect[+driver]://user:password@host/database "
+            "(e.g. postgresql+psycopg://app@localhost/app, sqlite:///app.db)"
+        ) from None
+    if must_exist and parsed.get_backend_name() == "sqlite":
+        path = parsed.database
+        if path and path != ":memory:" and not path.startswith("file:") and not os.path.exists(path):
+            raise RuntimeFailure(f"--db: no SQLite database at {path}")
+    failure = None
+    try:
+        return create_engine(parsed, hide_parameters=True)
+    except NoSuchModuleError:
+        failure = UsageError(
+            f"--db: unknown database dialect or driver {parsed.drivername!r} "
+            "(postgresql+psycopg, mysql+pymysql, sqlite, ...)"
+        )
+    except ImportError as exc:
+        failure = RuntimeFailure(
+            f"--db: the driver for {parsed.drivername!r} is not installed "
+            f"({type(exc).__name__}: {exc}); install that driver, or name an installed one "
+            "(postgresql+psycopg, mysql+pymysql, ...)"
+        )
+    raise failure
+
+
+def _connect_check(engine) -> None:
+    """Connect once, without retrying: a wrong host, port, database or password is reported
+    at once rather than retried for the whole budget."""
+    from sealstore.migrations.transient import describe, first_line
+    from sqlalchemy.exc import SQLAlchemyError
+
+    failure = None
+    try:
+        with engine.connect():
+            pass
+    except SQLAlchemyError as exc:
+        where = engine.url.render_as_string(hide_password=True)
+        failure = RuntimeFailure(
+            f"cannot connect to {where}: {describe(exc)}: {first_line(exc)}; check the host, "
+            "port, database name and credentials in --db"
+        )
+    if failure is not None:
+        engine.dispose()
+        raise failure
+
+
+def _check_tables(engine, columns, indexes) -> None:
+    from sqlalchemy import inspect
+
+    with engine.connect() as conn:
+        insp = inspect(conn)
+        missing = sorted({
+            f"{s.schema}.{s.table}" if s.schema else s.table
+            for s in [*columns, *indexes] if not insp.has_table(s.table, schema=s.schema)
+        })  # fmt: skip
+    if missing:
+        raise RuntimeFailure(
+            f"the database has no table {', '.join(missing)}: create the application's "
+            "tables first (alembic upgrade head, or metadata.create_all)"
+        )
 
 
 @contextmanager
@@ -127,12 +214,15 @@ def _setup(args):
     from sealstore.keyring import forget_keyring, use_keyring
     from sqlalchemy import create_engine
 
+    _check_batch_size(args)
     cfg = _config(args)
-    engine = create_engine(_db_url(args, cfg))
+    engine = _engine(_db_url(args, cfg))
     keyring = use_keyring(cfg.load_keyring(), args.keyring)
     extra: list = []
     try:
+        _connect_check(engine)
         columns, indexes = _specs(args, engine, args.keyring)
+        _check_tables(engine, columns, indexes)
         columns = [s for s in columns if s.keyring == args.keyring]
         yield _Setup(keyring, engine, columns, indexes, extra)
     finally:
@@ -175,12 +265,34 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
+def _check_batch_size(args) -> None:
+    if getattr(args, "batch_size", 1) < 1:
+        raise UsageError(f"--batch-size must be at least 1, not {args.batch_size}")
+    if getattr(args, "retry_budget", 0) < 0:
+        raise UsageError(f"--retry-budget must be >= 0 seconds, not {args.retry_budget:g}")
+
+
+def _retry(args):
+    from sealstore.migrations.transient import RetryPolicy
+
+    return RetryPolicy(budget=args.retry_budget)
+
+
 def _guard(fn):
+    """Usage errors exit 2; environment and database failures exit 1; one line each."""
+
     def wrapper(args) -> int:
+        from sealstore.migrations.transient import describe, safe_text
+        from sqlalchemy.exc import SQLAlchemyError
+
         try:
             return fn(args)
         except UsageError as exc:
             return _fail(str(exc), 2)
+        except RuntimeFailure as exc:
+            return _fail(str(exc), 1)
+        except SQLAlchemyError as exc:  # no parameters, no text that may quote a value
+            return _fail(f"database error: {describe(exc)}{safe_text(exc)}", 1)
 
     wrapper.__name__ = fn.__name__
     wrapper.__doc__ = fn.__doc__
@@ -242,7 +354,7 @@ def cmd_rotate(args) -> int:
             raise UsageError(f"no encrypted column uses keyring {args.keyring!r}")
         results = rotate(
             env.engine, env.columns, batch_size=args.batch_size, dry_run=args.dry_run,
-            progress=_progress(args),
+            progress=_progress(args), retry=_retry(args),
         )  # fmt: skip
     return _report_workers(args, results, "re-seal", "re-sealed")
 
@@ -260,7 +372,7 @@ def cmd_reindex(args) -> int:
             env.register(load_config(args.index_config).load_keyring(), name)
         results = reindex(
             env.engine, env.indexes, batch_size=args.batch_size, dry_run=args.dry_run,
-            progress=_progress(args),
+            progress=_progress(args), retry=_retry(args),
         )  # fmt: skip
     return _report_workers(args, results, "re-index", "re-indexed")
 
@@ -360,7 +472,6 @@ def cmd_retire(args) -> int:
         find_references,
         registered_s3_prefixes,
     )
-    from sqlalchemy import create_engine
 
     try:
         key_id = int(args.key_id, 16)
@@ -370,9 +481,12 @@ def cmd_retire(args) -> int:
         ) from None
     cfg = _config(args)
     try:
-        engine = create_engine(_db_url(args, cfg))
+        url = _db_url(args, cfg)
     except UsageError:
         engine = None
+    else:
+        engine = _engine(url)
+        _connect_check(engine)
     specs = []
     if args.models or args.column:
         if engine is None:
@@ -477,6 +591,8 @@ def _columns_args(p, *, progress: bool = True, json_output: bool = True) -> None
             metavar="N",
             help="rows per batch and transaction (default 2000)",
         )
+        p.add_argument("--retry-budget", type=float, default=60.0, metavar="SECONDS",
+                       help="how long to retry deadlocks and lost connections (default 60)")  # fmt: skip
         p.add_argument("--progress", choices=("auto", "bar", "log", "none"), default="auto",
                        help="progress bar on a terminal, log lines otherwise (default auto)")  # fmt: skip
 

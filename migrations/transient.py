@@ -29,7 +29,10 @@ from dataclasses import dataclass
 
 from ..errors import DatabaseOperationFailed, RetryBudgetExhausted, SealstoreError
 
-__all__ = ["DEFAULT_BUDGET", "RetryPolicy", "describe", "is_transient", "scrubbed"]
+__all__ = [
+    "DEFAULT_BUDGET", "RetryPolicy", "describe", "first_line", "is_transient", "safe_text",
+    "scrubbed",
+]
 
 log = logging.getLogger("sealstore.migrations")
 
@@ -183,12 +186,15 @@ class RetryPolicy:
             self.sleep(delay)
 
 
-def _first_line(e) -> str:
+def first_line(exc: BaseException) -> str:
+    """The first line of the driver's message (SQLAlchemy's own text stripped): for errors of
+    statements that carry no values (connecting, a missing table)."""
+    e = getattr(exc, "orig", None) or exc
     text = str(e).strip().splitlines()
-    return text[0][:200] if text else ""
+    return text[0][:200] if text else type(e).__name__
 
 
-def _safe_text(exc) -> str:
+def safe_text(exc) -> str:
     """The driver's first message line for errors that never quote values (missing table,
     lost connection...); nothing for integrity and data errors (duplicate entry 'x',
     invalid input syntax: "x")."""
@@ -197,7 +203,7 @@ def _safe_text(exc) -> str:
             names = {c.__name__ for c in type(e).__mro__}
             if names & {"IntegrityError", "DataError"} or "InvalidTextRepresentation" in names:
                 return ""
-            line = _first_line(e)
+            line = first_line(e)
             return f": {line}" if line and "'" not in line else ""
     return ""
 
@@ -221,5 +227,5 @@ def scrubbed(what: str, fn: Callable, *args, **kwargs):
             type(e).__module__.split(".")[0] in _DRIVERS for e in _chain(exc)
         ):
             raise
-        err = DatabaseOperationFailed(f"{what}: {describe(exc)}{_safe_text(exc)}")
+        err = DatabaseOperationFailed(f"{what}: {describe(exc)}{safe_text(exc)}")
     raise err
