@@ -26,7 +26,7 @@ import os
 import sys
 from contextlib import contextmanager
 
-__all__ = ["add_commands", "add_keys_commands"]
+__all__ = ["add_commands", "add_db_commands", "add_keys_commands"]
 
 DB_ENV = "SEALSTORE_DATABASE_URL"
 
@@ -196,10 +196,11 @@ def _check_tables(engine, columns, indexes) -> None:
 
     with engine.connect() as conn:
         insp = inspect(conn)
-        missing = sorted({
-            f"{s.schema}.{s.table}" if s.schema else s.table
-            for s in [*columns, *indexes] if not insp.has_table(s.table, schema=s.schema)
-        })  # fmt: skip
+        names = {(getattr(s, "schema", None), s.table) for s in [*columns, *indexes]}
+        missing = sorted(
+            f"{schema}.{table}" if schema else table
+            for schema, table in names if not insp.has_table(table, schema=schema)
+        )  # fmt: skip
     if missing:
         raise RuntimeFailure(
             f"the database has no table {', '.join(missing)}: create the application's "
@@ -382,6 +383,7 @@ def cmd_status(args) -> int:
     """Rows per key id for each column (SQL only, nothing decrypted), NULLs, running jobs."""
     from datetime import datetime, timezone
 
+    from sealstore.migrations.jobs import LEASE_SECONDS, is_dead
     from sealstore.migrations.keystatus import status
 
     with _setup(args) as env:
@@ -399,6 +401,7 @@ def cmd_status(args) -> int:
                 "job_id": j.job_id, "kind": j.kind, "column": f"{j.table_name}.{j.column_name}",
                 "target_key_id": f"{j.target_key_id:08x}", "done": j.done, "total_estimate": j.total_estimate,
                 "heartbeat_at": j.heartbeat_at.isoformat() if j.heartbeat_at else None, "worker": j.worker,
+                "dead": is_dead(j),
             } for j in report.jobs],
         }, indent=2))  # fmt: skip
         return 0
@@ -427,9 +430,13 @@ def cmd_status(args) -> int:
                 else j.heartbeat_at.replace(tzinfo=timezone.utc)
             )
             beat = f"{int((now - hb).total_seconds())}s ago by {j.worker}"
+        dead = (
+            f" -- DEAD (no heartbeat for over {LEASE_SECONDS:g}s; the next run takes it over)"
+            if is_dead(j, at=now) else ""
+        )  # fmt: skip
         print(
             f"job {j.job_id}: {j.kind} {j.table_name}.{j.column_name} to {j.target_key_id:08x}: "
-            f"{j.done}{total} done, heartbeat {beat}"
+            f"{j.done}{total} done, heartbeat {beat}{dead}"
         )
     if not report.jobs:
         print("no running jobs")
@@ -467,6 +474,26 @@ def cmd_verify(args) -> int:
 @_guard
 def cmd_retire(args) -> int:
     """Retire a key once nothing references it (``--force``: retire anyway, saying what breaks)."""
+    return _retire_or_destroy(args, "retire")
+
+
+@_guard
+def cmd_destroy(args) -> int:
+    """Destroy a key (its material is gone for good) once nothing references it; the same
+    checks and ``--force`` as ``keys retire``."""
+    return _retire_or_destroy(args, "destroy")
+
+
+_DONE = {"retire": "retired", "destroy": "destroyed"}
+_DOING = {"retire": "retiring", "destroy": "destroying"}
+_AFTER = {
+    "retire": "they will fail to open (KeyNotUsable: retired) until the key is reactivated, "
+    "and never again once it is destroyed",
+    "destroy": "they will never open again (KeyNotUsable: destroyed); nothing can bring them back",
+}
+
+
+def _retire_or_destroy(args, action: str) -> int:
     from sealstore.migrations.retire import (
         describe,
         find_references,
@@ -525,7 +552,7 @@ def cmd_retire(args) -> int:
         )
         if refs and not args.force:
             print(
-                f"sealstore: refusing to retire key {key.id_hex}: {sum(r.count for r in refs)} values "
+                f"sealstore: refusing to {action} key {key.id_hex}: {sum(r.count for r in refs)} values "
                 f"still use it ({describe(refs)}); run `sealstore rotate` (and `sealstore s3 rotate`) "
                 "first, or pass --force",
                 file=sys.stderr,
@@ -533,26 +560,42 @@ def cmd_retire(args) -> int:
             return 1
         if refs:
             print(
-                f"--force: retiring key {key.id_hex} while {sum(r.count for r in refs)} values still use "
-                f"it ({describe(refs)}): they will fail to open (KeyNotUsable: retired) until the key "
-                "is reactivated, and never again once it is destroyed",
+                f"--force: {_DOING[action]} key {key.id_hex} while {sum(r.count for r in refs)} values "
+                f"still use it ({describe(refs)}): {_AFTER[action]}",
                 file=sys.stderr,
             )
         elif not checked:
             print(
-                f"--force: retiring key {key.id_hex} without checking any column or S3 prefix",
+                f"--force: {_DOING[action]} key {key.id_hex} without checking any column or S3 prefix",
                 file=sys.stderr,
             )
-        keyring.retire(key_id)
+        getattr(keyring, action)(key_id)
         source.save(keyring)
     finally:
         keyring.close()
         if engine is not None:
             engine.dispose()
     if refs:
-        print(f"key {key.id_hex} retired (forced)")
+        print(f"key {key.id_hex} {_DONE[action]} (forced)")
     else:
-        print(f"key {key.id_hex} retired; checked {', '.join(checked) or 'nothing'}")
+        print(f"key {key.id_hex} {_DONE[action]}; checked {', '.join(checked) or 'nothing'}")
+    return 0
+
+
+@_guard
+def cmd_db_init(args) -> int:
+    """Create sealstore's tables (jobs, batches, S3 prefixes, key registry) where missing."""
+    from sealstore.migrations.schema import create_tables
+    from sealstore.migrations.transient import RetryPolicy, scrubbed
+
+    cfg = _config(args)
+    engine = _engine(_db_url(args, cfg), must_exist=False)
+    try:
+        _connect_check(engine)
+        scrubbed("db init", RetryPolicy().call, lambda: create_tables(engine), "db init")
+    finally:
+        engine.dispose()
+    print(f"sealstore tables ready in {engine.url.render_as_string(hide_password=True)}")
     return 0
 
 
@@ -638,11 +681,26 @@ def add_commands(commands) -> None:
     p.set_defaults(func=cmd_verify)
 
 
-def add_keys_commands(keys) -> None:
-    """Add ``keys retire`` to the ``keys`` sub-commands."""
-    p = keys.add_parser(
-        "retire", help="retire a key once no value uses it (--force: anyway)"
+def add_db_commands(commands) -> None:
+    """Add ``db init``."""
+    db = commands.add_parser("db", help="sealstore's own tables").add_subparsers(
+        dest="db_command", required=True, metavar="ACTION"
     )
+    p = db.add_parser("init", help="create sealstore's tables (for applications without Alembic)")
+    p.add_argument("--db", metavar="URL", help=f"SQLAlchemy database URL (default ${DB_ENV})")
+    p.set_defaults(func=cmd_db_init)
+
+
+def add_keys_commands(keys) -> None:
+    """Add ``keys retire`` and ``keys destroy`` to the ``keys`` sub-commands."""
+    for action, func, what in (
+        ("retire", cmd_retire, "retire a key once no value uses it (--force: anyway)"),
+        ("destroy", cmd_destroy, "destroy a key for good once no value uses it (--force: anyway)"),
+    ):
+        _retire_parser(keys.add_parser(action, help=what), func)
+
+
+def _retire_parser(p, func) -> None:
     p.add_argument(
         "key_id", metavar="KEY_ID", help="8 hex digits (sealstore keys list)"
     )
@@ -656,6 +714,6 @@ def add_keys_commands(keys) -> None:
     p.add_argument("--endpoint-url", help="S3-compatible endpoint (default: AWS)")
     p.add_argument("--region", help="S3 region (default: boto3's)")
     p.add_argument(
-        "--force", action="store_true", help="retire even if values still use the key"
+        "--force", action="store_true", help="go ahead even if values still use the key"
     )
-    p.set_defaults(func=cmd_retire)
+    p.set_defaults(func=func)

@@ -27,6 +27,7 @@ downgrade as ``op.decrypt_column``) instead of an ``alter_column`` that would fa
 from __future__ import annotations
 
 import logging
+import time
 
 from alembic.autogenerate import renderers
 from alembic.autogenerate import rewriter as _rewriter
@@ -47,6 +48,7 @@ from sqlalchemy import (
 
 from ..errors import ColumnBindingError
 from .cursor import after
+from .transient import scrubbed
 
 __all__ = ["DecryptColumnOp", "EncryptColumnOp", "rewriter", "shadow_name"]
 
@@ -156,6 +158,11 @@ class _Converter:
         self.write = write  # (bound type, rows [(pk, value)]) -> [new values]
 
     def run(self) -> None:
+        """Convert, with database errors scrubbed of their parameters (plaintext values)."""
+        op = self.op
+        scrubbed(f"{type(op).__name__} {op.table_name}.{op.column_name}", self._run)
+
+    def _run(self) -> None:
         operations, op = self.operations, self.op
         ctx = operations.get_context()
         if ctx.as_sql:
@@ -231,6 +238,7 @@ class _Converter:
             )
             if per_batch_commit:
                 conn.exec_driver_sql("BEGIN")
+            t0 = time.perf_counter()
             try:
                 rows = conn.execute(q).all()
                 if rows:
@@ -249,6 +257,8 @@ class _Converter:
                 if per_batch_commit:
                     conn.exec_driver_sql("ROLLBACK")
                 raise
+            if per_batch_commit and conn.dialect.name == "sqlite":
+                time.sleep(min(1.0, time.perf_counter() - t0))  # let waiting writers in
             if not rows:
                 break
             done += len(rows)

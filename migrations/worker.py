@@ -86,8 +86,8 @@ def _check_tables(engine: Engine) -> None:
         if not (insp.has_table(JOBS_TABLE) and insp.has_table(BATCHES_TABLE)):
             raise MigrationRequired(
                 f"the job tables {JOBS_TABLE}/{BATCHES_TABLE} do not exist: run "
-                "`sealstore db init`, `alembic upgrade sealstore@head` "
-                "(or sealstore.migrations.create_tables)"
+                "`alembic upgrade sealstore@head` (or `sealstore db init`, or "
+                "sealstore.migrations.create_tables)"
             )
 
 
