@@ -48,6 +48,12 @@ _SQLSTATE_CLASSES = ("08",)  # connection exception
 #: can't connect, server gone away, lost connection, disconnected for inactivity
 _MYSQL_CODES = frozenset({1205, 1213, 1040, 1053, 1927, 2002, 2003, 2006, 2013, 2055, 4031})
 _SQLITE_CODES = frozenset({5, 6})  # SQLITE_BUSY, SQLITE_LOCKED
+#: libpq connection failures carry no SQLSTATE in psycopg; these words mean the server
+#: answered and refused (wrong database, role or password), which no retry fixes
+_PERMANENT_CONNECT = (
+    "does not exist", "authentication failed", "no pg_hba.conf entry", "permission denied",
+    "invalid connection option", "invalid dsn",
+)
 _DRIVERS = ("psycopg", "psycopg2", "asyncpg", "pymysql", "MySQLdb", "mysql", "sqlite3")
 
 
@@ -99,8 +105,9 @@ def _one_is_transient(e) -> bool | None:
     code = _mysql_code(e)
     if code is not None:
         return code in _MYSQL_CODES
-    if _is_driver_operational(e):
-        return True  # no SQLSTATE: the connection failed or dropped
+    if _is_driver_operational(e):  # no code: the connection failed or dropped...
+        text = str(e).lower()  # ...unless the server refused it for good (libpq's text)
+        return not any(p in text for p in _PERMANENT_CONNECT)
     if isinstance(e, (ConnectionError, TimeoutError)):
         return True  # asyncpg: the socket itself
     return None

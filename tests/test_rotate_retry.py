@@ -343,3 +343,22 @@ def _a_row_the_worker_holds(conn) -> int:
         except sa.exc.OperationalError:
             return i
     raise AssertionError("the worker holds no row")
+
+
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+def test_a_refused_login_is_not_retried_a_refused_connection_is(db):
+    """psycopg's connection errors carry no SQLSTATE: a missing database or role is final (no
+    60 s of retries), a closed port (a server restarting) is transient."""
+    from sqlalchemy.engine import make_url
+
+    url = make_url(db.url.render_as_string(hide_password=False))
+    cases = [(url.set(database="no_such_db"), False), (url.set(username="no_such_role"), False),
+             (url.set(port=1), True)]  # fmt: skip
+    for target, transient in cases:
+        engine = sa.create_engine(target)
+        try:
+            with pytest.raises(sa.exc.OperationalError) as caught:
+                engine.connect()
+        finally:
+            engine.dispose()
+        assert is_transient(caught.value) is transient, target
