@@ -94,3 +94,51 @@ def test_writer_process_beside_a_rotation_gets_the_lock_in_bounded_time(tmp_path
     assert max(report["waits"]) < WORST_WAIT, (max(report["waits"]), took)
     assert took > 2 * WORST_WAIT  # the writer was beside the rotation long enough to starve
     assert report["n"] >= took / WORST_WAIT  # it kept writing all along
+
+
+@pytest.mark.parametrize("journal", ["delete", "wal"])
+def test_writer_process_beside_encrypt_column_gets_the_lock_in_bounded_time(tmp_path, journal):
+    """The same bound beside ``op.encrypt_column`` (committed batches that yield, then the final
+    pass and the table rebuild under the lock)."""
+    from alembic.migration import MigrationContext
+    from alembic.operations import Operations
+
+    import sealstore.migrations.ops  # noqa: F401
+
+    path = tmp_path / "app.db"
+    engine = sa.create_engine(f"sqlite:///{path}")
+    use_keyring(Keyring.generate(tag_size=32))
+    plain = sa.Table("secrets", sa.MetaData(), sa.Column("id", sa.Integer, primary_key=True,
+                     autoincrement=False), sa.Column("body", sa.String(200)))  # fmt: skip
+    try:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f"PRAGMA journal_mode={journal}")
+        plain.create(engine)
+        events.create(engine)
+        with engine.begin() as conn:
+            conn.execute(sa.insert(plain), [{"id": i, "body": "v" * 150} for i in range(ROWS)])
+        script = tmp_path / "writer.py"
+        script.write_text(WRITER)
+        ready, stop, out = tmp_path / "ready", tmp_path / "stop", tmp_path / "out.json"
+        proc = subprocess.Popen([sys.executable, str(script), str(path), str(ready), str(stop), str(out)])
+        try:
+            deadline = time.monotonic() + 30
+            while not ready.exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            t0 = time.monotonic()
+            with engine.connect() as conn:
+                ctx = MigrationContext.configure(conn, opts={"transaction_per_migration": True})
+                with ctx.begin_transaction(_per_migration=True):
+                    Operations(ctx).encrypt_column("secrets", "body", EncryptedString(200),
+                                                   batch_size=600)  # fmt: skip
+            took = time.monotonic() - t0
+        finally:
+            stop.touch()
+            proc.wait(60)
+        report = json.loads(out.read_text())
+    finally:
+        forget_keyring()
+        engine.dispose()
+    assert report["errors"] == []
+    assert max(report["waits"]) < WORST_WAIT, (max(report["waits"]), took)
+    assert took > 2 * WORST_WAIT and report["n"] >= took / WORST_WAIT
