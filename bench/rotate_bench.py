@@ -1,7 +1,8 @@
 """Rotation throughput: rows per second per worker re-sealing 100-byte values, and where the time goes.
 
-    python bench/rotate_bench.py [--db URL] [--rows N] [--batch-size N] [--workers 1,2]
-                                 [--value-size BYTES] [--quick] [--json PATH]
+    python bench/rotate_bench.py [--db URL] [--rows N] [--batch-size N] [--workers 1,2,4]
+                                 [--runs 3] [--fsync on|off] [--value-size BYTES] [--quick]
+                                 [--json PATH]
 
 The default database is a throwaway PostgreSQL server (started like the test fixture, from
 the binaries on this machine) when the repository's ``tests/fixtures_pg.py`` is available;
@@ -10,7 +11,11 @@ values sealed under one key is rotated to a new primary key: once by one worker 
 process, with the time split into phases (claiming ranges, reading, crypto, compare-and-swap
 writes, commits), then by several worker processes sharing one job.  The crypto line is the
 same re-seal done in memory with no database: how far the kernel is from the bottleneck.
-Target (issue 5): at least 50,000 rows/s per worker for 100-byte values on PostgreSQL.
+The throwaway server runs with ``fsync``, ``synchronous_commit`` and ``full_page_writes`` on
+(``--fsync off`` for the test fixture's settings); the settings in effect are printed.
+Target (issue 16): at least 40,000 rows/s with one worker (median of ``--runs``).  A missed
+target is reported, not an error: the exit status is 0 whenever the measurement ran (the
+server shares two cores with the workers, so scaling is reported, never asserted).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-TARGET = 50_000
+TARGET = 40_000
 TABLE = "sealstore_bench_rotate"
 
 
@@ -160,6 +165,44 @@ def _start_postgres():
     return server, server.start()
 
 
+_DURABILITY = ("fsync", "synchronous_commit", "full_page_writes")
+
+
+def _durable_restart(server) -> None:
+    """Restart the throwaway server (started like the test fixture, with fsync, synchronous
+    commit and full-page writes off) with the three at their durable defaults."""
+    options = f"-p {server.port} -k {server.root} -c listen_addresses=127.0.0.1 -c max_connections=50"
+    server._run("pg_ctl", "-D", str(server.data), "-l", str(server.log), "-o", options,
+                "-w", "-t", "60", "restart")  # fmt: skip
+
+
+def _settings(engine) -> dict:
+    if engine.dialect.name != "postgresql":
+        return {}
+    with engine.connect() as conn:
+        return {n: conn.exec_driver_sql(f"SHOW {n}").scalar() for n in _DURABILITY}
+
+
+def _one_worker_runs(engine, keyring, batch_size: int, rows: int, runs: int):
+    """(median rows/s, its seconds, its phase split) of ``runs`` in-process rotations."""
+    from sealstore.migrations.rotation import rotate
+
+    samples = []
+    for _ in range(max(1, runs)):
+        _vacuum(engine)
+        keyring.rotate()
+        profile: dict = {}
+        t0 = time.perf_counter()
+        r = rotate(engine, _spec(keyring), batch_size=batch_size, profile=profile)[0]
+        elapsed = time.perf_counter() - t0
+        assert r.resealed == rows and r.remaining == 0, r
+        phases = {k: profile.get(k, 0.0) for k in ("claim", "read", "crypto", "write", "commit")}
+        phases["other"] = max(0.0, elapsed - sum(phases.values()))
+        samples.append((rows / elapsed, elapsed, phases))
+    samples.sort(key=lambda x: x[0])
+    return samples[len(samples) // 2]
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument(
@@ -173,8 +216,8 @@ def main(argv=None) -> int:
     )
     p.add_argument(
         "--workers",
-        default="1,2",
-        help="worker counts for the parallel runs (default 1,2)",
+        default="1,2,4",
+        help="worker counts for the parallel runs (default 1,2,4)",
     )
     p.add_argument(
         "--value-size",
@@ -183,6 +226,9 @@ def main(argv=None) -> int:
         help="plaintext bytes per value (default 100)",
     )
     p.add_argument("--quick", action="store_true", help="50,000 rows")
+    p.add_argument("--runs", type=int, default=3, help="one-worker runs; the median counts (default 3)")
+    p.add_argument("--fsync", choices=("on", "off"), default="on",
+                   help="durability settings of the throwaway server (default on)")
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     args = p.parse_args(argv)
     rows = args.rows or (50_000 if args.quick else 200_000)
@@ -191,7 +237,6 @@ def main(argv=None) -> int:
     import sqlalchemy as sa
     from sealstore.format import column_context
     from sealstore.keyring import Keyring
-    from sealstore.migrations.rotation import rotate
 
     server = None
     url = args.db
@@ -203,9 +248,15 @@ def main(argv=None) -> int:
                 file=sys.stderr,
             )
             return 2
+    if server is not None and args.fsync == "on":
+        _durable_restart(server)
     engine = sa.create_engine(url)
+    settings = _settings(engine)
     report: dict = {"db": engine.dialect.name, "rows": rows, "value_size": args.value_size,
-                    "batch_size": args.batch_size, "kernels": sealstore.native.info().get("selected")}  # fmt: skip
+                    "batch_size": args.batch_size, "kernels": sealstore.native.info().get("selected"),
+                    "settings": settings}  # fmt: skip
+    if settings:
+        print("server: " + ", ".join(f"{k}={v}" for k, v in settings.items()))
     try:
         keyring = Keyring.generate()
         print(
@@ -217,21 +268,7 @@ def main(argv=None) -> int:
         with engine.connect() as conn:
             old_values = [bytes(v) for (v,) in conn.execute(sa.select(t.c.v))]
 
-        # one worker, in process, with the phase breakdown
-        keyring.rotate()
-        profile: dict = {}
-        t0 = time.perf_counter()
-        r = rotate(engine, _spec(keyring), batch_size=args.batch_size, profile=profile)[
-            0
-        ]
-        elapsed = time.perf_counter() - t0
-        assert r.resealed == rows and r.remaining == 0, r
-        one = rows / elapsed
-        phases = {
-            k: profile.get(k, 0.0)
-            for k in ("claim", "read", "crypto", "write", "commit")
-        }
-        phases["other"] = max(0.0, elapsed - sum(phases.values()))
+        one, elapsed, phases = _one_worker_runs(engine, keyring, args.batch_size, rows, args.runs)
         crypto = crypto_only(keyring, old_values, ctx)
         report.update(
             one_worker_rows_per_s=one,
@@ -239,7 +276,7 @@ def main(argv=None) -> int:
             phases=phases,
             crypto_only_rows_per_s=crypto,
         )
-        print(f"1 worker (in process): {one:,.0f} rows/s ({elapsed:.2f} s)")
+        print(f"1 worker (in process, median of {args.runs}): {one:,.0f} rows/s ({elapsed:.2f} s)")
         for name, sec in phases.items():
             print(f"  {name:<7} {sec:7.3f} s  {100 * sec / elapsed:5.1f}%")
         kernel = rows / crypto
@@ -262,15 +299,16 @@ def main(argv=None) -> int:
             print(f"{k} worker process(es): {total:,.0f} rows/s total, {total / k:,.0f} per worker "
                   f"({wall:.2f} s; batches per worker {[x['batches'] for x in results]})")  # fmt: skip
         report["parallel"] = parallel
-        ok = one >= TARGET
+        report["target_met"] = ok = one >= TARGET
         print(
-            f"{'PASS' if ok else 'FAIL'}  >= {TARGET:,} rows/s per worker (one worker: {one:,.0f})"
+            f"target >= {TARGET:,} rows/s with one worker: {'met' if ok else 'NOT met'} "
+            f"({one:,.0f}; a report, not a failure)"
         )
         if args.json:
             with open(args.json, "w") as fh:
                 json.dump(report, fh, indent=1)
         t.drop(engine, checkfirst=True)
-        return 0 if ok else 1
+        return 0
     finally:
         engine.dispose()
         if server is not None:

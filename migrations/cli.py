@@ -26,13 +26,17 @@ import os
 import sys
 from contextlib import contextmanager
 
-__all__ = ["add_commands", "add_keys_commands"]
+__all__ = ["add_commands", "add_db_commands", "add_keys_commands"]
 
 DB_ENV = "SEALSTORE_DATABASE_URL"
 
 
 class UsageError(Exception):
     """Bad arguments discovered after parsing (exit status 2)."""
+
+
+class RuntimeFailure(Exception):
+    """The arguments are fine but the environment is not (exit status 1)."""
 
 
 # ---- shared helpers ------------------------------------------------------------------------------
@@ -64,12 +68,17 @@ def _load_models(spec: str):
             0, os.getcwd()
         )  # like alembic: models of the project in this directory
     module_name, _, attr = spec.partition(":")
+    module, failure = None, None
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise UsageError(
-            f"--models {spec}: cannot import {module_name} ({exc})"
-        ) from None
+        failure = f"cannot import {module_name} ({exc})"
+    except SyntaxError as exc:
+        failure = f"{module_name} has a syntax error ({exc.filename}, line {exc.lineno}: {exc.msg})"
+    except Exception as exc:  # noqa: BLE001 - the user's module raised: name it, no traceback
+        failure = f"importing {module_name} raised {type(exc).__name__}: {exc}"
+    if failure is not None:
+        raise UsageError(f"--models {spec}: {failure}")
     if attr:
         try:
             return getattr(module, attr)
@@ -115,9 +124,88 @@ def _specs(args, engine, keyring_name: str):
             "name the columns: --models MODULE[:ATTR] or --column TABLE.COLUMN"
         )
     if args.table:
+        tables = sorted({s.table for s in columns} | {s.table for s in indexes})
         columns = [s for s in columns if s.table == args.table]
         indexes = [s for s in indexes if s.table == args.table]
+        if not columns and not indexes:
+            raise UsageError(
+                f"--table {args.table}: no encrypted column or blind index in that table "
+                f"(tables with some: {', '.join(tables) or 'none'})"
+            )
     return columns, indexes
+
+
+def _engine(url: str, *, must_exist: bool = True):
+    """An Engine on ``url`` that keeps parameters out of its errors; a bad URL, an unknown
+    dialect or a missing driver is a UsageError, an unreachable database a RuntimeFailure."""
+    from sqlalchemy import create_engine
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+
+    try:
+        parsed = make_url(url)
+    except ArgumentError:
+        raise UsageError(
+            "--db: not a database URL; expected dialect[+driver]://user:password@host/database "
+            "(e.g. postgresql+psycopg://app@localhost/app, sqlite:///app.db)"
+        ) from None
+    if must_exist and parsed.get_backend_name() == "sqlite":
+        path = parsed.database
+        if path and path != ":memory:" and not path.startswith("file:") and not os.path.exists(path):
+            raise RuntimeFailure(f"--db: no SQLite database at {path}")
+    failure = None
+    try:
+        return create_engine(parsed, hide_parameters=True)
+    except NoSuchModuleError:
+        failure = UsageError(
+            f"--db: unknown database dialect or driver {parsed.drivername!r} "
+            "(postgresql+psycopg, mysql+pymysql, sqlite, ...)"
+        )
+    except ImportError as exc:
+        failure = RuntimeFailure(
+            f"--db: the driver for {parsed.drivername!r} is not installed "
+            f"({type(exc).__name__}: {exc}); install that driver, or name an installed one "
+            "(postgresql+psycopg, mysql+pymysql, ...)"
+        )
+    raise failure
+
+
+def _connect_check(engine) -> None:
+    """Connect once, without retrying: a wrong host, port, database or password is reported
+    at once rather than retried for the whole budget."""
+    from sealstore.migrations.transient import describe, first_line
+    from sqlalchemy.exc import SQLAlchemyError
+
+    failure = None
+    try:
+        with engine.connect():
+            pass
+    except SQLAlchemyError as exc:
+        where = engine.url.render_as_string(hide_password=True)
+        failure = RuntimeFailure(
+            f"cannot connect to {where}: {describe(exc)}: {first_line(exc)}; check the host, "
+            "port, database name and credentials in --db"
+        )
+    if failure is not None:
+        engine.dispose()
+        raise failure
+
+
+def _check_tables(engine, columns, indexes) -> None:
+    from sqlalchemy import inspect
+
+    with engine.connect() as conn:
+        insp = inspect(conn)
+        names = {(getattr(s, "schema", None), s.table) for s in [*columns, *indexes]}
+        missing = sorted(
+            f"{schema}.{table}" if schema else table
+            for schema, table in names if not insp.has_table(table, schema=schema)
+        )  # fmt: skip
+    if missing:
+        raise RuntimeFailure(
+            f"the database has no table {', '.join(missing)}: create the application's "
+            "tables first (alembic upgrade head, or metadata.create_all)"
+        )
 
 
 @contextmanager
@@ -127,12 +215,15 @@ def _setup(args):
     from sealstore.keyring import forget_keyring, use_keyring
     from sqlalchemy import create_engine
 
+    _check_batch_size(args)
     cfg = _config(args)
-    engine = create_engine(_db_url(args, cfg))
+    engine = _engine(_db_url(args, cfg))
     keyring = use_keyring(cfg.load_keyring(), args.keyring)
     extra: list = []
     try:
+        _connect_check(engine)
         columns, indexes = _specs(args, engine, args.keyring)
+        _check_tables(engine, columns, indexes)
         columns = [s for s in columns if s.keyring == args.keyring]
         yield _Setup(keyring, engine, columns, indexes, extra)
     finally:
@@ -175,12 +266,34 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
+def _check_batch_size(args) -> None:
+    if getattr(args, "batch_size", 1) < 1:
+        raise UsageError(f"--batch-size must be at least 1, not {args.batch_size}")
+    if getattr(args, "retry_budget", 0) < 0:
+        raise UsageError(f"--retry-budget must be >= 0 seconds, not {args.retry_budget:g}")
+
+
+def _retry(args):
+    from sealstore.migrations.transient import RetryPolicy
+
+    return RetryPolicy(budget=args.retry_budget)
+
+
 def _guard(fn):
+    """Usage errors exit 2; environment and database failures exit 1; one line each."""
+
     def wrapper(args) -> int:
+        from sealstore.migrations.transient import describe, safe_text
+        from sqlalchemy.exc import SQLAlchemyError
+
         try:
             return fn(args)
         except UsageError as exc:
             return _fail(str(exc), 2)
+        except RuntimeFailure as exc:
+            return _fail(str(exc), 1)
+        except SQLAlchemyError as exc:  # no parameters, no text that may quote a value
+            return _fail(f"database error: {describe(exc)}{safe_text(exc)}", 1)
 
     wrapper.__name__ = fn.__name__
     wrapper.__doc__ = fn.__doc__
@@ -242,7 +355,7 @@ def cmd_rotate(args) -> int:
             raise UsageError(f"no encrypted column uses keyring {args.keyring!r}")
         results = rotate(
             env.engine, env.columns, batch_size=args.batch_size, dry_run=args.dry_run,
-            progress=_progress(args),
+            progress=_progress(args), retry=_retry(args),
         )  # fmt: skip
     return _report_workers(args, results, "re-seal", "re-sealed")
 
@@ -260,7 +373,7 @@ def cmd_reindex(args) -> int:
             env.register(load_config(args.index_config).load_keyring(), name)
         results = reindex(
             env.engine, env.indexes, batch_size=args.batch_size, dry_run=args.dry_run,
-            progress=_progress(args),
+            progress=_progress(args), retry=_retry(args),
         )  # fmt: skip
     return _report_workers(args, results, "re-index", "re-indexed")
 
@@ -270,6 +383,7 @@ def cmd_status(args) -> int:
     """Rows per key id for each column (SQL only, nothing decrypted), NULLs, running jobs."""
     from datetime import datetime, timezone
 
+    from sealstore.migrations.jobs import LEASE_SECONDS, is_dead
     from sealstore.migrations.keystatus import status
 
     with _setup(args) as env:
@@ -287,6 +401,7 @@ def cmd_status(args) -> int:
                 "job_id": j.job_id, "kind": j.kind, "column": f"{j.table_name}.{j.column_name}",
                 "target_key_id": f"{j.target_key_id:08x}", "done": j.done, "total_estimate": j.total_estimate,
                 "heartbeat_at": j.heartbeat_at.isoformat() if j.heartbeat_at else None, "worker": j.worker,
+                "dead": is_dead(j),
             } for j in report.jobs],
         }, indent=2))  # fmt: skip
         return 0
@@ -315,9 +430,13 @@ def cmd_status(args) -> int:
                 else j.heartbeat_at.replace(tzinfo=timezone.utc)
             )
             beat = f"{int((now - hb).total_seconds())}s ago by {j.worker}"
+        dead = (
+            f" -- DEAD (no heartbeat for over {LEASE_SECONDS:g}s; the next run takes it over)"
+            if is_dead(j, at=now) else ""
+        )  # fmt: skip
         print(
             f"job {j.job_id}: {j.kind} {j.table_name}.{j.column_name} to {j.target_key_id:08x}: "
-            f"{j.done}{total} done, heartbeat {beat}"
+            f"{j.done}{total} done, heartbeat {beat}{dead}"
         )
     if not report.jobs:
         print("no running jobs")
@@ -355,12 +474,31 @@ def cmd_verify(args) -> int:
 @_guard
 def cmd_retire(args) -> int:
     """Retire a key once nothing references it (``--force``: retire anyway, saying what breaks)."""
+    return _retire_or_destroy(args, "retire")
+
+
+@_guard
+def cmd_destroy(args) -> int:
+    """Destroy a key (its material is gone for good) once nothing references it; the same
+    checks and ``--force`` as ``keys retire``."""
+    return _retire_or_destroy(args, "destroy")
+
+
+_DONE = {"retire": "retired", "destroy": "destroyed"}
+_DOING = {"retire": "retiring", "destroy": "destroying"}
+_AFTER = {
+    "retire": "they will fail to open (KeyNotUsable: retired) until the key is reactivated, "
+    "and never again once it is destroyed",
+    "destroy": "they will never open again (KeyNotUsable: destroyed); nothing can bring them back",
+}
+
+
+def _retire_or_destroy(args, action: str) -> int:
     from sealstore.migrations.retire import (
         describe,
         find_references,
         registered_s3_prefixes,
     )
-    from sqlalchemy import create_engine
 
     try:
         key_id = int(args.key_id, 16)
@@ -370,9 +508,12 @@ def cmd_retire(args) -> int:
         ) from None
     cfg = _config(args)
     try:
-        engine = create_engine(_db_url(args, cfg))
+        url = _db_url(args, cfg)
     except UsageError:
         engine = None
+    else:
+        engine = _engine(url)
+        _connect_check(engine)
     specs = []
     if args.models or args.column:
         if engine is None:
@@ -411,7 +552,7 @@ def cmd_retire(args) -> int:
         )
         if refs and not args.force:
             print(
-                f"sealstore: refusing to retire key {key.id_hex}: {sum(r.count for r in refs)} values "
+                f"sealstore: refusing to {action} key {key.id_hex}: {sum(r.count for r in refs)} values "
                 f"still use it ({describe(refs)}); run `sealstore rotate` (and `sealstore s3 rotate`) "
                 "first, or pass --force",
                 file=sys.stderr,
@@ -419,26 +560,42 @@ def cmd_retire(args) -> int:
             return 1
         if refs:
             print(
-                f"--force: retiring key {key.id_hex} while {sum(r.count for r in refs)} values still use "
-                f"it ({describe(refs)}): they will fail to open (KeyNotUsable: retired) until the key "
-                "is reactivated, and never again once it is destroyed",
+                f"--force: {_DOING[action]} key {key.id_hex} while {sum(r.count for r in refs)} values "
+                f"still use it ({describe(refs)}): {_AFTER[action]}",
                 file=sys.stderr,
             )
         elif not checked:
             print(
-                f"--force: retiring key {key.id_hex} without checking any column or S3 prefix",
+                f"--force: {_DOING[action]} key {key.id_hex} without checking any column or S3 prefix",
                 file=sys.stderr,
             )
-        keyring.retire(key_id)
+        getattr(keyring, action)(key_id)
         source.save(keyring)
     finally:
         keyring.close()
         if engine is not None:
             engine.dispose()
     if refs:
-        print(f"key {key.id_hex} retired (forced)")
+        print(f"key {key.id_hex} {_DONE[action]} (forced)")
     else:
-        print(f"key {key.id_hex} retired; checked {', '.join(checked) or 'nothing'}")
+        print(f"key {key.id_hex} {_DONE[action]}; checked {', '.join(checked) or 'nothing'}")
+    return 0
+
+
+@_guard
+def cmd_db_init(args) -> int:
+    """Create sealstore's tables (jobs, batches, S3 prefixes, key registry) where missing."""
+    from sealstore.migrations.schema import create_tables
+    from sealstore.migrations.transient import RetryPolicy, scrubbed
+
+    cfg = _config(args)
+    engine = _engine(_db_url(args, cfg), must_exist=False)
+    try:
+        _connect_check(engine)
+        scrubbed("db init", RetryPolicy().call, lambda: create_tables(engine), "db init")
+    finally:
+        engine.dispose()
+    print(f"sealstore tables ready in {engine.url.render_as_string(hide_password=True)}")
     return 0
 
 
@@ -477,6 +634,8 @@ def _columns_args(p, *, progress: bool = True, json_output: bool = True) -> None
             metavar="N",
             help="rows per batch and transaction (default 2000)",
         )
+        p.add_argument("--retry-budget", type=float, default=60.0, metavar="SECONDS",
+                       help="how long to retry deadlocks and lost connections (default 60)")  # fmt: skip
         p.add_argument("--progress", choices=("auto", "bar", "log", "none"), default="auto",
                        help="progress bar on a terminal, log lines otherwise (default auto)")  # fmt: skip
 
@@ -522,11 +681,26 @@ def add_commands(commands) -> None:
     p.set_defaults(func=cmd_verify)
 
 
-def add_keys_commands(keys) -> None:
-    """Add ``keys retire`` to the ``keys`` sub-commands."""
-    p = keys.add_parser(
-        "retire", help="retire a key once no value uses it (--force: anyway)"
+def add_db_commands(commands) -> None:
+    """Add ``db init``."""
+    db = commands.add_parser("db", help="sealstore's own tables").add_subparsers(
+        dest="db_command", required=True, metavar="ACTION"
     )
+    p = db.add_parser("init", help="create sealstore's tables (for applications without Alembic)")
+    p.add_argument("--db", metavar="URL", help=f"SQLAlchemy database URL (default ${DB_ENV})")
+    p.set_defaults(func=cmd_db_init)
+
+
+def add_keys_commands(keys) -> None:
+    """Add ``keys retire`` and ``keys destroy`` to the ``keys`` sub-commands."""
+    for action, func, what in (
+        ("retire", cmd_retire, "retire a key once no value uses it (--force: anyway)"),
+        ("destroy", cmd_destroy, "destroy a key for good once no value uses it (--force: anyway)"),
+    ):
+        _retire_parser(keys.add_parser(action, help=what), func)
+
+
+def _retire_parser(p, func) -> None:
     p.add_argument(
         "key_id", metavar="KEY_ID", help="8 hex digits (sealstore keys list)"
     )
@@ -540,6 +714,6 @@ def add_keys_commands(keys) -> None:
     p.add_argument("--endpoint-url", help="S3-compatible endpoint (default: AWS)")
     p.add_argument("--region", help="S3 region (default: boto3's)")
     p.add_argument(
-        "--force", action="store_true", help="retire even if values still use the key"
+        "--force", action="store_true", help="go ahead even if values still use the key"
     )
-    p.set_defaults(func=cmd_retire)
+    p.set_defaults(func=func)

@@ -47,6 +47,7 @@ __all__ = [
     "finish_batch",
     "finish_job",
     "get_job",
+    "is_dead",
     "running_jobs",
     "start_job",
     "take_pending",
@@ -311,6 +312,25 @@ def finish_job(
         .where(jobs_t.c.job_id == job.job_id, jobs_t.c.status == RUNNING)
         .values(**values)
     )
+
+
+#: A running job whose last heartbeat is older than this has no live worker: longer than a
+#: batch can take, and than the retry budget a worker may spend waiting for the database.
+LEASE_SECONDS = 120.0
+
+
+def is_dead(job: Job, *, at: datetime | None = None, lease: float = LEASE_SECONDS) -> bool:
+    """Whether a running job's last sign of life (heartbeat, else start) is older than
+    ``lease`` seconds.  The next ``rotate``/``reindex`` joins it and carries on (a dead
+    worker's batch is pending again once its connection is gone)."""
+    if job.status != RUNNING:
+        return False
+    last = job.heartbeat_at or job.started_at
+    if last is None:
+        return True
+    if last.tzinfo is None:  # SQLite returns naive datetimes: they were written in UTC
+        last = last.replace(tzinfo=timezone.utc)
+    return ((at or now()) - last).total_seconds() > lease
 
 
 def running_jobs(conn: Connection) -> list[Job]:

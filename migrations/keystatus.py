@@ -19,6 +19,7 @@ from . import jobs
 from .rotation import key_id_bytes, key_id_sql
 from .schema import JOBS_TABLE
 from .spec import ColumnSpec, IndexSpec
+from .transient import scrubbed
 
 __all__ = [
     "ColumnStatus",
@@ -100,6 +101,10 @@ def column_status(conn: Connection, spec: ColumnSpec | IndexSpec) -> ColumnStatu
 def status(engine: Engine, columns=(), indexes=()) -> StatusReport:
     """Per-column key-id counts for ``columns`` (ColumnSpecs) and ``indexes`` (IndexSpecs),
     and the running jobs (when the job table exists)."""
+    return scrubbed("status", _status, engine, columns, indexes)
+
+
+def _status(engine: Engine, columns, indexes) -> StatusReport:
     report = StatusReport()
     with engine.connect() as conn:
         for spec in [*columns, *indexes]:

@@ -13,11 +13,15 @@
 How: a shadow column ``_ss_<column>`` is added, filled in primary-key order in batches
 (keyset pagination; each value sealed with the context the encrypted type will open it with,
 i.e. bound to the *final* ``table.column``), then the plaintext column is dropped and the
-shadow renamed (``batch_alter_table``, so SQLite works too).  With ``commit_batches=True``
-(the default, online migrations only) every batch is committed on its own, so a migration that
-is interrupted resumes where it stopped when it runs again: the shadow column and the values
-already in it are kept.  Application writes to the column during the backfill are not
-carried over: run it with writes to that column stopped (see docs/ROTATION.md).
+shadow renamed (``batch_alter_table``, so SQLite works too).  Safe beside live writers (see
+:mod:`sealstore.migrations.inplace`): a trigger clears the shadow value of every row the
+application writes meanwhile, each batch guards on the value it read, the backfill repeats
+until a pass finds nothing, and the last pass, dropping the triggers and the swap run under a
+lock that blocks writers.  After ``encrypt_column`` a CHECK on the sealed-value header refuses
+plaintext (PostgreSQL, MySQL/MariaDB).  With ``commit_batches=True`` (the default, online
+migrations only) every batch is committed on its own, so a migration that is interrupted
+resumes where it stopped when it runs again: the shadow column and the values already in it
+are kept.
 
 Autogenerate: pass :data:`rewriter` as ``process_revision_directives`` in ``env.py`` and a
 change from ``String`` to an encrypted type is written as ``op.encrypt_column`` (and the
@@ -27,6 +31,7 @@ downgrade as ``op.decrypt_column``) instead of an ``alter_column`` that would fa
 from __future__ import annotations
 
 import logging
+import time
 
 from alembic.autogenerate import renderers
 from alembic.autogenerate import rewriter as _rewriter
@@ -41,12 +46,16 @@ from sqlalchemy import (
     bindparam,
     func,
     inspect,
+    cast,
     select,
+    text,
     update,
 )
 
 from ..errors import ColumnBindingError
 from .cursor import after
+from . import inplace
+from .transient import RetryPolicy, scrubbed
 
 __all__ = ["DecryptColumnOp", "EncryptColumnOp", "rewriter", "shadow_name"]
 
@@ -55,6 +64,7 @@ log = logging.getLogger("sealstore.migrations")
 DEFAULT_BATCH_SIZE = 1000
 _PREFIX = "_ss_"
 _MAX_NAME = 63  # PostgreSQL's identifier limit, the smallest of the common databases
+_PASSES = 5  # backfill passes before the final one (each catches the rows written meanwhile)
 
 
 def shadow_name(column: str) -> str:
@@ -83,7 +93,13 @@ class _ColumnConversionOp(MigrateOperation):
         schema: str | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE,
         commit_batches: bool = True,
+        progress=None,
+        retry=None,
     ) -> None:
+        if batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+        self.progress = progress  # .update(values converted), for the CLI
+        self.retry = retry  # RetryPolicy of each committed batch (default 60 s)
         self.table_name = table_name
         self.column_name = column_name
         self.type_ = _encrypted(type_)
@@ -96,6 +112,7 @@ class _ColumnConversionOp(MigrateOperation):
         return cls(
             self.table_name, self.column_name, self.type_, plain_type=self.plain_type,
             schema=self.schema, batch_size=self.batch_size, commit_batches=self.commit_batches,
+            progress=self.progress, retry=self.retry,
         )  # fmt: skip
 
 
@@ -147,15 +164,23 @@ def _can_autocommit(ctx) -> bool:
 class _Converter:
     """Shared steps of both operations: shadow column, batched backfill, swap."""
 
-    def __init__(self, operations, op, *, shadow_type, read_type, write) -> None:
+    def __init__(self, operations, op, *, shadow_type, read_type, write, sealing) -> None:
         self.operations = operations
         self.op = op
+        self.sealing = sealing  # encrypting: add the header CHECK after the swap
+        self.retry = op.retry or RetryPolicy()
+        self.what = f"{type(op).__name__} {op.table_name}.{op.column_name} batch"
         self.shadow = shadow_name(op.column_name)
         self.shadow_type = shadow_type
         self.read_type = read_type
         self.write = write  # (bound type, rows [(pk, value)]) -> [new values]
 
     def run(self) -> None:
+        """Convert, with database errors scrubbed of their parameters (plaintext values)."""
+        op = self.op
+        scrubbed(f"{type(op).__name__} {op.table_name}.{op.column_name}", self._run)
+
+    def _run(self) -> None:
         operations, op = self.operations, self.op
         ctx = operations.get_context()
         if ctx.as_sql:
@@ -197,79 +222,125 @@ class _Converter:
             Column(shadow, _raw(self.shadow_type)),
             schema=op.schema,
         )
+        nullable = original.get("nullable", True)
         if op.commit_batches and _can_autocommit(ctx):
             with ctx.autocommit_block():
-                self._backfill(operations.get_bind(), table, pk, per_batch_commit=True)
+                live = operations.get_bind()
+                inplace.create_tracking(live, op.table_name, op.schema, name, shadow, pk)
+                self._backfill(live, table, pk, per_batch_commit=True)
         else:
+            inplace.create_tracking(conn, op.table_name, op.schema, name, shadow, pk)
             self._backfill(conn, table, pk, per_batch_commit=False)
-        self._swap(original.get("nullable", True))
+        self._final(operations.get_bind(), table, pk, nullable)
 
     def _backfill(self, conn, table, pk_names, *, per_batch_commit: bool) -> None:
+        """Passes over the rows without a converted value, until one finds none (or
+        ``_PASSES`` passes: the final pass, under the lock, converts what is left)."""
+        op, total = self.op, 0
+        for _ in range(_PASSES):
+            n = self._pass(conn, table, pk_names, per_batch_commit=per_batch_commit)
+            total += n
+            if not n:
+                break
+        log.info(
+            "%s %s.%s: %d values converted before the final pass",
+            type(op).__name__, op.table_name, op.column_name, total,
+        )  # fmt: skip
+
+    def _statement(self, conn, table, pk_cols):
+        """UPDATE shadow WHERE pk = :k AND shadow IS NULL AND column = the value read."""
+        col, shadow = table.c[self.op.column_name], table.c[self.shadow]
+        old = bindparam("o", type_=col.type)
+        if conn.dialect.name in ("mysql", "mariadb"):  # exact: collations ignore case
+            same = cast(col, LargeBinary) == cast(old, LargeBinary)
+        else:
+            same = col == old
+        return (
+            update(table)
+            .where(
+                *[c == bindparam(f"k{i}", type_=c.type) for i, c in enumerate(pk_cols)],
+                shadow.is_(None),
+                same,
+            )
+            .values({shadow: bindparam("v", type_=shadow.type)})
+        )
+
+    def _pass(self, conn, table, pk_names, *, per_batch_commit: bool) -> int:
+        """One pass in primary-key order; returns the values converted."""
         op = self.op
         pk_cols = [table.c[n] for n in pk_names]
         col, shadow = table.c[op.column_name], table.c[self.shadow]
         bound = op.type_.bound_to(op.table_name, op.column_name)
-        key = {f"k{i}": c for i, c in enumerate(pk_cols)}
-        stmt = (
-            update(table)
-            .where(
-                *[c == bindparam(k, type_=c.type) for k, c in key.items()],
-                shadow.is_(None),
-            )
-            .values({shadow: bindparam("v", type_=shadow.type)})
-        )
-        cursor, done = None, 0
-        while True:
+        stmt = self._statement(conn, table, pk_cols)
+        n = len(pk_cols)
+        state = {"cursor": None, "done": 0}
+
+        def batch():
             cond = [col.is_not(None), shadow.is_(None)]
-            if cursor is not None:
-                cond.append(after(pk_cols, cursor))
-            q = (
-                select(*pk_cols, col)
-                .where(and_(*cond))
-                .order_by(*pk_cols)
-                .limit(op.batch_size)
-            )
+            if state["cursor"] is not None:
+                cond.append(after(pk_cols, state["cursor"]))
+            q = select(*pk_cols, col).where(and_(*cond)).order_by(*pk_cols).limit(op.batch_size)
+            rows = conn.execute(q).all()
+            if rows:
+                items = [(tuple(r[:n]), r[n]) for r in rows]
+                news = self.write(bound, items)
+                params = []
+                for (pkv, old), new in zip(items, news):
+                    p = {f"k{i}": v for i, v in enumerate(pkv)}
+                    p["o"], p["v"] = old, new
+                    params.append(p)
+                conn.execute(stmt, params)
+            return rows
+
+        while True:
+            t0 = time.perf_counter()
             if per_batch_commit:
-                conn.exec_driver_sql("BEGIN")
-            try:
-                rows = conn.execute(q).all()
-                if rows:
-                    n = len(pk_cols)
-                    items = [(tuple(r[:n]), r[n]) for r in rows]
-                    news = self.write(bound, items)
-                    params = []
-                    for (pkv, _), new in zip(items, news):
-                        p = {f"k{i}": v for i, v in enumerate(pkv)}
-                        p["v"] = new
-                        params.append(p)
-                    conn.execute(stmt, params)
-                if per_batch_commit:
-                    conn.exec_driver_sql("COMMIT")
-            except BaseException:
-                if per_batch_commit:
-                    conn.exec_driver_sql("ROLLBACK")
-                raise
+                rows = self.retry.call(lambda: _committed(conn, batch), self.what)
+                if conn.dialect.name == "sqlite":  # let waiting writers in
+                    time.sleep(min(1.0, time.perf_counter() - t0))
+            else:
+                rows = batch()
             if not rows:
-                break
-            done += len(rows)
-            cursor = tuple(rows[-1][: len(pk_cols)])
-        left = conn.execute(
-            select(func.count())
-            .select_from(table)
-            .where(col.is_not(None), shadow.is_(None))
-        ).scalar_one()
-        if left:
-            raise RuntimeError(
-                f"{left} rows of {op.table_name}.{op.column_name} were written during the "
-                "conversion and have no converted value; run the migration again"
-            )
-        log.info(
-            "%s %s.%s: %d values converted",
-            type(op).__name__,
-            op.table_name,
-            op.column_name,
-            done,
-        )
+                return state["done"]
+            state["done"] += len(rows)
+            state["cursor"] = tuple(rows[-1][:n])
+            if op.progress is not None:
+                op.progress.update(state["done"])
+
+    def _final(self, conn, table, pk_names, nullable) -> None:
+        """Under a lock that blocks writers: convert what is left, drop the triggers, swap the
+        columns (and, encrypting, add the header CHECK)."""
+        op = self.op
+        col, shadow = table.c[op.column_name], table.c[self.shadow]
+        inplace.lock_writers(conn, op.table_name, op.schema, self.shadow)
+        try:
+            self._pass(conn, table, pk_names, per_batch_commit=False)
+            left = conn.execute(
+                select(func.count()).select_from(table).where(col.is_not(None), shadow.is_(None))
+            ).scalar_one()
+            if left:  # writers are blocked: this would be a bug, never a lost write
+                raise RuntimeError(
+                    f"{left} rows of {op.table_name}.{op.column_name} have no converted value "
+                    "under the lock; nothing was dropped: run the migration again"
+                )
+            inplace.drop_tracking(conn, op.table_name, op.schema, op.column_name)
+            self._drop_header_check(conn)
+            self._swap(nullable)
+            check = inplace.header_check_sql(conn, op.column_name)
+            if self.sealing and check is not None:
+                self.operations.create_check_constraint(
+                    inplace.check_name(op.table_name, op.column_name), op.table_name,
+                    text(check), schema=op.schema,
+                )  # fmt: skip
+        finally:
+            inplace.unlock_writers(conn)
+
+    def _drop_header_check(self, conn) -> None:
+        op = self.op
+        name = inplace.check_name(op.table_name, op.column_name)
+        checks = inspect(conn).get_check_constraints(op.table_name, schema=op.schema)
+        if any(c.get("name") == name for c in checks):
+            self.operations.drop_constraint(name, op.table_name, type_="check", schema=op.schema)
 
     def _swap(self, nullable) -> None:
         op = self.op
@@ -285,6 +356,19 @@ class _Converter:
                 existing_type=_raw(self.shadow_type),
                 **kw,
             )
+
+
+def _committed(conn, fn):
+    """``fn()`` in its own transaction on an autocommit connection (SQLite: BEGIN IMMEDIATE,
+    so the batch waits for the write lock before reading instead of failing to upgrade)."""
+    conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.dialect.name == "sqlite" else "BEGIN")
+    try:
+        out = fn()
+        conn.exec_driver_sql("COMMIT")
+    except BaseException:
+        conn.exec_driver_sql("ROLLBACK")
+        raise
+    return out
 
 
 def _raw(type_):
@@ -321,7 +405,8 @@ def _open_rows(bound, items):
 @Operations.implementation_for(EncryptColumnOp)
 def _encrypt_column(operations, op: EncryptColumnOp) -> None:
     _Converter(
-        operations, op, shadow_type=op.type_, read_type=op.plain_type, write=_seal_rows
+        operations, op, shadow_type=op.type_, read_type=op.plain_type, write=_seal_rows,
+        sealing=True,
     ).run()
 
 
@@ -333,6 +418,7 @@ def _decrypt_column(operations, op: DecryptColumnOp) -> None:
         shadow_type=op.plain_type,
         read_type=LargeBinary(),
         write=_open_rows,
+        sealing=False,
     ).run()
 
 

@@ -161,10 +161,13 @@ def reindex(
     worker_id: str | None = None,
     progress=None,
     on_event=None,
+    retry=None,
+    sqlite_yield: float = 1.0,
 ) -> list[WorkerResult]:
     """Recompute every blind index of ``indexes`` (IndexSpecs or models) that is not under the
     index keyring's primary key.  Same contract as :func:`~sealstore.migrations.rotation.rotate`."""
     return worker.run_each(
         engine, [ReindexTask(spec) for spec in as_index_specs(indexes)], dry_run=dry_run,
         batch_size=batch_size, worker_id=worker_id, progress=progress, on_event=on_event,
+        retry=retry, sqlite_yield=sqlite_yield,
     )  # fmt: skip

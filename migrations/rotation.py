@@ -211,6 +211,8 @@ def rotate(
     worker_id: str | None = None,
     progress=None,
     on_event=None,
+    retry=None,
+    sqlite_yield: float = 1.0,
     profile: dict | None = None,
 ) -> list[WorkerResult]:
     """Re-seal every value of ``columns`` that is not under its keyring's primary key.
@@ -220,10 +222,13 @@ def rotate(
     Needs the sealstore tables (``alembic upgrade sealstore@head`` or
     :func:`~sealstore.migrations.schema.create_tables`).  Run the same call in several
     processes to share the work on PostgreSQL.  ``dry_run`` only counts, per key id, the
-    values a run would rewrite.  Returns one :class:`WorkerResult` per column.
+    values a run would rewrite.  ``retry`` (a :class:`~sealstore.migrations.transient.RetryPolicy`)
+    bounds the retries of transient database errors, 60 s by default; ``sqlite_yield``: see
+    :func:`~sealstore.migrations.worker.run`.  Returns one :class:`WorkerResult` per column.
     """
     return worker.run_each(
         engine, [ResealTask(spec) for spec in as_column_specs(columns)], dry_run=dry_run,
         batch_size=batch_size, worker_id=worker_id, progress=progress, on_event=on_event,
+        retry=retry, sqlite_yield=sqlite_yield,
         profile=profile,
     )  # fmt: skip

@@ -17,6 +17,7 @@ from ..format import KEY_ID_OFFSET, KEY_ID_SIZE
 from .cursor import after
 from .rotation import as_column_specs
 from .spec import ColumnSpec
+from .transient import scrubbed
 
 __all__ = ["Failure", "VerifyResult", "verify"]
 
@@ -126,6 +127,7 @@ def verify(
     retired keys, so a clean verify also proves nothing needs a retired key any more.
     """
     return [
-        _verify_column(engine, spec, batch_size, progress, max_failures)
+        scrubbed(f"verify {spec.name}", _verify_column, engine, spec, batch_size, progress,
+                 max_failures)  # fmt: skip
         for spec in as_column_specs(columns)
     ]

@@ -19,18 +19,17 @@ from dataclasses import dataclass, field
 
 from sqlalchemy import inspect
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import DBAPIError, OperationalError
 
 from ..errors import MigrationRequired
 from . import jobs
 from .schema import BATCHES_TABLE, DONE, JOBS_TABLE, SUPERSEDED
+from .transient import RetryPolicy, scrubbed
 
 __all__ = ["WorkerResult", "default_worker_id", "run"]
 
 log = logging.getLogger("sealstore.migrations")
 
 Event = Callable[..., None]
-_RETRIES = 8
 
 
 def default_worker_id() -> str:
@@ -81,20 +80,15 @@ class WorkerResult:
             self.failures.extend(stats.failures[:room])
 
 
-def _retrying(fn, what: str):
-    """Run ``fn`` (one transaction) again after a lock timeout, deadlock or lost connection."""
-    for attempt in range(_RETRIES):
-        try:
-            return fn()
-        except (OperationalError, DBAPIError) as exc:
-            transient = isinstance(exc, OperationalError) or exc.connection_invalidated
-            if not transient or attempt == _RETRIES - 1:
-                raise
-            delay = min(2.0, 0.05 * 2**attempt)
-            log.warning(
-                "%s: %s; retrying in %.2fs", what, type(exc.orig).__name__, delay
+def _check_tables(engine: Engine) -> None:
+    with engine.connect() as conn:
+        insp = inspect(conn)
+        if not (insp.has_table(JOBS_TABLE) and insp.has_table(BATCHES_TABLE)):
+            raise MigrationRequired(
+                f"the job tables {JOBS_TABLE}/{BATCHES_TABLE} do not exist: run "
+                "`alembic upgrade sealstore@head` (or `sealstore db init`, or "
+                "sealstore.migrations.create_tables)"
             )
-            time.sleep(delay)
 
 
 def run(
@@ -107,6 +101,8 @@ def run(
     on_event: Event | None = None,
     poll_interval: float = 0.2,
     profile: dict | None = None,
+    retry: RetryPolicy | None = None,
+    sqlite_yield: float = 1.0,
 ) -> WorkerResult:
     """Run one worker on ``task`` until its job is done (or superseded).
 
@@ -114,45 +110,85 @@ def run(
     (see :mod:`sealstore.migrations.progress`).  ``on_event(name, **info)`` is called at each
     step (``joined``, ``claimed``, ``taken``, ``rewritten``, ``committed``, ``finished``):
     hooks for tests and monitoring.  ``profile``: a dict that collects seconds per phase.
+    ``retry``: how long transient errors (deadlocks, lost connections...) are retried, in
+    every phase (default :class:`RetryPolicy()`, 60 s).  ``sqlite_yield``: on SQLite, after
+    each commit the worker sleeps this many times as long as it held the write lock, so
+    waiting writers get it (0 turns that off).  Database errors of sealstore's statements
+    come out as :class:`~sealstore.errors.DatabaseOperationFailed`, without parameters.
     """
     if batch_size < 1:
         raise ValueError("batch_size must be >= 1")
-    with engine.connect() as conn:
-        insp = inspect(conn)
-        if not (insp.has_table(JOBS_TABLE) and insp.has_table(BATCHES_TABLE)):
-            raise MigrationRequired(
-                f"the job tables {JOBS_TABLE}/{BATCHES_TABLE} do not exist: run "
-                "`alembic upgrade sealstore@head` (or sealstore.migrations.create_tables)"
-            )
-    worker_id = worker_id or default_worker_id()
-    emit = on_event or (lambda name, **info: None)
-    target = task.target_key_id()
-    job, created = jobs.start_job(
-        engine, task.kind, task.table_name, task.column_name, target, batch_size,
-        estimate=task.count_stale,
-    )  # fmt: skip
-    result = WorkerResult(
-        task.name, job.job_id, target, job.status, total_estimate=job.total_estimate
-    )
-    emit("joined", job=job, created=created)
-    log.info(
-        "%s %s: job %d (%s), target key %08x, about %s values to rewrite",
-        task.kind, task.name, job.job_id, "new" if created else "joined", target,
-        job.total_estimate if job.total_estimate is not None else "?",
-    )  # fmt: skip
-    if progress is not None:
-        progress.start(f"{task.kind} {task.name}", job.total_estimate)
-    clock = time.perf_counter
+    if not sqlite_yield >= 0:
+        raise ValueError("sqlite_yield must be >= 0")
+    w = _Run(engine, task, retry or RetryPolicy(), worker_id or default_worker_id(),
+             on_event or (lambda name, **info: None), profile, poll_interval)  # fmt: skip
+    w.pause = sqlite_yield if engine.dialect.name == "sqlite" else 0.0
+    return scrubbed(f"{task.kind} {task.name}", w.run_all, batch_size, progress)
 
-    def step_pending():
-        with engine.begin() as conn:
+
+class _Run:
+    """One worker's run of one task (see :func:`run`)."""
+
+    def __init__(self, engine, task, retry, worker_id, emit, profile, poll_interval) -> None:
+        self.engine, self.task, self.retry = engine, task, retry
+        self.worker_id, self.emit, self.profile = worker_id, emit, profile
+        self.poll_interval = poll_interval
+        self.pause = 0.0
+        self.job = self.result = None
+        self.target = task.target_key_id()
+
+    def run_all(self, batch_size: int, progress) -> WorkerResult:
+        self.retry.call(lambda: _check_tables(self.engine), f"{self.task.name} start-up checks")
+        self.start(batch_size)
+        if progress is not None:
+            progress.start(f"{self.task.kind} {self.task.name}", self.job.total_estimate)
+        try:
+            self.loop(progress)
+        finally:
+            if progress is not None:
+                progress.finish()
+        return self.finish()
+
+    def _add(self, phase: str, seconds: float) -> None:
+        if self.profile is not None:
+            self.profile[phase] = self.profile.get(phase, 0.0) + seconds
+
+    def start(self, batch_size: int) -> None:
+        task, target = self.task, self.target
+
+        def start_or_join():
+            job, created = jobs.start_job(
+                self.engine, task.kind, task.table_name, task.column_name, target,
+                batch_size, estimate=task.count_stale,
+            )  # fmt: skip
+            if created and job.total_estimate == 0:  # nothing to do: claim no batch
+                with self.engine.begin() as conn:
+                    jobs.finish_job(conn, job, DONE, "nothing to rewrite")
+                    job = jobs.get_job(conn, job.job_id)
+            return job, created
+
+        self.job, created = self.retry.call(start_or_join, f"{task.name} start job")
+        job = self.job
+        self.result = WorkerResult(
+            task.name, job.job_id, target, job.status, total_estimate=job.total_estimate
+        )
+        self.emit("joined", job=job, created=created)
+        log.info(
+            "%s %s: job %d (%s), target key %08x, about %s values to rewrite",
+            task.kind, task.name, job.job_id, "new" if created else "joined", target,
+            job.total_estimate if job.total_estimate is not None else "?",
+        )  # fmt: skip
+
+    def step_pending(self):
+        task, emit, clock = self.task, self.emit, time.perf_counter
+        with self.engine.begin() as conn:
             t0 = clock()
-            batch = jobs.take_pending(conn, job)
+            batch = jobs.take_pending(conn, self.job)
             if batch is None:
                 return None
             emit("taken", batch=batch)
             stats = BatchStats()
-            task.process(conn, batch.lo, batch.hi, stats, emit=emit, profile=profile)
+            task.process(conn, batch.lo, batch.hi, stats, emit=emit, profile=self.profile)
             emit("rewritten", batch=batch, stats=stats)
             message = None
             if stats.failures:
@@ -161,17 +197,18 @@ def run(
                 )
             jobs.finish_batch(
                 conn, batch, resealed=stats.resealed, conflicted=stats.conflicted,
-                failed=stats.failed, worker=worker_id, message=message,
+                failed=stats.failed, worker=self.worker_id, message=message,
             )  # fmt: skip
             t1 = clock()
-        if profile is not None:
-            profile["commit"] = profile.get("commit", 0.0) + clock() - t1
-            profile["batch"] = profile.get("batch", 0.0) + clock() - t0
+        self._add("commit", clock() - t1)
+        self._add("batch", clock() - t0)
+        if self.pause:  # SQLite: let waiting writers take the lock before the next batch
+            time.sleep(min(1.0, self.pause * (clock() - t0)))
         return batch, stats
 
-    def step_claim():
-        with engine.begin() as conn:
-            current, batch = jobs.claim_range(conn, job, task.pk_cols)
+    def step_claim(self):
+        with self.engine.begin() as conn:
+            current, batch = jobs.claim_range(conn, self.job, self.task.pk_cols)
             if batch is None and current.status == jobs.RUNNING:
                 if jobs.count_pending(conn, current):
                     return current, "wait"
@@ -179,50 +216,61 @@ def run(
                 return current, "done"
             return current, batch
 
-    try:
+    def supersede(self) -> None:
+        def close():
+            with self.engine.begin() as conn:
+                jobs.finish_job(
+                    conn, self.job, SUPERSEDED,
+                    f"superseded: the primary key changed from {self.target:08x}",
+                )  # fmt: skip
+
+        self.retry.call(close, f"{self.task.name} supersede")
+        self.result.status = SUPERSEDED
+
+    def loop(self, progress) -> None:
+        result, name = self.result, self.task.name
+        if self.job.status != jobs.RUNNING:
+            return
         while True:
-            if task.target_key_id() != target:
-                with engine.begin() as conn:
-                    jobs.finish_job(
-                        conn, job, SUPERSEDED,
-                        f"superseded: the primary key changed from {target:08x}",
-                    )  # fmt: skip
-                result.status = SUPERSEDED
-                break
-            done = _retrying(step_pending, f"{task.name} batch")
+            if self.task.target_key_id() != self.target:
+                self.supersede()
+                return
+            done = self.retry.call(self.step_pending, f"{name} batch")
             if done is not None:
                 batch, stats = done
                 result.add(stats)
-                emit("committed", batch=batch, stats=stats)
+                self.emit("committed", batch=batch, stats=stats)
                 continue
-            t0 = clock()
-            current, outcome = _retrying(step_claim, f"{task.name} claim")
-            if profile is not None:
-                profile["claim"] = profile.get("claim", 0.0) + clock() - t0
+            t0 = time.perf_counter()
+            current, outcome = self.retry.call(self.step_claim, f"{name} claim")
+            self._add("claim", time.perf_counter() - t0)
             if progress is not None:
                 progress.update(current.done)
             if outcome == "wait":  # the last batches are held by other workers
-                time.sleep(poll_interval)
+                time.sleep(self.poll_interval)
                 continue
             if outcome == "done" or outcome is None:
                 result.status = DONE if outcome == "done" else current.status
-                break
-            emit("claimed", batch=outcome)
-    finally:
-        if progress is not None:
-            progress.finish()
-    with engine.connect() as conn:
-        final = jobs.get_job(conn, job.job_id)
-        result.remaining = task.count_stale(conn)
-    result.status = final.status if result.status == DONE else result.status
-    emit("finished", job=final, result=result)
-    log.info(
-        "%s %s: job %d %s; this worker rewrote %d values in %d batches (%d conflicts, %d failed); "
-        "%d values still not under %08x",
-        task.kind, task.name, job.job_id, result.status, result.resealed, result.batches,
-        result.conflicted, result.failed, result.remaining, target,
-    )  # fmt: skip
-    return result
+                return
+            self.emit("claimed", batch=outcome)
+
+    def finish(self) -> WorkerResult:
+        task, result = self.task, self.result
+
+        def final_counts():
+            with self.engine.connect() as conn:
+                return jobs.get_job(conn, self.job.job_id), task.count_stale(conn)
+
+        final, result.remaining = self.retry.call(final_counts, f"{task.name} final count")
+        result.status = final.status if result.status == DONE else result.status
+        self.emit("finished", job=final, result=result)
+        log.info(
+            "%s %s: job %d %s; this worker rewrote %d values in %d batches (%d conflicts, "
+            "%d failed); %d values still not under %08x",
+            task.kind, task.name, self.job.job_id, result.status, result.resealed,
+            result.batches, result.conflicted, result.failed, result.remaining, self.target,
+        )  # fmt: skip
+        return result
 
 
 def run_each(engine: Engine, tasks, *, dry_run: bool = False, **run_kwargs) -> list[WorkerResult]:
@@ -234,8 +282,15 @@ def run_each(engine: Engine, tasks, *, dry_run: bool = False, **run_kwargs) -> l
         if not dry_run:
             results.append(run(engine, task, **run_kwargs))
             continue
-        with engine.connect() as conn:
-            total, by_key = task.dry_run_counts(conn)
+
+        def counts(task=task):
+            with engine.connect() as conn:
+                return task.dry_run_counts(conn)
+
+        policy = run_kwargs.get("retry") or RetryPolicy()
+        total, by_key = scrubbed(
+            f"{task.kind} {task.name} dry run", policy.call, counts, f"{task.name} dry run"
+        )
         results.append(
             WorkerResult(
                 task.name, None, task.target_key_id(), "dry-run", total_estimate=total,

@@ -137,9 +137,13 @@ def _add_s3_commands(commands) -> None:
 
 def _add_rotation_commands(commands, keys) -> None:
     """``sealstore rotate|reindex|status|verify`` and ``keys retire`` (sealstore.migrations.cli)."""
-    from .migrations.cli import add_commands, add_keys_commands
+    from .migrations.cli import add_commands, add_db_commands, add_keys_commands
+
+    from .migrations.convert_cli import add_convert_commands
 
     add_commands(commands)
+    add_convert_commands(commands)
+    add_db_commands(commands)
     add_keys_commands(keys)
 
 

@@ -31,6 +31,8 @@ __all__ = [
     "NonceReuseRefused",
     "UnsealedPath",
     "UnsupportedClient",
+    "DatabaseOperationFailed",
+    "RetryBudgetExhausted",
 ]
 
 
@@ -156,3 +158,13 @@ class UnsupportedClient(SealstoreError, TypeError):
 
 class MigrationRequired(SealstoreError, RuntimeError):
     """sealstore's tables are missing from the database: run ``alembic upgrade sealstore@head``."""
+
+
+class DatabaseOperationFailed(SealstoreError, RuntimeError):
+    """A statement sealstore ran failed; the message names the step and the driver's error (its
+    class, SQLSTATE or code), never the statement's parameters."""
+
+
+class RetryBudgetExhausted(DatabaseOperationFailed):
+    """A transient database error (deadlock, serialization failure, lost connection, lock
+    timeout) kept recurring until the retry budget ran out; ``.attempts`` and ``.elapsed`` say how long."""

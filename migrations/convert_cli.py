@@ -1,0 +1,198 @@
+"""``sealstore encrypt-column`` / ``decrypt-column``: the Alembic operations, from the shell.
+
+    sealstore encrypt-column --db URL TABLE.COLUMN (--models MODULE[:ATTR] | --type T)
+              [--plain-type P] [--keyring NAME] [--batch-size N] [--progress MODE]
+    sealstore decrypt-column --db URL TABLE.COLUMN (--models ... | --type T) --plain-type P
+
+The encrypted type is the column's type in ``--models`` (the models as they are *after*
+encrypting: row-bound columns need them), or ``--type string:N | text | binary[:N]`` for a
+column-bound one.  ``--plain-type string:N | text | binary[:N]`` is the plaintext column type
+(required to decrypt; to encrypt it only says how to read the values, default the reflected
+type).  Both run exactly :func:`sealstore.migrations.ops` (each batch committed, live writes
+kept, the swap under a short lock) and resume where they stopped when run again.
+"""
+
+from __future__ import annotations
+
+from .cli import (
+    UsageError,
+    _check_batch_size,
+    _config,
+    _connect_check,
+    _db_url,
+    _engine,
+    _guard,
+    _load_models,
+    _progress,
+    _retry,
+)
+
+__all__ = ["add_convert_commands"]
+
+
+def _simple_type(text: str, *, encrypted: bool):
+    """``string:N``, ``text``, ``binary`` or ``binary:N`` as a SQLAlchemy or sealstore type."""
+    import sqlalchemy as sa
+    from sealstore.adapters.sqlalchemy import EncryptedBinary, EncryptedString, EncryptedText
+
+    name, _, size = text.partition(":")
+    try:
+        length = int(size) if size else None
+    except ValueError:
+        length = -1
+    kinds = {
+        "string": (EncryptedString, sa.String),
+        "text": (EncryptedText, sa.Text),
+        "binary": (EncryptedBinary, sa.LargeBinary),
+    }
+    if name not in kinds or (length is not None and length < 1) or (name == "string" and not length):
+        raise UsageError(f"type {text!r}: expected string:N, text, binary or binary:N")
+    cls = kinds[name][0 if encrypted else 1]
+    return cls(length) if length is not None else cls()
+
+
+def _encrypted_type(args, table: str, column: str):
+    from sealstore.adapters.sqlalchemy import EncryptedType
+    from sqlalchemy import MetaData
+
+    if args.type:
+        base = _simple_type(args.type, encrypted=True)
+        return type(base)(base.length, keyring=args.keyring)
+    if not args.models:
+        raise UsageError("name the encrypted type: --models MODULE[:ATTR] or --type T")
+    found = _load_models(args.models)
+    metas = found if isinstance(found, list) else [getattr(found, "metadata", found)]
+    for meta in metas:
+        if isinstance(meta, MetaData) and table in meta.tables:
+            col = meta.tables[table].c.get(column)
+            if col is not None and isinstance(col.type, EncryptedType):
+                return col.type
+            raise UsageError(f"--models {args.models}: {table}.{column} is not an encrypted column")
+    raise UsageError(f"--models {args.models}: no table {table}")
+
+
+def _state(engine, table: str, column: str, keyring) -> tuple[int, bool | None]:
+    """(non-NULL values, whether they are all sealed values of this keyring, None while a
+    conversion is under way): how the CLI, which has no Alembic version table, knows that a
+    conversion already finished."""
+    import sqlalchemy as sa
+    from sealstore.migrations.ops import shadow_name
+    from sealstore.migrations.rotation import key_id_bytes, key_id_sql
+
+    with engine.connect() as conn:
+        insp = sa.inspect(conn)
+        if not insp.has_table(table):
+            raise UsageError(f"{table}.{column}: the database has no table {table}")
+        cols = {c["name"] for c in insp.get_columns(table)}
+        if column not in cols:
+            if shadow_name(column) in cols:
+                return 0, None  # interrupted inside the swap: the operation finishes it
+            raise UsageError(f"{table}.{column}: table {table} has no column {column}")
+        t = sa.table(table, sa.column(column, sa.LargeBinary))
+        c = t.c[column]
+        total = conn.execute(sa.select(sa.func.count(c))).scalar_one()
+        if shadow_name(column) in cols:
+            return total, None
+        text_type = any(
+            x["name"] == column and isinstance(x["type"], sa.String) for x in insp.get_columns(table)
+        )
+        if not total or text_type:
+            return total, False
+        ours = sa.or_(*[key_id_sql(c) == key_id_bytes(k.key_id) for k in keyring.keys])
+        sealed = conn.execute(
+            sa.select(sa.func.count()).select_from(t).where(c.is_not(None), ours)
+        ).scalar_one()
+    return total, sealed == total
+
+
+def _plain_text_column(engine, table: str, column: str) -> bool:
+    """Whether the column is of a text type (never holds sealed values)."""
+    import sqlalchemy as sa
+
+    with engine.connect() as conn:
+        for c in sa.inspect(conn).get_columns(table):
+            if c["name"] == column:
+                return isinstance(c["type"], sa.String)
+    return False
+
+
+def _convert(args, direction: str) -> int:
+    from alembic.migration import MigrationContext
+    from alembic.operations import Operations
+    from sealstore.keyring import forget_keyring, use_keyring
+
+    import sealstore.migrations.ops  # noqa: F401  (registers the operations)
+
+    _check_batch_size(args)
+    table, sep, column = args.target.partition(".")
+    if not sep or not table or not column:
+        raise UsageError(f"{args.target}: expected TABLE.COLUMN")
+    type_ = _encrypted_type(args, table, column)
+    if direction == "decrypt" and not args.plain_type:
+        raise UsageError("decrypt-column needs --plain-type (the column's new type)")
+    plain = _simple_type(args.plain_type, encrypted=False) if args.plain_type else None
+    cfg = _config(args)
+    engine = _engine(_db_url(args, cfg))
+    name = type_.keyring_name
+    keyring = use_keyring(cfg.load_keyring(), name)
+    try:
+        _connect_check(engine)
+        total, sealed = _state(engine, table, column, keyring)
+        if sealed is None:
+            done = False
+        elif direction == "encrypt":
+            done = sealed or (not total and not _plain_text_column(engine, table, column))
+        else:
+            done = (total and not sealed) or _plain_text_column(engine, table, column)
+        if done:
+            print(f"{table}.{column}: already {direction}ed ({total} values); nothing to do")
+            return 0
+        progress = _progress(args)
+        progress.start(f"{direction} {table}.{column}", total)
+        with engine.connect() as conn:
+            ctx = MigrationContext.configure(conn, opts={"transaction_per_migration": True})
+            op = Operations(ctx)
+            kw = dict(plain_type=plain, batch_size=args.batch_size, progress=progress,
+                      retry=_retry(args))  # fmt: skip
+            with ctx.begin_transaction(_per_migration=True):
+                getattr(op, f"{direction}_column")(table, column, type_, **kw)
+        progress.finish()
+    finally:
+        forget_keyring(name)
+        keyring.close()
+        engine.dispose()
+    print(f"{table}.{column}: {direction}ed ({total} values)")
+    return 0
+
+
+@_guard
+def cmd_encrypt_column(args) -> int:
+    """Seal a plaintext column in place (online, resumable)."""
+    return _convert(args, "encrypt")
+
+
+@_guard
+def cmd_decrypt_column(args) -> int:
+    """Open an encrypted column in place into a plaintext column (online, resumable)."""
+    return _convert(args, "decrypt")
+
+
+def add_convert_commands(commands) -> None:
+    """Add ``encrypt-column`` and ``decrypt-column``."""
+    for name, func, what in (
+        ("encrypt-column", cmd_encrypt_column, "seal a plaintext column in place (online, resumable)"),
+        ("decrypt-column", cmd_decrypt_column, "open an encrypted column in place (online, resumable)"),
+    ):
+        p = commands.add_parser(name, help=what)
+        p.add_argument("target", metavar="TABLE.COLUMN")
+        p.add_argument("--db", metavar="URL", help="SQLAlchemy database URL (default $SEALSTORE_DATABASE_URL)")
+        p.add_argument("--models", metavar="MODULE[:ATTR]", help="models declaring the encrypted column")
+        p.add_argument("--type", metavar="T", help="encrypted type without models: string:N, text, binary[:N]")
+        p.add_argument("--plain-type", metavar="P", help="plaintext type: string:N, text, binary[:N]")
+        p.add_argument("--keyring", default="default", help="keyring name of --type (default: default)")
+        p.add_argument("--batch-size", type=int, default=1000, metavar="N", help="rows per batch (default 1000)")
+        p.add_argument("--retry-budget", type=float, default=60.0, metavar="SECONDS",
+                       help="how long to retry deadlocks and lost connections (default 60)")
+        p.add_argument("--progress", choices=("auto", "bar", "log", "none"), default="auto")
+        p.set_defaults(func=func, json=False)
+
