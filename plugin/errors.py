@@ -16,11 +16,13 @@ __all__ = [
     "MalformedCiphertext",
     "UnknownKeyId",
     "KeyNotUsable",
+    "ShortTagRefused",
     "InvalidKeyring",
     "UnknownKeyring",
     "ConfigError",
     "InsecureKeyFile",
     "KeySourceError",
+    "ConcurrentKeyChange",
     "UnsupportedComparison",
     "ColumnBindingError",
     "ValueTooLong",
@@ -66,6 +68,11 @@ class KeyNotUsable(SealstoreError):
     """The key exists but its state forbids the operation (retired, destroyed, or keyring closed)."""
 
 
+class ShortTagRefused(SealstoreError, ValueError):
+    """A value or object has a shorter tag than the keyring's tag size and short tags were not
+    accepted (``accept_short_tags``); refused before anything is decrypted."""
+
+
 class InvalidKeyring(SealstoreError, ValueError):
     """A keyring operation would break an invariant (one primary, unique ids, legal state change)."""
 
@@ -84,6 +91,11 @@ class InsecureKeyFile(SealstoreError, PermissionError):
 
 class KeySourceError(SealstoreError):
     """A key source cannot load or store the keyring (missing, already present, or KMS failed)."""
+
+
+class ConcurrentKeyChange(KeySourceError, InvalidKeyring):
+    """Another writer changed the same key (or promoted another primary) since this keyring was
+    loaded; nothing was written: reload and apply the change again."""
 
 
 class UnsupportedComparison(SealstoreError, TypeError):

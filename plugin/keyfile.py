@@ -14,6 +14,7 @@ given, in which case only wrapped blobs are stored (see ``docs/FORMAT.md``, "Key
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 from datetime import datetime
@@ -23,6 +24,7 @@ from typing import Literal
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Field,
     ValidationError,
     field_validator,
     model_validator,
@@ -33,7 +35,7 @@ from .errors import ConfigError, KeySourceError
 from .format import Suite
 from .keyring import KeyState
 from .keysource import KeyRecord, KeySource
-from .securefile import read_secret_file, write_secret_file
+from .securefile import exclusive_lock, read_secret_file, write_secret_file
 from .wrapping import Wrapper
 
 __all__ = ["KeyFile", "validation_message"]
@@ -95,6 +97,7 @@ class _KeyFileModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     sealstore_keyring: Literal[1]
+    version: int = Field(default=0, ge=0)  # bumped by every write; absent in older files
     wrapping: dict = {"type": "none"}
     keys: list[_KeyEntry]
 
@@ -122,6 +125,7 @@ class KeyFile(KeySource):
     def __init__(self, path: str | os.PathLike, wrapper: Wrapper | None = None) -> None:
         super().__init__(wrapper)
         self.path = Path(path)
+        self.version = 0  # the ``version`` of the file as last read or written here
 
     def __repr__(self) -> str:
         return f"KeyFile({str(self.path)!r})"
@@ -130,6 +134,14 @@ class KeyFile(KeySource):
 
     def exists(self) -> bool:
         return self.path.exists()
+
+    def _version(self) -> int:
+        return self.version
+
+    @contextlib.contextmanager
+    def _exclusive(self, *, create: bool = False):
+        with exclusive_lock(self.path):
+            yield
 
     def _read(self) -> list[KeyRecord]:
         raw = read_secret_file(self.path)
@@ -157,6 +169,7 @@ class KeyFile(KeySource):
         ids = [e.id for e in model.keys]
         if len(set(ids)) != len(ids):
             raise ConfigError(f"key file {self.path}: keys: duplicate key id")
+        self.version = model.version
         return [
             KeyRecord(
                 key_id=int(e.id, 16),
@@ -175,8 +188,10 @@ class KeyFile(KeySource):
             raise KeySourceError(f"{self.path} already exists; refusing to overwrite it")
         if not create and not self.path.exists():
             raise KeySourceError(f"{self.path} does not exist; run `sealstore keys init` first")
+        version = 1 if create else self.version + 1
         doc = {
             "sealstore_keyring": _FORMAT,
+            "version": version,
             "wrapping": self.wrapper.describe() if self.wrapper else {"type": "none"},
             "keys": [
                 {
@@ -192,3 +207,4 @@ class KeyFile(KeySource):
             ],
         }
         write_secret_file(self.path, (json.dumps(doc, indent=2) + "\n").encode())
+        self.version = version

@@ -8,54 +8,32 @@ rotation, no sealed value touched) and refreshes a live keyring from the store.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
-from datetime import datetime, timezone
+from collections.abc import Iterator
 
 from .errors import KeySourceError
 from .format import Suite
+from .holdskey import HoldsKey
+from .keymerge import merge_records, record_values
+from .keyrecord import KeyRecord
 from .keyring import DEFAULT_SUITE, DEFAULT_TAG_SIZE, KEY_SIZE, Key, Keyring, KeyState
 from .wrapping import Wrapper
 
 __all__ = ["KeyRecord", "KeySource"]
 
 
-def _utc(dt: datetime | None) -> datetime | None:
-    if dt is None:
-        return None
-    return dt.replace(tzinfo=timezone.utc) if dt.tzinfo is None else dt.astimezone(timezone.utc)
-
-
-@dataclass
-class KeyRecord:
-    """One stored key: exactly one of ``material`` (plain) or ``wrapped`` unless destroyed."""
-
-    key_id: int
-    suite: Suite
-    state: KeyState
-    created_at: datetime
-    rotated_at: datetime | None
-    material: bytes | None = None
-    wrapped: bytes | None = None
-
-    def __post_init__(self) -> None:  # stores may hand back naive datetimes (SQLite): UTC
-        self.created_at = _utc(self.created_at)
-        self.rotated_at = _utc(self.rotated_at)
-
-    def __repr__(self) -> str:
-        return (
-            f"KeyRecord(key_id={self.key_id:08x}, suite={self.suite}, state={self.state}, "
-            f"created_at={self.created_at.isoformat()})"
-        )
-
-
-class KeySource(ABC):
+class KeySource(HoldsKey, ABC):
     """Base of the key stores.  Subclasses implement :meth:`exists`, :meth:`_read`, :meth:`_write`."""
 
     def __init__(self, wrapper: Wrapper | None = None) -> None:
         self.wrapper = wrapper
         self._wrapped: dict[int, bytes] = {}  # blobs this source read or made, by key id
+        # (store version, record_values()) as last read or written by this object
+        self._seen: tuple | None = None
+        self._mutex = threading.RLock()  # one read-modify-write of this object at a time
 
     @abstractmethod
     def exists(self) -> bool:
@@ -68,6 +46,13 @@ class KeySource(ABC):
     @abstractmethod
     def _write(self, records: list[KeyRecord], *, create: bool) -> None:
         """Store ``records`` (``create``: the store must not hold a keyring yet)."""
+
+    @contextlib.contextmanager
+    def _exclusive(self, *, create: bool = False) -> Iterator[None]:
+        """Exclude every other writer of the store (other processes too) for one
+        read-modify-write; :meth:`_read` and :meth:`_write` inside it see and change the store
+        under that exclusion.  Subclasses override it (a file lock, a table lock)."""
+        yield
 
     # ---- records <-> keys ---------------------------------------------------------------------
 
@@ -126,42 +111,87 @@ class KeySource(ABC):
 
     # ---- operations -----------------------------------------------------------------------------
 
+    def _version(self) -> int | None:
+        """The store's version counter as last read or written (None: the store keeps none)."""
+        return None
+
+    def _remember(self, records: list[KeyRecord]) -> list[KeyRecord]:
+        self._seen = (self._version(), record_values(records))
+        return records
+
     def load(
         self,
         *,
         suite: Suite | str | None = None,
         tag_size: int = DEFAULT_TAG_SIZE,
         allow_retired: bool = False,
+        accept_short_tags: bool = False,
     ) -> Keyring:
         """The stored keyring, material unwrapped once per key."""
-        keys = [self._key(r) for r in self._read()]
-        return Keyring(
-            keys,
-            suite=suite,
-            tag_size=tag_size,
-            allow_retired=allow_retired,
-            key_factory=self.new_material,
+        keys = [self._key(r) for r in self._remember(self._read())]
+        return self._owned(
+            Keyring(
+                keys,
+                suite=suite,
+                tag_size=tag_size,
+                allow_retired=allow_retired,
+                accept_short_tags=accept_short_tags,
+                key_factory=self.new_material,
+            )
         )
 
+    def _owned(self, keyring: Keyring) -> Keyring:
+        """``keyring``, set to wipe the wrapper's cache of unwrapped material when closed."""
+        if self.wrapper is not None:
+            keyring.on_close(self.wrapper.forget)
+        return keyring
+
     def save(self, keyring: Keyring) -> None:
-        """Store every key of ``keyring`` (new keys are wrapped on the way)."""
-        self._write(self._records(keyring), create=False)
+        """Store every key of ``keyring`` (new keys are wrapped on the way).
+
+        Under the store's exclusive lock the stored records are read again; when another writer
+        changed them since this source last read or wrote them, the two are merged (keys added
+        there are kept and added to ``keyring``; see :mod:`sealstore.keymerge`), and a real
+        conflict raises ConcurrentKeyChange with nothing written.
+        """
+        with self._mutex, self._exclusive():
+            stored = self._read()
+            records = self._records(keyring)
+            if (self._version(), record_values(stored)) != self._seen:  # changed by another writer
+                records = merge_records(self._seen and self._seen[1], records, stored)
+            self._write(records, create=False)
+            self._remember(records)
+        self._apply(keyring, records)
 
     def init(
         self, *, suite: Suite | str = DEFAULT_SUITE, tag_size: int = DEFAULT_TAG_SIZE
     ) -> Keyring:
         """Create the store with a new keyring of one primary key."""
-        if self.exists():
-            raise KeySourceError(f"{self} already holds a keyring; refusing to overwrite it")
-        keyring = Keyring.generate(suite, tag_size, key_factory=self.new_material)
-        self._write(self._records(keyring), create=True)
+        with self._mutex, self._exclusive(create=True):
+            if self.exists():
+                raise KeySourceError(f"{self} already holds a keyring; refusing to overwrite it")
+            keyring = self._owned(
+                Keyring.generate(suite, tag_size, key_factory=self.new_material)
+            )
+            self._write(self._remember(self._records(keyring)), create=True)
         return keyring
 
     def rotate(self, keyring: Keyring | None = None, *, suite: Suite | str | None = None) -> Key:
-        """Make a new primary in ``keyring`` (loaded if not given) and store the result."""
-        keyring = keyring if keyring is not None else self.load()
-        key = keyring.rotate(suite=suite)
-        self.save(keyring)
+        """Make a new primary in ``keyring`` (loaded if not given) and store the result.
+
+        Atomic against other writers: under the store's exclusive lock, ``keyring`` is first
+        brought up to date with the store, then rotated, then written, so concurrent rotations
+        (other servers, other processes) each add their key and none is lost.
+        """
+        with self._mutex, self._exclusive():
+            if keyring is None:
+                keyring = self.load()
+            else:
+                self._apply(keyring, self._remember(self._read()))
+            key = keyring.rotate(suite=suite)
+            records = self._records(keyring)
+            self._write(records, create=False)
+            self._remember(records)
         return key
 
     def rewrap(self, new: Wrapper) -> int:
@@ -169,24 +199,26 @@ class KeySource(ABC):
 
         Sealed values are untouched: the material stays the same, only its wrapping changes.
         """
-        records = self._read()
-        old = self.wrapper
-        count = 0
-        for r in records:
-            if r.state is KeyState.DESTROYED:
-                continue
-            if old is None:
-                r.wrapped = new.wrap(r.key_id, r.material)
-            else:
-                r.wrapped = old.rewrap(r.key_id, r.wrapped, new)
-            r.material = None
-            count += 1
-        self.wrapper = new
-        try:
-            self._write(records, create=False)
-        except BaseException:
-            self.wrapper = old
-            raise
+        with self._mutex, self._exclusive():
+            records = self._read()
+            old = self.wrapper
+            count = 0
+            for r in records:
+                if r.state is KeyState.DESTROYED:
+                    continue
+                if old is None:
+                    r.wrapped = new.wrap(r.key_id, r.material)
+                else:
+                    r.wrapped = old.rewrap(r.key_id, r.wrapped, new)
+                r.material = None
+                count += 1
+            self.wrapper = new
+            try:
+                self._write(records, create=False)
+            except BaseException:
+                self.wrapper = old
+                raise
+            self._remember(records)
         self._wrapped = {r.key_id: r.wrapped for r in records if r.wrapped is not None}
         return count
 
@@ -196,7 +228,13 @@ class KeySource(ABC):
         New keys are added (unwrapped once), a new primary is promoted, and retirements and
         destructions are applied, so servers sharing a store converge without restarting.
         """
-        records = {r.key_id: r for r in self._read()}
+        with self._mutex:
+            records = self._remember(self._read())
+        self._apply(keyring, records)
+
+    def _apply(self, keyring: Keyring, stored: list[KeyRecord]) -> None:
+        """Make ``keyring`` hold every key of ``stored`` in its stored state."""
+        records = {r.key_id: r for r in stored}
         with keyring._lock:
             for r in records.values():
                 if r.key_id not in keyring:

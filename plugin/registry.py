@@ -8,6 +8,9 @@ the migrations import it (or :func:`sealstore_keys_columns` for ``op.create_tabl
 
 from __future__ import annotations
 
+import contextlib
+import threading
+
 from sqlalchemy import (
     BigInteger,
     Column,
@@ -20,8 +23,9 @@ from sqlalchemy import (
     func,
     inspect,
     select,
+    text,
 )
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from .errors import InvalidKeyring, KeySourceError
 from .format import Suite
@@ -64,6 +68,7 @@ class DatabaseKeySource(KeySource):
             raise ValueError("the database registry stores wrapped keys only: give a wrapper")
         super().__init__(wrapper)
         self.engine = create_engine(engine) if isinstance(engine, str) else engine
+        self._tx = threading.local()  # .conn: the locked transaction of this thread, if any
 
     def __repr__(self) -> str:
         return f"DatabaseKeySource({self.engine.url.render_as_string(hide_password=True)!r})"
@@ -74,16 +79,50 @@ class DatabaseKeySource(KeySource):
         """Create ``sealstore_keys`` if missing (applications normally use the migration)."""
         metadata.create_all(self.engine, tables=[sealstore_keys])
 
+    @contextlib.contextmanager
+    def _connection(self):
+        """The locked transaction's connection inside :meth:`_exclusive`, else a new one."""
+        conn = getattr(self._tx, "conn", None)
+        if conn is not None:
+            yield conn
+        else:
+            with self.engine.connect() as conn:
+                yield conn
+
+    @contextlib.contextmanager
+    def _exclusive(self, *, create: bool = False):
+        """One transaction holding the registry's write lock: ``BEGIN IMMEDIATE`` on SQLite,
+        ``LOCK TABLE ... SHARE ROW EXCLUSIVE`` on PostgreSQL (readers are not blocked), a
+        ``GET_LOCK`` named lock on MySQL/MariaDB (row locks there deadlock with the inserts),
+        ``SELECT ... FOR UPDATE`` of every row elsewhere.  Reads and writes inside it go
+        through this transaction; it commits when the block ends, rolls back on an error."""
+        if create:
+            self.create_table()
+        elif not inspect(self.engine).has_table(TABLE_NAME):
+            raise KeySourceError(f"{self}: table {TABLE_NAME} does not exist; run the migration")
+        with self.engine.connect() as conn:
+            unlock = _lock_registry(conn)
+            self._tx.conn = conn
+            try:
+                yield
+                conn.commit()
+            except BaseException:
+                conn.rollback()
+                raise
+            finally:
+                self._tx.conn = None
+                unlock()
+
     def exists(self) -> bool:
         if not inspect(self.engine).has_table(TABLE_NAME):
             return False
-        with self.engine.connect() as conn:
+        with self._connection() as conn:
             return bool(conn.execute(select(func.count()).select_from(sealstore_keys)).scalar())
 
     def _read(self) -> list[KeyRecord]:
-        if not inspect(self.engine).has_table(TABLE_NAME):
+        if getattr(self._tx, "conn", None) is None and not inspect(self.engine).has_table(TABLE_NAME):
             raise KeySourceError(f"{self}: table {TABLE_NAME} does not exist; run the migration")
-        with self.engine.connect() as conn:
+        with self._connection() as conn:
             rows = conn.execute(select(sealstore_keys).order_by(sealstore_keys.c.created_at)).all()
         if not rows:
             raise KeySourceError(f"{self}: no keys; run `sealstore keys init` first")
@@ -105,10 +144,8 @@ class DatabaseKeySource(KeySource):
         return out
 
     def _write(self, records: list[KeyRecord], *, create: bool) -> None:
-        if create:
-            self.create_table()
         t = sealstore_keys
-        with self.engine.begin() as conn:
+        with self._connection() as conn:
             existing = set(conn.execute(select(t.c.key_id)).scalars())
             if create and existing:
                 raise KeySourceError(f"{self} already holds a keyring; refusing to overwrite it")
@@ -132,3 +169,27 @@ class DatabaseKeySource(KeySource):
                     f"{self}: writing would leave {primaries} primary keys (concurrent rotation?); "
                     "refresh the keyring and retry"
                 )
+
+
+_LOCK_WAIT = 60  # seconds a MySQL/MariaDB writer waits for the named lock
+
+
+def _lock_registry(conn: Connection):
+    """Take the registry's write lock at the start of ``conn``'s transaction; returns the
+    function that releases what the transaction's end does not."""
+    dialect = conn.dialect.name
+    if dialect == "sqlite":
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+    elif dialect == "postgresql":
+        conn.exec_driver_sql(f"LOCK TABLE {TABLE_NAME} IN SHARE ROW EXCLUSIVE MODE")
+    elif dialect in ("mysql", "mariadb"):
+        name = f"{TABLE_NAME}:{conn.engine.url.database}"
+        got = conn.execute(text("SELECT GET_LOCK(:n, :t)"), {"n": name, "t": _LOCK_WAIT}).scalar()
+        if got != 1:
+            conn.rollback()
+            raise KeySourceError(f"{TABLE_NAME}: another writer held the lock for {_LOCK_WAIT} s")
+        conn.commit()  # the named lock outlives it; the next transaction reads after it
+        return lambda: conn.execute(text("SELECT RELEASE_LOCK(:n)"), {"n": name})
+    else:
+        conn.execute(select(sealstore_keys.c.key_id).with_for_update()).all()
+    return lambda: None

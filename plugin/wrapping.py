@@ -18,6 +18,7 @@ from cryptography.exceptions import InvalidTag as _CryptoInvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from .errors import ConfigError, KeySourceError
+from .holdskey import HoldsKey
 from .securefile import read_secret_file, write_secret_file
 
 __all__ = ["MasterKeyWrapper", "Wrapper", "wrap_context"]
@@ -32,7 +33,7 @@ def wrap_context(key_id: int) -> bytes:
     return _WRAP_AD + key_id.to_bytes(4, "big")
 
 
-class Wrapper(ABC):
+class Wrapper(HoldsKey, ABC):
     """Wraps and unwraps keyring material; subclasses name themselves with ``kind``."""
 
     kind: str = ""
@@ -53,6 +54,9 @@ class Wrapper(ABC):
     def rewrap(self, key_id: int, wrapped: bytes, new: Wrapper) -> bytes:
         """``wrapped`` re-wrapped under ``new`` (subclasses may do it without exposing material)."""
         return new.wrap(key_id, self.unwrap(key_id, wrapped))
+
+    def forget(self) -> None:
+        """Wipe whatever unwrapped material this wrapper caches (called when a keyring closes)."""
 
     def describe(self) -> dict:
         """A secret-free description recorded next to the wrapped keys."""

@@ -11,6 +11,7 @@ import boto3
 import pytest
 from moto import mock_aws
 from sealstore.errors import (
+    ConcurrentKeyChange,
     ConfigError,
     InsecureKeyFile,
     InvalidKeyring,
@@ -375,14 +376,28 @@ def test_database_registry_shared_by_two_servers(engine):
         a.init()
 
 
-def test_database_registry_rejects_concurrent_rotation(engine):
+def test_database_registry_concurrent_rotation_keeps_both_keys(engine):
+    wrapper = MasterKeyWrapper(os.urandom(32))
+    a, b = DatabaseKeySource(engine, wrapper), DatabaseKeySource(engine, wrapper)
+    ring_a = a.init()
+    ring_b = b.load()
+    first = a.rotate(ring_a)
+    second = b.rotate(ring_b)  # b's stale view is brought up to date under the lock first
+    stored = DatabaseKeySource(engine, wrapper).load()
+    assert stored.primary.key_id == second.key_id
+    assert {first.key_id, second.key_id} <= {k.key_id for k in stored.keys}
+    assert first.key_id in ring_b  # b learnt a's key on the way
+
+
+def test_database_registry_stale_save_of_a_second_primary_is_refused(engine):
     wrapper = MasterKeyWrapper(os.urandom(32))
     a, b = DatabaseKeySource(engine, wrapper), DatabaseKeySource(engine, wrapper)
     ring_a = a.init()
     ring_b = b.load()
     a.rotate(ring_a)
-    with pytest.raises(InvalidKeyring, match="2 primary keys"):
-        b.rotate(ring_b)  # b's stale view would leave two primaries: rolled back
+    ring_b.rotate()  # in memory only, then a stale save
+    with pytest.raises(ConcurrentKeyChange, match="2 primary keys"):
+        b.save(ring_b)
     assert DatabaseKeySource(engine, wrapper).load().primary.key_id == ring_a.primary.key_id
 
 
