@@ -83,7 +83,8 @@ def read_secret_file(path: str | os.PathLike) -> bytes:
     """The bytes of ``path`` after the checks above, made on the descriptor that is read."""
     path = Path(path)
     try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC)
+        # O_NONBLOCK: a FIFO put in its place must not hang the open (refused below)
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0))
     except FileNotFoundError:
         raise KeySourceError(f"{path} does not exist") from None
     except OSError as exc:
