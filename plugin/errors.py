@@ -23,6 +23,7 @@ __all__ = [
     "InsecureKeyFile",
     "KeySourceError",
     "ConcurrentKeyChange",
+    "KeyMetadataTampered",
     "UnsupportedComparison",
     "ColumnBindingError",
     "ValueTooLong",
@@ -96,6 +97,11 @@ class KeySourceError(SealstoreError):
 class ConcurrentKeyChange(KeySourceError, InvalidKeyring):
     """Another writer changed the same key (or promoted another primary) since this keyring was
     loaded; nothing was written: reload and apply the change again."""
+
+
+class KeyMetadataTampered(KeySourceError):
+    """A wrapped key store's metadata (ids, states, suites, dates, blobs) fails its
+    authentication tag: it was edited outside sealstore."""
 
 
 class UnsupportedComparison(SealstoreError, TypeError):

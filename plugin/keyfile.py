@@ -33,14 +33,13 @@ from pydantic import (
 from .config import SuiteName
 from .errors import ConfigError, KeySourceError
 from .format import Suite
+from .keyauth import StoreMeta
 from .keyring import KeyState
 from .keysource import KeyRecord, KeySource
 from .securefile import exclusive_lock, read_secret_file, write_secret_file
 from .wrapping import Wrapper
 
 __all__ = ["KeyFile", "validation_message"]
-
-_FORMAT = 1
 
 
 def _b64(value: str | None, size: int | None = None) -> str | None:
@@ -96,10 +95,28 @@ class _KeyEntry(BaseModel):
 class _KeyFileModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    sealstore_keyring: Literal[1]
+    sealstore_keyring: Literal[1, 2]  # 2: wrapped keys with authenticated metadata
     version: int = Field(default=0, ge=0)  # bumped by every write; absent in older files
     wrapping: dict = {"type": "none"}
+    metadata_key: str | None = None  # format 2: the wrapped metadata key
+    metadata_tag: str | None = None  # format 2: HMAC-SHA256 over the metadata
     keys: list[_KeyEntry]
+
+    @field_validator("metadata_key", "metadata_tag")
+    @classmethod
+    def _meta_b64(cls, v):
+        return _b64(v)
+
+    @model_validator(mode="after")
+    def _format(self):
+        tagged = (self.metadata_key is not None, self.metadata_tag is not None)
+        if self.sealstore_keyring == 2 and tagged != (True, True):
+            raise ValueError("format 2 needs 'metadata_key' and 'metadata_tag'")
+        if self.sealstore_keyring == 2 and self.wrapping.get("type") == "none":
+            raise ValueError("format 2 is for wrapped keys; plain key files are format 1")
+        if self.sealstore_keyring == 1 and any(tagged):
+            raise ValueError("'metadata_key'/'metadata_tag' need format 2")
+        return self
 
     @field_validator("wrapping")
     @classmethod
@@ -170,6 +187,11 @@ class KeyFile(KeySource):
         if len(set(ids)) != len(ids):
             raise ConfigError(f"key file {self.path}: keys: duplicate key id")
         self.version = model.version
+        self._stored_meta = StoreMeta(
+            model.sealstore_keyring,
+            base64.b64decode(model.metadata_key) if model.metadata_key else None,
+            base64.b64decode(model.metadata_tag) if model.metadata_tag else None,
+        )
         return [
             KeyRecord(
                 key_id=int(e.id, 16),
@@ -179,20 +201,32 @@ class KeyFile(KeySource):
                 rotated_at=e.rotated_at,
                 material=base64.b64decode(e.material) if e.material else None,
                 wrapped=base64.b64decode(e.wrapped) if e.wrapped else None,
+                wrap_format=model.sealstore_keyring,
             )
             for e in model.keys
         ]
 
-    def _write(self, records: list[KeyRecord], *, create: bool) -> None:
+    def _next_version(self, create: bool) -> int:
+        return 1 if create else self.version + 1
+
+    def _write(self, records: list[KeyRecord], *, create: bool, meta: StoreMeta) -> None:
         if create and self.path.exists():
             raise KeySourceError(f"{self.path} already exists; refusing to overwrite it")
         if not create and not self.path.exists():
             raise KeySourceError(f"{self.path} does not exist; run `sealstore keys init` first")
-        version = 1 if create else self.version + 1
+        version = self._next_version(create)
         doc = {
-            "sealstore_keyring": _FORMAT,
+            "sealstore_keyring": meta.fmt,
             "version": version,
             "wrapping": self.wrapper.describe() if self.wrapper else {"type": "none"},
+            **(
+                {
+                    "metadata_key": base64.b64encode(meta.key_blob).decode(),
+                    "metadata_tag": base64.b64encode(meta.tag).decode(),
+                }
+                if meta.fmt >= 2
+                else {}
+            ),
             "keys": [
                 {
                     "id": f"{r.key_id:08x}",

@@ -29,6 +29,7 @@ class KeyRecord(HoldsKey):
     rotated_at: datetime | None
     material: bytes | None = None
     wrapped: bytes | None = None
+    wrap_format: int = 1  # the store format ``wrapped`` was wrapped for (sealstore.keyauth)
 
     def __post_init__(self) -> None:  # stores may hand back naive datetimes (SQLite): UTC
         self.created_at = _utc(self.created_at)

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from .errors import KeySourceError
 from .format import Suite
 from .holdskey import HoldsKey
+from .keyauth import FORMAT, StoreMeta, canonical, check_tag, metadata_tag
 from .keymerge import merge_records, record_values
 from .keyrecord import KeyRecord
 from .keyring import DEFAULT_SUITE, DEFAULT_TAG_SIZE, KEY_SIZE, Key, Keyring, KeyState
@@ -34,6 +35,8 @@ class KeySource(HoldsKey, ABC):
         # (store version, record_values()) as last read or written by this object
         self._seen: tuple | None = None
         self._mutex = threading.RLock()  # one read-modify-write of this object at a time
+        self._stored_meta = StoreMeta(1)  # what the last _read() found beside the records
+        self._meta_key: tuple[bytes, bytearray] | None = None  # (wrapped, plain) metadata key
 
     @abstractmethod
     def exists(self) -> bool:
@@ -41,11 +44,58 @@ class KeySource(HoldsKey, ABC):
 
     @abstractmethod
     def _read(self) -> list[KeyRecord]:
-        """All stored records (KeySourceError if there is no keyring)."""
+        """All stored records (KeySourceError if there is no keyring), each with the
+        ``wrap_format`` of the store; sets ``self._stored_meta`` to what is stored beside them."""
 
     @abstractmethod
-    def _write(self, records: list[KeyRecord], *, create: bool) -> None:
-        """Store ``records`` (``create``: the store must not hold a keyring yet)."""
+    def _write(self, records: list[KeyRecord], *, create: bool, meta: StoreMeta) -> None:
+        """Store ``records`` and ``meta`` (``create``: the store must not hold a keyring yet)."""
+
+    def _next_version(self, create: bool) -> int | None:
+        """The version counter the next write stores (None: the store keeps none)."""
+        return None
+
+    # ---- authenticated metadata (sealstore.keyauth) ---------------------------------------------
+
+    def _metadata_key(self, blob: bytes | None = None) -> tuple[bytes, bytearray]:
+        """The (wrapped, plain) metadata key: ``blob`` unwrapped, or a new one when None."""
+        if self._meta_key is not None and (blob is None or self._meta_key[0] == blob):
+            return self._meta_key
+        if blob is None:
+            material, blob = self.wrapper.generate(None, FORMAT)
+        else:
+            material = self.wrapper.unwrap(None, blob, FORMAT)
+        self._meta_key = (bytes(blob), bytearray(material))
+        return self._meta_key
+
+    def _read_checked(self) -> list[KeyRecord]:
+        """:meth:`_read`, with the metadata tag of a format 2 store verified."""
+        records = self._read()
+        meta = self._stored_meta
+        if meta.fmt >= FORMAT:
+            if self.wrapper is None or meta.key_blob is None:
+                raise KeySourceError(f"{self}: a format {meta.fmt} store needs its wrapping")
+            _, key = self._metadata_key(meta.key_blob)
+            data = canonical(records, version=self._version(), wrapping=self.wrapper.describe())
+            check_tag(str(self), key, data, meta.tag)
+        return records
+
+    def _store(self, records: list[KeyRecord], *, create: bool) -> None:
+        """:meth:`_write` ``records``; a wrapped store is written as format 2 (blobs of format 1
+        re-wrapped, the metadata tagged)."""
+        if self.wrapper is None:
+            self._write(records, create=create, meta=StoreMeta(1))
+            return
+        for r in records:
+            if r.wrapped is not None and r.wrap_format != FORMAT:
+                r.wrapped = self.wrapper.rewrap(r.key_id, r.wrapped, self.wrapper, r.wrap_format)
+                r.wrap_format = FORMAT
+                self._wrapped[r.key_id] = (r.wrapped, FORMAT)
+        blob, key = self._metadata_key()
+        data = canonical(
+            records, version=self._next_version(create), wrapping=self.wrapper.describe()
+        )
+        self._write(records, create=create, meta=StoreMeta(FORMAT, blob, metadata_tag(key, data)))
 
     @contextlib.contextmanager
     def _exclusive(self, *, create: bool = False) -> Iterator[None]:
@@ -66,8 +116,8 @@ class KeySource(HoldsKey, ABC):
                         f"{self}: key {r.key_id:08x} is stored in plain, but a "
                         f"{self.wrapper.kind} wrapping is configured; re-wrap the store first"
                     )
-                material = self.wrapper.unwrap(r.key_id, r.wrapped)
-                self._wrapped[r.key_id] = r.wrapped
+                material = self.wrapper.unwrap(r.key_id, r.wrapped, r.wrap_format)
+                self._wrapped[r.key_id] = (r.wrapped, r.wrap_format)
             elif r.material is None:
                 raise KeySourceError(
                     f"{self}: key {r.key_id:08x} is stored wrapped; configure its wrapping"
@@ -91,11 +141,11 @@ class KeySource(HoldsKey, ABC):
                 if self.wrapper is None:
                     rec.material = key.reveal_material()
                 else:
-                    blob = self._wrapped.get(key.key_id)
-                    if blob is None:
-                        blob = self.wrapper.wrap(key.key_id, key.reveal_material())
-                        self._wrapped[key.key_id] = blob
-                    rec.wrapped = blob
+                    cached = self._wrapped.get(key.key_id)
+                    if cached is None:
+                        blob = self.wrapper.wrap(key.key_id, key.reveal_material(), FORMAT)
+                        cached = self._wrapped[key.key_id] = (blob, FORMAT)
+                    rec.wrapped, rec.wrap_format = cached
             else:
                 self._wrapped.pop(key.key_id, None)
             out.append(rec)
@@ -105,8 +155,8 @@ class KeySource(HoldsKey, ABC):
         """Key factory for keyrings of this source: KMS/wrapper-generated material when wrapped."""
         if self.wrapper is None:
             return os.urandom(KEY_SIZE)
-        material, blob = self.wrapper.generate(key_id)
-        self._wrapped[key_id] = blob
+        material, blob = self.wrapper.generate(key_id, FORMAT)
+        self._wrapped[key_id] = (blob, FORMAT)
         return material
 
     # ---- operations -----------------------------------------------------------------------------
@@ -128,7 +178,7 @@ class KeySource(HoldsKey, ABC):
         accept_short_tags: bool = False,
     ) -> Keyring:
         """The stored keyring, material unwrapped once per key."""
-        keys = [self._key(r) for r in self._remember(self._read())]
+        keys = [self._key(r) for r in self._remember(self._read_checked())]
         return self._owned(
             Keyring(
                 keys,
@@ -155,11 +205,11 @@ class KeySource(HoldsKey, ABC):
         conflict raises ConcurrentKeyChange with nothing written.
         """
         with self._mutex, self._exclusive():
-            stored = self._read()
+            stored = self._read_checked()
             records = self._records(keyring)
             if (self._version(), record_values(stored)) != self._seen:  # changed by another writer
                 records = merge_records(self._seen and self._seen[1], records, stored)
-            self._write(records, create=False)
+            self._store(records, create=False)
             self._remember(records)
         self._apply(keyring, records)
 
@@ -173,7 +223,7 @@ class KeySource(HoldsKey, ABC):
             keyring = self._owned(
                 Keyring.generate(suite, tag_size, key_factory=self.new_material)
             )
-            self._write(self._remember(self._records(keyring)), create=True)
+            self._store(self._remember(self._records(keyring)), create=True)
         return keyring
 
     def rotate(self, keyring: Keyring | None = None, *, suite: Suite | str | None = None) -> Key:
@@ -187,10 +237,10 @@ class KeySource(HoldsKey, ABC):
             if keyring is None:
                 keyring = self.load()
             else:
-                self._apply(keyring, self._remember(self._read()))
+                self._apply(keyring, self._remember(self._read_checked()))
             key = keyring.rotate(suite=suite)
             records = self._records(keyring)
-            self._write(records, create=False)
+            self._store(records, create=False)
             self._remember(records)
         return key
 
@@ -200,26 +250,28 @@ class KeySource(HoldsKey, ABC):
         Sealed values are untouched: the material stays the same, only its wrapping changes.
         """
         with self._mutex, self._exclusive():
-            records = self._read()
-            old = self.wrapper
+            records = self._read_checked()
+            old, old_meta = self.wrapper, self._meta_key
             count = 0
             for r in records:
                 if r.state is KeyState.DESTROYED:
                     continue
                 if old is None:
-                    r.wrapped = new.wrap(r.key_id, r.material)
+                    r.wrapped = new.wrap(r.key_id, r.material, FORMAT)
                 else:
-                    r.wrapped = old.rewrap(r.key_id, r.wrapped, new)
-                r.material = None
+                    r.wrapped = old.rewrap(r.key_id, r.wrapped, new, r.wrap_format, FORMAT)
+                r.material, r.wrap_format = None, FORMAT
                 count += 1
-            self.wrapper = new
+            self.wrapper, self._meta_key = new, None  # a new metadata key, wrapped by ``new``
             try:
-                self._write(records, create=False)
+                self._store(records, create=False)
             except BaseException:
-                self.wrapper = old
+                self.wrapper, self._meta_key = old, old_meta
                 raise
             self._remember(records)
-        self._wrapped = {r.key_id: r.wrapped for r in records if r.wrapped is not None}
+        self._wrapped = {
+            r.key_id: (r.wrapped, r.wrap_format) for r in records if r.wrapped is not None
+        }
         return count
 
     def refresh(self, keyring: Keyring) -> None:
@@ -229,7 +281,7 @@ class KeySource(HoldsKey, ABC):
         destructions are applied, so servers sharing a store converge without restarting.
         """
         with self._mutex:
-            records = self._remember(self._read())
+            records = self._remember(self._read_checked())
         self._apply(keyring, records)
 
     def _apply(self, keyring: Keyring, stored: list[KeyRecord]) -> None:

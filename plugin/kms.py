@@ -25,8 +25,15 @@ DEFAULT_CACHE_MAX_AGE = 300.0  # seconds
 DEFAULT_CACHE_MAX_USES = 1000
 
 
-def _context(key_id: int) -> dict[str, str]:
-    return {_CONTEXT_KEY: f"{key_id:08x}"}
+def _context(key_id: int | None, fmt: int) -> dict[str, str]:
+    """The encryption context of a blob: its key id (or the metadata-key purpose) and, from
+    store format 2 on, the format."""
+    if key_id is None:
+        return {"sealstore-purpose": "metadata-key", "sealstore-format": "2"}
+    ctx = {_CONTEXT_KEY: f"{key_id:08x}"}
+    if fmt != 1:
+        ctx["sealstore-format"] = str(fmt)
+    return ctx
 
 
 class KmsWrapper(Wrapper):
@@ -58,23 +65,23 @@ class KmsWrapper(Wrapper):
         self._client = client
         self.cache_max_age = float(cache_max_age)
         self.cache_max_uses = cache_max_uses
-        # (key id, blob) -> [plaintext, when cached (monotonic), unwraps served]
-        self._cache: dict[tuple[int, bytes], list] = {}
+        # (key id, format, blob) -> [plaintext, when cached (monotonic), unwraps served]
+        self._cache: dict[tuple, list] = {}
         self._lock = threading.Lock()
         self._clock = time.monotonic
 
-    def _remember(self, key_id: int, blob: bytes, material: bytes) -> None:
+    def _remember(self, slot: tuple, material: bytes) -> None:
         if self.cache_max_age > 0:
             with self._lock:
-                self._cache[(key_id, blob)] = [bytearray(material), self._clock(), 0]
+                self._cache[slot] = [bytearray(material), self._clock(), 0]
 
-    def _cached(self, key_id: int, blob: bytes) -> bytes | None:
+    def _cached(self, slot: tuple) -> bytes | None:
         with self._lock:
-            entry = self._cache.get((key_id, blob))
+            entry = self._cache.get(slot)
             if entry is None:
                 return None
             if self._clock() - entry[1] >= self.cache_max_age or entry[2] >= self.cache_max_uses:
-                del self._cache[(key_id, blob)]
+                del self._cache[slot]
                 entry[0][:] = bytes(len(entry[0]))
                 return None
             entry[2] += 1
@@ -87,53 +94,55 @@ class KmsWrapper(Wrapper):
             code = getattr(exc, "response", {}).get("Error", {}).get("Code", type(exc).__name__)
             raise KeySourceError(f"KMS {op} failed ({code})") from None
 
-    def generate(self, key_id: int) -> tuple[bytes, bytes]:
+    def generate(self, key_id: int | None, fmt: int = 2) -> tuple[bytes, bytes]:
         r = self._call(
             "generate_data_key",
             KeyId=self.kms_key_id,
             KeySpec="AES_256",
-            EncryptionContext=_context(key_id),
+            EncryptionContext=_context(key_id, fmt),
         )
         material, blob = r["Plaintext"], r["CiphertextBlob"]
-        self._remember(key_id, blob, material)
+        self._remember((key_id, fmt, blob), material)
         return material, blob
 
-    def wrap(self, key_id: int, material: bytes) -> bytes:
+    def wrap(self, key_id: int | None, material: bytes, fmt: int = 2) -> bytes:
         r = self._call(
             "encrypt",
             KeyId=self.kms_key_id,
             Plaintext=bytes(material),
-            EncryptionContext=_context(key_id),
+            EncryptionContext=_context(key_id, fmt),
         )
         return r["CiphertextBlob"]
 
-    def unwrap(self, key_id: int, wrapped: bytes) -> bytes:
+    def unwrap(self, key_id: int | None, wrapped: bytes, fmt: int = 2) -> bytes:
         wrapped = bytes(wrapped)
-        cached = self._cached(key_id, wrapped)
+        cached = self._cached((key_id, fmt, wrapped))
         if cached is not None:
             return cached
         r = self._call(
             "decrypt",
             CiphertextBlob=wrapped,
-            EncryptionContext=_context(key_id),
+            EncryptionContext=_context(key_id, fmt),
             KeyId=self.kms_key_id,
         )
         material = r["Plaintext"]
         if len(material) != MATERIAL_SIZE:
-            raise KeySourceError(f"key {key_id:08x}: KMS returned {len(material)}-byte material")
-        self._remember(key_id, wrapped, material)
+            raise KeySourceError(f"KMS returned {len(material)}-byte material")
+        self._remember((key_id, fmt, wrapped), material)
         return material
 
-    def rewrap(self, key_id: int, wrapped: bytes, new: Wrapper) -> bytes:
+    def rewrap(
+        self, key_id: int | None, wrapped: bytes, new: Wrapper, fmt: int = 2, new_fmt: int = 2
+    ) -> bytes:
         if not isinstance(new, KmsWrapper):
-            return super().rewrap(key_id, wrapped, new)
+            return super().rewrap(key_id, wrapped, new, fmt, new_fmt)
         r = self._call(
             "re_encrypt",
             CiphertextBlob=bytes(wrapped),
-            SourceEncryptionContext=_context(key_id),
+            SourceEncryptionContext=_context(key_id, fmt),
             SourceKeyId=self.kms_key_id,
             DestinationKeyId=new.kms_key_id,
-            DestinationEncryptionContext=_context(key_id),
+            DestinationEncryptionContext=_context(key_id, new_fmt),
         )
         return r["CiphertextBlob"]
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from datetime import datetime, timezone
 
 from sqlalchemy import (
     BigInteger,
@@ -29,6 +30,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from .errors import InvalidKeyring, KeySourceError
 from .format import Suite
+from .keyauth import StoreMeta
 from .keyring import KeyState
 from .keysource import KeyRecord, KeySource
 from .wrapping import Wrapper
@@ -42,6 +44,10 @@ __all__ = [
 ]
 
 TABLE_NAME = "sealstore_keys"
+# The row holding the store's authenticated-metadata record (sealstore.keyauth), outside the
+# key id range: suite "metadata", state "format-2", wrapped_key = wrapped metadata key || tag.
+METADATA_ROW = -1
+_TAG_SIZE = 32
 
 
 def sealstore_keys_columns() -> list[Column]:
@@ -126,6 +132,16 @@ class DatabaseKeySource(KeySource):
             rows = conn.execute(select(sealstore_keys).order_by(sealstore_keys.c.created_at)).all()
         if not rows:
             raise KeySourceError(f"{self}: no keys; run `sealstore keys init` first")
+        meta = [r for r in rows if r.key_id == METADATA_ROW]
+        rows = [r for r in rows if r.key_id != METADATA_ROW]
+        if not rows:
+            raise KeySourceError(f"{self}: no keys; run `sealstore keys init` first")
+        fmt = 2 if meta else 1
+        if meta:
+            blob = bytes(meta[0].wrapped_key or b"")
+            self._stored_meta = StoreMeta(2, blob[:-_TAG_SIZE] or None, blob[-_TAG_SIZE:])
+        else:
+            self._stored_meta = StoreMeta(1)
         out = []
         for row in rows:
             try:
@@ -137,18 +153,21 @@ class DatabaseKeySource(KeySource):
                         created_at=row.created_at,
                         rotated_at=row.rotated_at,
                         wrapped=bytes(row.wrapped_key) if row.wrapped_key is not None else None,
+                        wrap_format=fmt,
                     )
                 )
             except ValueError as exc:
                 raise KeySourceError(f"{self}: key {row.key_id:08x}: {exc}") from None
         return out
 
-    def _write(self, records: list[KeyRecord], *, create: bool) -> None:
+    def _write(self, records: list[KeyRecord], *, create: bool, meta: StoreMeta) -> None:
         t = sealstore_keys
         with self._connection() as conn:
             existing = set(conn.execute(select(t.c.key_id)).scalars())
             if create and existing:
                 raise KeySourceError(f"{self} already holds a keyring; refusing to overwrite it")
+            if meta.fmt >= 2:
+                _put_metadata(conn, meta, METADATA_ROW in existing)
             for r in records:
                 values = {
                     "suite": str(r.suite),
@@ -169,6 +188,21 @@ class DatabaseKeySource(KeySource):
                     f"{self}: writing would leave {primaries} primary keys (concurrent rotation?); "
                     "refresh the keyring and retry"
                 )
+
+
+def _put_metadata(conn: Connection, meta: StoreMeta, exists: bool) -> None:
+    t = sealstore_keys
+    values = {
+        "suite": "metadata",
+        "state": f"format-{meta.fmt}",
+        "created_at": datetime.now(timezone.utc).replace(microsecond=0),
+        "rotated_at": None,
+        "wrapped_key": meta.key_blob + meta.tag,
+    }
+    if exists:
+        conn.execute(t.update().where(t.c.key_id == METADATA_ROW).values(**values))
+    else:
+        conn.execute(t.insert().values(key_id=METADATA_ROW, **values))
 
 
 _LOCK_WAIT = 60  # seconds a MySQL/MariaDB writer waits for the named lock
