@@ -18,7 +18,7 @@ from sealstore.keyring import KeyState
 from sealstore.kms import KmsWrapper
 from sealstore.registry import METADATA_ROW, DatabaseKeySource, sealstore_keys
 from sealstore.wrapping import MasterKeyWrapper
-from sqlalchemy import create_engine, select, update
+from sqlalchemy import select, update
 
 
 def _doc(path):
@@ -191,8 +191,9 @@ def test_canonical_encoding_covers_each_field(wrapped_file):
 # ---- the database registry ------------------------------------------------------------------------
 
 
-def test_registry_metadata_is_authenticated(tmp_path):
-    engine = create_engine(f"sqlite:///{tmp_path / 'reg.db'}")
+def test_registry_metadata_is_authenticated(sql_engine):
+    """On SQLite, PostgreSQL and MariaDB: the tag survives each database's round trip."""
+    engine = sql_engine
     w = MasterKeyWrapper(os.urandom(32))
     source = DatabaseKeySource(engine, w)
     ring = source.init()
@@ -211,3 +212,25 @@ def test_registry_metadata_is_authenticated(tmp_path):
         DatabaseKeySource(engine, w).load()
     with engine.connect() as conn:
         assert conn.execute(select(t.c.key_id).where(t.c.key_id == METADATA_ROW)).all() == []
+
+
+def test_registry_of_format_1_loads_and_is_upgraded(sql_engine):
+    w = MasterKeyWrapper(os.urandom(32))
+    source = DatabaseKeySource(sql_engine, w)
+    ring = source.init()
+    sealed = ring.seal(b"kept")
+    t = sealstore_keys
+    with sql_engine.begin() as conn:  # as an earlier version wrote it: format 1 blobs, no tag
+        conn.execute(t.delete().where(t.c.key_id == METADATA_ROW))
+        for key_id, blob in conn.execute(select(t.c.key_id, t.c.wrapped_key)).all():
+            material = w.unwrap(key_id, bytes(blob), 2)
+            conn.execute(
+                update(t).where(t.c.key_id == key_id).values(wrapped_key=w.wrap(key_id, material, 1))
+            )
+    old = DatabaseKeySource(sql_engine, w)
+    ring = old.load()
+    assert ring.open(sealed) == b"kept"
+    old.rotate(ring)
+    with sql_engine.connect() as conn:
+        assert conn.execute(select(t.c.state).where(t.c.key_id == METADATA_ROW)).scalar() == "format-2"
+    assert DatabaseKeySource(sql_engine, w).load().open(sealed) == b"kept"
