@@ -3,7 +3,10 @@
 A :class:`KeySource` reads and writes :class:`KeyRecord` rows; a :class:`~sealstore.wrapping.Wrapper`
 (or none, for plain development key files) protects the material.  The shared logic here turns
 records into a :class:`~sealstore.keyring.Keyring` and back, creates, rotates, re-wraps (KEK
-rotation, no sealed value touched) and refreshes a live keyring from the store.
+rotation, no sealed value touched) and refreshes a live keyring from the store.  Every change
+is one read-modify-write under the store's exclusive lock (:meth:`KeySource._exclusive`), with
+a stale writer's changes merged (:mod:`sealstore.keymerge`), and a wrapped store's metadata is
+authenticated (:mod:`sealstore.keyauth`).  See ``docs/KEYS.md``.
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ class KeySource(HoldsKey, ABC):
 
     def __init__(self, wrapper: Wrapper | None = None) -> None:
         self.wrapper = wrapper
-        self._wrapped: dict[int, bytes] = {}  # blobs this source read or made, by key id
+        # (blob, store format it was wrapped for) this source read or made, by key id
+        self._wrapped: dict[int, tuple[bytes, int]] = {}
         # (store version, record_values()) as last read or written by this object
         self._seen: tuple | None = None
         self._mutex = threading.RLock()  # one read-modify-write of this object at a time
@@ -178,7 +182,8 @@ class KeySource(HoldsKey, ABC):
         accept_short_tags: bool = False,
     ) -> Keyring:
         """The stored keyring, material unwrapped once per key."""
-        keys = [self._key(r) for r in self._remember(self._read_checked())]
+        with self._mutex:
+            keys = [self._key(r) for r in self._remember(self._read_checked())]
         return self._owned(
             Keyring(
                 keys,
@@ -191,10 +196,21 @@ class KeySource(HoldsKey, ABC):
         )
 
     def _owned(self, keyring: Keyring) -> Keyring:
-        """``keyring``, set to wipe the wrapper's cache of unwrapped material when closed."""
+        """``keyring``, set to :meth:`forget` this source's unwrapped secrets when closed."""
         if self.wrapper is not None:
-            keyring.on_close(self.wrapper.forget)
+            keyring.on_close(self.forget)
         return keyring
+
+    def forget(self) -> None:
+        """Wipe the unwrapped metadata key and the wrapper's cache (they are unwrapped again
+        when needed)."""
+        with self._mutex:
+            if self._meta_key is not None:
+                buf = self._meta_key[1]
+                buf[:] = bytes(len(buf))
+                self._meta_key = None
+        if self.wrapper is not None:
+            self.wrapper.forget()
 
     def save(self, keyring: Keyring) -> None:
         """Store every key of ``keyring`` (new keys are wrapped on the way).

@@ -5,7 +5,8 @@ Unwrapping a blob is one KMS ``Decrypt``; the plaintext is cached in memory (val
 a KMS call: a keyring unwraps each key once, when it is loaded or refreshed) for at most
 ``cache_max_age`` seconds (default 300) and ``cache_max_uses`` unwraps (default 1000), and wiped
 by :meth:`KmsWrapper.forget`, which a keyring loaded through a key source calls when it is
-closed.  ``cache_max_age=0`` turns the cache off.  The encryption context ``{"sealstore-key-id": "<8 hex>"}`` binds a blob to its key id.
+closed.  ``cache_max_age=0`` turns the cache off.  The encryption context
+``{"sealstore-key-id": "<8 hex>"}`` binds a blob to its key id.
 Rotating the KEK (:meth:`KmsWrapper.rewrap`) uses ``ReEncrypt``: the material never leaves KMS
 in plaintext and no sealed value changes.
 """

@@ -126,7 +126,8 @@ class DatabaseKeySource(KeySource):
             return bool(conn.execute(select(func.count()).select_from(sealstore_keys)).scalar())
 
     def _read(self) -> list[KeyRecord]:
-        if getattr(self._tx, "conn", None) is None and not inspect(self.engine).has_table(TABLE_NAME):
+        in_tx = getattr(self._tx, "conn", None) is not None
+        if not in_tx and not inspect(self.engine).has_table(TABLE_NAME):
             raise KeySourceError(f"{self}: table {TABLE_NAME} does not exist; run the migration")
         with self._connection() as conn:
             rows = conn.execute(select(sealstore_keys).order_by(sealstore_keys.c.created_at)).all()

@@ -111,8 +111,12 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def write_secret_file(path: str | os.PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path`` with mode 0600, atomically and durably (see the module doc)."""
+def write_secret_file(path: str | os.PathLike, data: bytes, *, exclusive: bool = False) -> None:
+    """Write ``data`` to ``path`` with mode 0600, atomically and durably (see the module doc).
+
+    ``exclusive``: never replace an existing file, even one created concurrently
+    (KeySourceError); the temp file is hard-linked into place instead of renamed.
+    """
     path = Path(path)
     check_directory(path.parent)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
@@ -124,7 +128,14 @@ def write_secret_file(path: str | os.PathLike, data: bytes) -> None:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        if exclusive:
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                raise KeySourceError(f"{path} already exists; refusing to overwrite it") from None
+            os.unlink(tmp)
+        else:
+            os.replace(tmp, path)
     except BaseException:
         try:
             os.unlink(tmp)

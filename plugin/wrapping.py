@@ -107,7 +107,8 @@ class MasterKeyWrapper(Wrapper):
         path = Path(path)
         if path.exists():
             raise KeySourceError(f"{path} already exists; refusing to overwrite a master key")
-        write_secret_file(path, base64.b64encode(os.urandom(MATERIAL_SIZE)) + b"\n")
+        key = base64.b64encode(os.urandom(MATERIAL_SIZE)) + b"\n"
+        write_secret_file(path, key, exclusive=True)
         return path
 
     def wrap(self, key_id: int | None, material: bytes, fmt: int = 2) -> bytes:

@@ -242,11 +242,15 @@ def test_closing_a_loaded_keyring_wipes_the_kms_cache(kms, tmp_path):
     ring.close()
     assert not w._cache
     w2 = KmsWrapper(kek, client=kms)
-    ring2 = KeyFile(tmp_path / "keys.json", w2).load()
+    source2 = KeyFile(tmp_path / "keys.json", w2)
+    ring2 = source2.load()
     buffers = [entry[0] for entry in w2._cache.values()]
     assert buffers and any(b != bytes(32) for b in buffers)
+    meta = source2._meta_key[1]
+    assert meta != bytes(32)
     ring2.close()
     assert not w2._cache and all(b == bytes(32) for b in buffers)
+    assert meta == bytes(32) and source2._meta_key is None  # the metadata key too
 
 
 def test_kms_cache_limits_from_config(tmp_path):

@@ -9,7 +9,7 @@ import threading
 import time
 
 import pytest
-from sealstore.errors import InsecureKeyFile
+from sealstore.errors import InsecureKeyFile, KeySourceError
 from sealstore.keyfile import KeyFile
 from sealstore.wrapping import MasterKeyWrapper
 
@@ -126,3 +126,22 @@ def test_swapping_a_0600_and_a_0644_file_never_serves_the_0644_keys(tmp_path):
         stop.set()
         swapper.join()
     assert loaded and refused  # both states were really seen
+
+
+def test_master_key_creation_never_replaces_a_concurrently_created_one(tmp_path, monkeypatch):
+    path = tmp_path / "master.key"
+    real_exists = type(path).exists
+    made_by_other = b"b3RoZXI=\n"
+
+    def racing_exists(self):  # another process creates the file right after the check
+        if self == path and not real_exists(self):
+            path.write_bytes(made_by_other)
+            os.chmod(path, 0o600)
+            return False
+        return real_exists(self)
+
+    monkeypatch.setattr(type(path), "exists", racing_exists)
+    with pytest.raises(KeySourceError, match="already exists"):
+        MasterKeyWrapper.create_file(path)
+    assert path.read_bytes() == made_by_other
+    assert [p.name for p in tmp_path.iterdir()] == ["master.key"]  # no temp file left
