@@ -23,7 +23,7 @@ from typing import NamedTuple
 from .errors import KeyMetadataTampered
 from .keyrecord import KeyRecord
 
-__all__ = ["FORMAT", "StoreMeta", "canonical", "check_tag", "metadata_tag"]
+__all__ = ["FORMAT", "StoreMeta", "canonical", "metadata_tag", "tag_matches", "tampered"]
 
 FORMAT = 2  # the store format that carries a metadata tag
 _DOMAIN = b"sealstore/v2/keyring-metadata"
@@ -67,11 +67,15 @@ def metadata_tag(key, data: bytes) -> bytes:
     return hmac.digest(key, data, "sha256")
 
 
-def check_tag(where: str, key, data: bytes, tag: bytes | None) -> None:
-    """KeyMetadataTampered unless ``tag`` authenticates ``data``."""
-    if tag is None or not hmac.compare_digest(metadata_tag(key, data), bytes(tag)):
-        raise KeyMetadataTampered(
-            f"{where}: the key metadata does not match its authentication tag: key ids, states, "
-            "suites, dates or wrapped blobs were changed outside sealstore; restore the store "
-            "from a backup"
-        )
+def tag_matches(key, data: bytes, tag: bytes | None) -> bool:
+    """Whether ``tag`` authenticates ``data`` (constant-time comparison)."""
+    return tag is not None and hmac.compare_digest(metadata_tag(key, data), bytes(tag))
+
+
+def tampered(where: str) -> KeyMetadataTampered:
+    """The error for a failed tag: raise it from a frame that no longer holds the key."""
+    return KeyMetadataTampered(
+        f"{where}: the key metadata does not match its authentication tag: key ids, states, "
+        "suites, dates or wrapped blobs were changed outside sealstore; restore the store "
+        "from a backup"
+    )

@@ -798,7 +798,9 @@ class Keyring(HoldsKey):
         """
         hkey = self._hash_keys.get((key_id, info)) or self._new_hash_key(key_id, info)
         mac = hmac.digest(hkey, data, "sha256")
+        del hkey
         if self._closed or (key_id, info) not in self._hash_keys:
+            del mac  # neither the key nor the value in the locals of a raising frame
             raise KeyNotUsable(f"the keyring is closed or key {key_id:08x} was destroyed")
         return mac
 

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from .errors import KeySourceError
 from .format import Suite
 from .holdskey import HoldsKey
-from .keyauth import FORMAT, StoreMeta, canonical, check_tag, metadata_tag
+from .keyauth import FORMAT, StoreMeta, canonical, metadata_tag, tag_matches, tampered
 from .keymerge import merge_records, record_values
 from .keyrecord import KeyRecord
 from .keyring import DEFAULT_SUITE, DEFAULT_TAG_SIZE, KEY_SIZE, Key, Keyring, KeyState
@@ -79,9 +79,10 @@ class KeySource(HoldsKey, ABC):
         if meta.fmt >= FORMAT:
             if self.wrapper is None or meta.key_blob is None:
                 raise KeySourceError(f"{self}: a format {meta.fmt} store needs its wrapping")
-            _, key = self._metadata_key(meta.key_blob)
             data = canonical(records, version=self._version(), wrapping=self.wrapper.describe())
-            check_tag(str(self), key, data, meta.tag)
+            ok = tag_matches(self._metadata_key(meta.key_blob)[1], data, meta.tag)
+            if not ok:  # no metadata key in this frame's locals (error reporters record them)
+                raise tampered(str(self))
         return records
 
     def _store(self, records: list[KeyRecord], *, create: bool) -> None:

@@ -128,7 +128,9 @@ class KmsWrapper(Wrapper):
         )
         material = r["Plaintext"]
         if len(material) != MATERIAL_SIZE:
-            raise KeySourceError(f"KMS returned {len(material)}-byte material")
+            size = len(material)
+            del material, r  # no key material in the locals of a raising frame
+            raise KeySourceError(f"KMS returned {size}-byte material")
         self._remember((key_id, fmt, wrapped), material)
         return material
 

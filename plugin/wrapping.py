@@ -4,7 +4,8 @@ A :class:`Wrapper` turns a key's 32 bytes of material into an opaque ``wrapped``
 bound to the key id (a blob moved to another key id does not unwrap) and to the store format:
 format 2 stores (which authenticate their key metadata, see :mod:`sealstore.keyauth`) wrap
 under another context than format 1 stores, so a format 2 store stripped of its metadata tag
-and presented as format 1 does not unwrap.  ``key_id=None`` wraps a store's metadata key.  Two ship here and in
+and presented as format 1 does not unwrap.  ``key_id=None`` wraps a store's metadata key.
+Two ship here and in
 :mod:`sealstore.kms`: :class:`MasterKeyWrapper` (AES-256-GCM under a local 32-byte master key)
 and ``KmsWrapper`` (AWS KMS envelope).  ``None`` as a wrapper means plain material (local
 development key files only).
@@ -94,10 +95,14 @@ class MasterKeyWrapper(Wrapper):
         try:
             key = base64.b64decode(text, validate=True)
         except ValueError:
+            del text  # no key file content in the locals of a raising frame
             raise ConfigError(f"master key file {path}: not base64") from None
+        del text
         if len(key) != MATERIAL_SIZE:
+            size = len(key)
+            del key
             raise ConfigError(
-                f"master key file {path}: must hold {MATERIAL_SIZE} bytes, found {len(key)}"
+                f"master key file {path}: must hold {MATERIAL_SIZE} bytes, found {size}"
             )
         return cls(key)
 

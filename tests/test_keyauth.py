@@ -11,8 +11,8 @@ import os
 import boto3
 import pytest
 from moto import mock_aws
-from sealstore.errors import KeyMetadataTampered, KeySourceError
-from sealstore.keyauth import canonical
+from sealstore.errors import ConfigError, KeyMetadataTampered, KeySourceError
+from sealstore.keyauth import canonical, metadata_tag
 from sealstore.keyfile import KeyFile
 from sealstore.keyring import KeyState
 from sealstore.kms import KmsWrapper
@@ -199,7 +199,7 @@ def test_registry_metadata_is_authenticated(sql_engine):
     ring = source.init()
     old = ring.primary.key_id
     new = source.rotate(ring).key_id
-    assert [k.key_id for k in DatabaseKeySource(engine, w).load().keys] == [old, new]
+    assert {k.key_id for k in DatabaseKeySource(engine, w).load().keys} == {old, new}
     t = sealstore_keys
     with engine.begin() as conn:  # someone with write access makes the old key primary again
         conn.execute(update(t).where(t.c.key_id == old).values(state="primary"))
@@ -234,3 +234,43 @@ def test_registry_of_format_1_loads_and_is_upgraded(sql_engine):
     with sql_engine.connect() as conn:
         assert conn.execute(select(t.c.state).where(t.c.key_id == METADATA_ROW)).scalar() == "format-2"
     assert DatabaseKeySource(sql_engine, w).load().open(sealed) == b"kept"
+
+
+def _sealstore_locals(tb):
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename != __file__:
+            for value in tb.tb_frame.f_locals.values():
+                if isinstance(value, (bytes, bytearray, memoryview)):
+                    yield bytes(value)
+                elif isinstance(value, (tuple, list)):
+                    yield from (bytes(v) for v in value if isinstance(v, (bytes, bytearray)))
+        tb = tb.tb_next
+
+
+def test_tamper_error_frames_hold_no_metadata_key_or_expected_tag(wrapped_file):
+    path, w, old, retired = wrapped_file
+    source = KeyFile(path, w)
+    records = source._read()
+    doc = _doc(path)
+    _edits(old, retired)["retired key revived"](doc)
+    _put(path, doc)
+    with pytest.raises(KeyMetadataTampered) as info:
+        source.load(allow_retired=True)
+    meta_key = bytes(source._meta_key[1])
+    # the tag the edited metadata would need: recorded by an error reporter, it is a forgery
+    forged = metadata_tag(meta_key, canonical(source._read(), version=source.version,
+                                              wrapping=w.describe()))
+    assert records
+    for value in _sealstore_locals(info.value.__traceback__):
+        assert value != meta_key and value != forged
+
+
+def test_bad_master_key_file_errors_hold_no_key_text(tmp_path):
+    path = tmp_path / "master.key"
+    for content in (b"not base64 but secret-ish!\n", base64.b64encode(os.urandom(31)) + b"\n"):
+        path.write_bytes(content)
+        os.chmod(path, 0o600)
+        with pytest.raises(ConfigError) as info:
+            MasterKeyWrapper.from_file(path)
+        for value in _sealstore_locals(info.value.__traceback__):
+            assert content.strip() not in value and base64.b64decode(content.strip() + b"==", validate=False) != value
