@@ -297,3 +297,19 @@ def test_commitment_mismatch_leaves_no_derived_key_in_any_frame():
     for value in _frame_values(info.value.__traceback__):
         if isinstance(value, (bytes, bytearray, memoryview)):
             assert bytes(value) not in secrets
+
+
+def test_s3_get_applies_the_policy(s3_endpoint, bucket):
+    from fixtures_s3 import make_client
+    from sealstore.adapters.s3 import encrypt_client
+
+    short, strict = twin_rings()
+    writer = encrypt_client(make_client(s3_endpoint), short, segment_size=1024)
+    reader = encrypt_client(make_client(s3_endpoint), strict, segment_size=1024)
+    writer.put_object(Bucket=bucket, Key="old", Body=b"y" * 3000)
+    with pytest.raises(ShortTagRefused):
+        reader.get_object(Bucket=bucket, Key="old")["Body"].read()
+    with pytest.raises(ShortTagRefused):
+        reader.get_object(Bucket=bucket, Key="old", Range="bytes=100-199")["Body"].read()
+    strict.accept_short_tags = True
+    assert reader.get_object(Bucket=bucket, Key="old")["Body"].read() == b"y" * 3000
