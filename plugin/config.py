@@ -81,6 +81,8 @@ class KmsWrapping(_Model):
     kms_key_id: str = Field(min_length=1)
     region: str | None = None
     endpoint_url: str | None = None
+    cache_max_age: float = Field(default=300.0, ge=0)  # seconds an unwrapped key stays cached
+    cache_max_uses: int = Field(default=1000, ge=1)  # unwraps served from one cache entry
 
 
 class MasterKeyWrapping(_Model):
@@ -117,6 +119,7 @@ class SealstoreConfig(_Model):
     suite: SuiteName = str(Suite.AEGIS_128X4)
     tag_size: int = 32
     allow_retired: bool = False
+    accept_short_tags: bool = False  # open 16-byte-tag values with a 32-byte-tag keyring
 
     @field_validator("tag_size")
     @classmethod
@@ -131,7 +134,13 @@ class SealstoreConfig(_Model):
         if isinstance(w, KmsWrapping):
             from .kms import KmsWrapper
 
-            return KmsWrapper(w.kms_key_id, region_name=w.region, endpoint_url=w.endpoint_url)
+            return KmsWrapper(
+                w.kms_key_id,
+                region_name=w.region,
+                endpoint_url=w.endpoint_url,
+                cache_max_age=w.cache_max_age,
+                cache_max_uses=w.cache_max_uses,
+            )
         if isinstance(w, MasterKeyWrapping):
             from .wrapping import MasterKeyWrapper
 
@@ -152,7 +161,10 @@ class SealstoreConfig(_Model):
     def load_keyring(self):
         """Load the keyring from the configured source with this suite/tag size/retired policy."""
         return self.key_source_object().load(
-            suite=self.suite, tag_size=self.tag_size, allow_retired=self.allow_retired
+            suite=self.suite,
+            tag_size=self.tag_size,
+            allow_retired=self.allow_retired,
+            accept_short_tags=self.accept_short_tags,
         )
 
 

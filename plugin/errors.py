@@ -16,11 +16,14 @@ __all__ = [
     "MalformedCiphertext",
     "UnknownKeyId",
     "KeyNotUsable",
+    "ShortTagRefused",
     "InvalidKeyring",
     "UnknownKeyring",
     "ConfigError",
     "InsecureKeyFile",
     "KeySourceError",
+    "ConcurrentKeyChange",
+    "KeyMetadataTampered",
     "UnsupportedComparison",
     "UnsealedExpression",
     "ColumnBindingError",
@@ -72,6 +75,11 @@ class KeyNotUsable(SealstoreError):
     """The key exists but its state forbids the operation (retired, destroyed, or keyring closed)."""
 
 
+class ShortTagRefused(SealstoreError, ValueError):
+    """A value or object has a shorter tag than the keyring's tag size and short tags were not
+    accepted (``accept_short_tags``); refused before anything is decrypted."""
+
+
 class InvalidKeyring(SealstoreError, ValueError):
     """A keyring operation would break an invariant (one primary, unique ids, legal state change)."""
 
@@ -90,6 +98,16 @@ class InsecureKeyFile(SealstoreError, PermissionError):
 
 class KeySourceError(SealstoreError):
     """A key source cannot load or store the keyring (missing, already present, or KMS failed)."""
+
+
+class ConcurrentKeyChange(KeySourceError, InvalidKeyring):
+    """Another writer changed the same key (or promoted another primary) since this keyring was
+    loaded; nothing was written: reload and apply the change again."""
+
+
+class KeyMetadataTampered(KeySourceError):
+    """A wrapped key store's metadata (ids, states, suites, dates, blobs) fails its
+    authentication tag: it was edited outside sealstore."""
 
 
 class UnsupportedComparison(SealstoreError, TypeError):

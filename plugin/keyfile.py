@@ -14,6 +14,7 @@ given, in which case only wrapped blobs are stored (see ``docs/FORMAT.md``, "Key
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 from datetime import datetime
@@ -23,6 +24,7 @@ from typing import Literal
 from pydantic import (
     BaseModel,
     ConfigDict,
+    Field,
     ValidationError,
     field_validator,
     model_validator,
@@ -31,14 +33,13 @@ from pydantic import (
 from .config import SuiteName
 from .errors import ConfigError, KeySourceError
 from .format import Suite
+from .keyauth import StoreMeta
 from .keyring import KeyState
 from .keysource import KeyRecord, KeySource
-from .securefile import read_secret_file, write_secret_file
+from .securefile import exclusive_lock, read_secret_file, write_secret_file
 from .wrapping import Wrapper
 
 __all__ = ["KeyFile", "validation_message"]
-
-_FORMAT = 1
 
 
 def _b64(value: str | None, size: int | None = None) -> str | None:
@@ -94,9 +95,28 @@ class _KeyEntry(BaseModel):
 class _KeyFileModel(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    sealstore_keyring: Literal[1]
+    sealstore_keyring: Literal[1, 2]  # 2: wrapped keys with authenticated metadata
+    version: int = Field(default=0, ge=0)  # bumped by every write; absent in older files
     wrapping: dict = {"type": "none"}
+    metadata_key: str | None = None  # format 2: the wrapped metadata key
+    metadata_tag: str | None = None  # format 2: HMAC-SHA256 over the metadata
     keys: list[_KeyEntry]
+
+    @field_validator("metadata_key", "metadata_tag")
+    @classmethod
+    def _meta_b64(cls, v):
+        return _b64(v)
+
+    @model_validator(mode="after")
+    def _format(self):
+        tagged = (self.metadata_key is not None, self.metadata_tag is not None)
+        if self.sealstore_keyring == 2 and tagged != (True, True):
+            raise ValueError("format 2 needs 'metadata_key' and 'metadata_tag'")
+        if self.sealstore_keyring == 2 and self.wrapping.get("type") == "none":
+            raise ValueError("format 2 is for wrapped keys; plain key files are format 1")
+        if self.sealstore_keyring == 1 and any(tagged):
+            raise ValueError("'metadata_key'/'metadata_tag' need format 2")
+        return self
 
     @field_validator("wrapping")
     @classmethod
@@ -122,6 +142,7 @@ class KeyFile(KeySource):
     def __init__(self, path: str | os.PathLike, wrapper: Wrapper | None = None) -> None:
         super().__init__(wrapper)
         self.path = Path(path)
+        self.version = 0  # the ``version`` of the file as last read or written here
 
     def __repr__(self) -> str:
         return f"KeyFile({str(self.path)!r})"
@@ -130,6 +151,14 @@ class KeyFile(KeySource):
 
     def exists(self) -> bool:
         return self.path.exists()
+
+    def _version(self) -> int:
+        return self.version
+
+    @contextlib.contextmanager
+    def _exclusive(self, *, create: bool = False):
+        with exclusive_lock(self.path):
+            yield
 
     def _read(self) -> list[KeyRecord]:
         raw = read_secret_file(self.path)
@@ -157,6 +186,12 @@ class KeyFile(KeySource):
         ids = [e.id for e in model.keys]
         if len(set(ids)) != len(ids):
             raise ConfigError(f"key file {self.path}: keys: duplicate key id")
+        self.version = model.version
+        self._stored_meta = StoreMeta(
+            model.sealstore_keyring,
+            base64.b64decode(model.metadata_key) if model.metadata_key else None,
+            base64.b64decode(model.metadata_tag) if model.metadata_tag else None,
+        )
         return [
             KeyRecord(
                 key_id=int(e.id, 16),
@@ -166,18 +201,32 @@ class KeyFile(KeySource):
                 rotated_at=e.rotated_at,
                 material=base64.b64decode(e.material) if e.material else None,
                 wrapped=base64.b64decode(e.wrapped) if e.wrapped else None,
+                wrap_format=model.sealstore_keyring,
             )
             for e in model.keys
         ]
 
-    def _write(self, records: list[KeyRecord], *, create: bool) -> None:
+    def _next_version(self, create: bool) -> int:
+        return 1 if create else self.version + 1
+
+    def _write(self, records: list[KeyRecord], *, create: bool, meta: StoreMeta) -> None:
         if create and self.path.exists():
             raise KeySourceError(f"{self.path} already exists; refusing to overwrite it")
         if not create and not self.path.exists():
             raise KeySourceError(f"{self.path} does not exist; run `sealstore keys init` first")
+        version = self._next_version(create)
         doc = {
-            "sealstore_keyring": _FORMAT,
+            "sealstore_keyring": meta.fmt,
+            "version": version,
             "wrapping": self.wrapper.describe() if self.wrapper else {"type": "none"},
+            **(
+                {
+                    "metadata_key": base64.b64encode(meta.key_blob).decode(),
+                    "metadata_tag": base64.b64encode(meta.tag).decode(),
+                }
+                if meta.fmt >= 2
+                else {}
+            ),
             "keys": [
                 {
                     "id": f"{r.key_id:08x}",
@@ -192,3 +241,4 @@ class KeyFile(KeySource):
             ],
         }
         write_secret_file(self.path, (json.dumps(doc, indent=2) + "\n").encode())
+        self.version = version

@@ -15,6 +15,7 @@ changes, first use of a key) build new snapshots under a lock and swap them in.
 from __future__ import annotations
 
 import enum
+import hmac
 import os
 import threading
 from collections.abc import Callable, Iterable
@@ -29,9 +30,11 @@ from .errors import (
     InvalidTag,
     KeyNotUsable,
     MalformedCiphertext,
+    ShortTagRefused,
     UnknownKeyId,
     UnknownKeyring,
 )
+from .holdskey import HoldsKey
 from .format import (
     _DIGESTS,
     HEADER_SIZE,
@@ -84,7 +87,7 @@ def _now() -> datetime:
     return datetime.now(timezone.utc).replace(microsecond=0)
 
 
-class Key:
+class Key(HoldsKey):
     """One keyring key.  Its material is never shown by ``repr``/``str``."""
 
     __slots__ = ("_created_at", "_key_id", "_material", "_rotated_at", "_state", "_suite")
@@ -162,7 +165,7 @@ class Key:
     __str__ = __repr__
 
 
-class _Slot:
+class _Slot(HoldsKey):
     """A derived cipher for one (key, suite, tag size): the bound C entry points and prefix."""
 
     __slots__ = ("cipher", "key", "open", "open_many", "overhead", "prefix", "seal", "seal_many")
@@ -250,7 +253,7 @@ def _with_index(exc: Exception, index: int) -> Exception:
     return exc
 
 
-class Keyring:
+class Keyring(HoldsKey):
     """Keys plus the seal/open/reseal entry points.  See the module docstring.
 
     ``suite`` and ``tag_size`` apply to keys created by :meth:`rotate` and to new values (the
@@ -260,6 +263,11 @@ class Keyring:
     key opens values of every AEGIS variant, an AES-256-GCM key only AES-256-GCM values.
     ``key_factory(key_id) -> material`` lets a key source supply new material, e.g. from KMS
     ``GenerateDataKey``; the default draws 32 bytes from the OS CSPRNG.
+
+    Tag-size policy: a keyring with ``tag_size=32`` opens only 32-byte-tag AEGIS values (values
+    and objects with 16-byte tags raise ShortTagRefused before anything is decrypted), unless
+    ``accept_short_tags=True`` (for the migration that reseals them).  AES-256-GCM values always
+    carry 16-byte tags and are not affected; a ``tag_size=16`` keyring opens both sizes.
     """
 
     def __init__(
@@ -269,6 +277,7 @@ class Keyring:
         suite: Suite | str | int | None = None,
         tag_size: int = DEFAULT_TAG_SIZE,
         allow_retired: bool = False,
+        accept_short_tags: bool = False,
         key_factory: KeyFactory | None = None,
         adaptive_threshold: int = DEFAULT_ADAPTIVE_THRESHOLD,
     ) -> None:
@@ -288,12 +297,15 @@ class Keyring:
         self._tag_size = tag_size
         self._suite = Suite.parse(suite) if suite is not None else primaries[0].suite
         self._allow_retired = bool(allow_retired)
+        self._accept_short_tags = bool(accept_short_tags)
         if not isinstance(adaptive_threshold, int) or adaptive_threshold < 0:
             raise ValueError("adaptive_threshold must be an int >= 0")
         self._adaptive_threshold = adaptive_threshold
         self._threshold = 0  # effective: 0 unless the primary is AEGIS-128X2/X4
         self._key_factory = key_factory or _random_material
         self._closed = False
+        self._hash_keys: dict[tuple[int, bytes], bytearray] = {}  # keyed_hash() keys
+        self._close_hooks: list[Callable[[], None]] = []
         self._derived: dict[bytes, _Slot] = {}  # every slot derived so far, by header
         self._slots: dict[bytes, _Slot] = {}  # the ones open() may use without asking
         self._seal: _Slot | _ClosedSlot = _CLOSED
@@ -314,6 +326,7 @@ class Keyring:
         *,
         key_factory: KeyFactory | None = None,
         allow_retired: bool = False,
+        accept_short_tags: bool = False,
         adaptive_threshold: int = DEFAULT_ADAPTIVE_THRESHOLD,
     ) -> Keyring:
         """A new keyring with one fresh primary key."""
@@ -325,6 +338,7 @@ class Keyring:
             suite=suite,
             tag_size=tag_size,
             allow_retired=allow_retired,
+            accept_short_tags=accept_short_tags,
             key_factory=factory,
             adaptive_threshold=adaptive_threshold,
         )
@@ -360,6 +374,33 @@ class Keyring:
             self._allow_retired = bool(value)
             if not self._closed:
                 self._publish()
+
+    @property
+    def accept_short_tags(self) -> bool:
+        """Whether a 32-byte-tag keyring opens 16-byte-tag values of its keys (migrations)."""
+        return self._accept_short_tags
+
+    @accept_short_tags.setter
+    def accept_short_tags(self, value: bool) -> None:
+        with self._lock:
+            self._accept_short_tags = bool(value)
+            if not self._closed:
+                self._publish()
+
+    def tag_size_allowed(self, suite: Suite, tag_size: int) -> bool:
+        """Whether the tag-size policy lets this keyring open a value of ``suite``/``tag_size``."""
+        return (
+            tag_size >= self._tag_size or suite is Suite.AES_256_GCM or self._accept_short_tags
+        )
+
+    def check_tag_size(self, suite: Suite, tag_size: int, key_id: int) -> None:
+        """Raise ShortTagRefused when the tag-size policy refuses such a value."""
+        if not self.tag_size_allowed(suite, tag_size):
+            raise ShortTagRefused(
+                f"value of key {key_id:08x} has a {tag_size}-byte tag but this keyring requires "
+                f"{self._tag_size}-byte tags; pass accept_short_tags=True to open it (e.g. while "
+                "resealing old values)"
+            )
 
     @property
     def adaptive_threshold(self) -> int:
@@ -415,7 +456,7 @@ class Keyring:
         """
         try:
             slot = self._slots[sealed[:HEADER_SIZE]]
-        except (KeyError, TypeError):
+        except (KeyError, TypeError, ValueError):  # ValueError: a writable memoryview
             slot = None  # resolved outside the handler: no KeyError(stored bytes) in the chain
         if slot is None:
             slot = self._resolve(sealed, allow_retired)
@@ -574,6 +615,7 @@ class Keyring:
             raise KeyNotUsable(
                 f"key {key.id_hex} is retired; pass allow_retired=True to open its values"
             )
+        self.check_tag_size(h.suite, h.tag_size, h.key_id)
         with self._lock:
             return self._slot(key, h.suite, h.tag_size)
 
@@ -598,9 +640,10 @@ class Keyring:
             derived = dict(self._derived)
             derived[header] = slot
             self._derived = derived
-        if key.state in (KeyState.PRIMARY, KeyState.ACTIVE) or (
+        usable = key.state in (KeyState.PRIMARY, KeyState.ACTIVE) or (
             key.state is KeyState.RETIRED and self._allow_retired
-        ):
+        )
+        if usable and self.tag_size_allowed(suite, tag_size):
             if self._slots.get(header) is not slot:
                 slots = dict(self._slots)
                 slots[header] = slot
@@ -713,11 +756,13 @@ class Keyring:
             key._state = to
             if to is KeyState.DESTROYED:
                 key._wipe()
+                self._forget_hash_keys(lambda kid: kid == key_id)
             self._publish()
             return key
 
     def close(self) -> None:
-        """Wipe all key material (best effort in Python; the C contexts wipe on free)."""
+        """Wipe all key material (best effort in Python; the C contexts wipe on free), the
+        keyed_hash() keys, and run the :meth:`on_close` callbacks (e.g. a KMS cache wipe)."""
         with self._lock:
             if self._closed:
                 return
@@ -729,6 +774,59 @@ class Keyring:
             self._derived = {}
             for key in self._keys.values():
                 key._wipe()
+            self._forget_hash_keys(lambda key_id: True)
+            hooks, self._close_hooks = self._close_hooks, []
+        for hook in hooks:
+            hook()
+
+    def on_close(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` when the keyring is closed (key sources wipe their caches)."""
+        with self._lock:
+            self._check_open()
+            self._close_hooks.append(callback)
+
+    # ---- keyed hashes (blind indexes) ---------------------------------------------------------
+
+    def keyed_hash(self, key_id: int, info: bytes, data) -> bytes:
+        """HMAC-SHA256 of ``data`` under HKDF-SHA256(key material, info=``info``), 32 bytes.
+
+        The derived key is cached per (key, info); destroying the key or closing the keyring
+        wipes it, and from then on this raises KeyNotUsable (checked again after hashing, so a
+        concurrent close never lets a value computed with a wiped key through).
+        """
+        hkey = self._hash_keys.get((key_id, info)) or self._new_hash_key(key_id, info)
+        mac = hmac.digest(hkey, data, "sha256")
+        del hkey
+        if self._closed or (key_id, info) not in self._hash_keys:
+            del mac  # neither the key nor the value in the locals of a raising frame
+            raise KeyNotUsable(f"the keyring is closed or key {key_id:08x} was destroyed")
+        return mac
+
+    def _new_hash_key(self, key_id: int, info: bytes) -> bytearray:
+        with self._lock:
+            self._check_open()
+            key = self.get(key_id)
+            if key.state is KeyState.DESTROYED:
+                raise KeyNotUsable(f"key {key.id_hex} is destroyed")
+            if (key_id, info) in self._hash_keys:  # another thread derived it meanwhile
+                return self._hash_keys[(key_id, info)]
+            hkdf = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=bytes(info))
+            out = bytearray(32)
+            if hasattr(hkdf, "derive_into"):
+                hkdf.derive_into(key._material, out)
+            else:  # pragma: no cover - older cryptography
+                out[:] = hkdf.derive(bytes(key._material))
+            self._hash_keys = {**self._hash_keys, (key_id, bytes(info)): out}
+            return out
+
+    def _forget_hash_keys(self, which: Callable[[int], bool]) -> None:
+        # caller holds the lock; unpublish first, then wipe, so keyed_hash()'s re-check after
+        # hashing always sees a key that was wiped while it hashed as gone
+        old = self._hash_keys
+        self._hash_keys = {k: v for k, v in old.items() if not which(k[0])}
+        for slot, buf in old.items():
+            if slot not in self._hash_keys:
+                buf[:] = bytes(len(buf))
 
     def __enter__(self) -> Keyring:
         return self

@@ -3,59 +3,44 @@
 A :class:`KeySource` reads and writes :class:`KeyRecord` rows; a :class:`~sealstore.wrapping.Wrapper`
 (or none, for plain development key files) protects the material.  The shared logic here turns
 records into a :class:`~sealstore.keyring.Keyring` and back, creates, rotates, re-wraps (KEK
-rotation, no sealed value touched) and refreshes a live keyring from the store.
+rotation, no sealed value touched) and refreshes a live keyring from the store.  Every change
+is one read-modify-write under the store's exclusive lock (:meth:`KeySource._exclusive`), with
+a stale writer's changes merged (:mod:`sealstore.keymerge`), and a wrapped store's metadata is
+authenticated (:mod:`sealstore.keyauth`).  See ``docs/KEYS.md``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
-from datetime import datetime, timezone
+from collections.abc import Iterator
 
 from .errors import KeySourceError
 from .format import Suite
+from .holdskey import HoldsKey
+from .keyauth import FORMAT, StoreMeta, canonical, metadata_tag, tag_matches, tampered
+from .keymerge import merge_records, record_values
+from .keyrecord import KeyRecord
 from .keyring import DEFAULT_SUITE, DEFAULT_TAG_SIZE, KEY_SIZE, Key, Keyring, KeyState
 from .wrapping import Wrapper
 
 __all__ = ["KeyRecord", "KeySource"]
 
 
-def _utc(dt: datetime | None) -> datetime | None:
-    if dt is None:
-        return None
-    return dt.replace(tzinfo=timezone.utc) if dt.tzinfo is None else dt.astimezone(timezone.utc)
-
-
-@dataclass
-class KeyRecord:
-    """One stored key: exactly one of ``material`` (plain) or ``wrapped`` unless destroyed."""
-
-    key_id: int
-    suite: Suite
-    state: KeyState
-    created_at: datetime
-    rotated_at: datetime | None
-    material: bytes | None = None
-    wrapped: bytes | None = None
-
-    def __post_init__(self) -> None:  # stores may hand back naive datetimes (SQLite): UTC
-        self.created_at = _utc(self.created_at)
-        self.rotated_at = _utc(self.rotated_at)
-
-    def __repr__(self) -> str:
-        return (
-            f"KeyRecord(key_id={self.key_id:08x}, suite={self.suite}, state={self.state}, "
-            f"created_at={self.created_at.isoformat()})"
-        )
-
-
-class KeySource(ABC):
+class KeySource(HoldsKey, ABC):
     """Base of the key stores.  Subclasses implement :meth:`exists`, :meth:`_read`, :meth:`_write`."""
 
     def __init__(self, wrapper: Wrapper | None = None) -> None:
         self.wrapper = wrapper
-        self._wrapped: dict[int, bytes] = {}  # blobs this source read or made, by key id
+        # (blob, store format it was wrapped for) this source read or made, by key id
+        self._wrapped: dict[int, tuple[bytes, int]] = {}
+        # (store version, record_values()) as last read or written by this object
+        self._seen: tuple | None = None
+        self._mutex = threading.RLock()  # one read-modify-write of this object at a time
+        self._stored_meta = StoreMeta(1)  # what the last _read() found beside the records
+        self._meta_key: tuple[bytes, bytearray] | None = None  # (wrapped, plain) metadata key
 
     @abstractmethod
     def exists(self) -> bool:
@@ -63,11 +48,66 @@ class KeySource(ABC):
 
     @abstractmethod
     def _read(self) -> list[KeyRecord]:
-        """All stored records (KeySourceError if there is no keyring)."""
+        """All stored records (KeySourceError if there is no keyring), each with the
+        ``wrap_format`` of the store; sets ``self._stored_meta`` to what is stored beside them."""
 
     @abstractmethod
-    def _write(self, records: list[KeyRecord], *, create: bool) -> None:
-        """Store ``records`` (``create``: the store must not hold a keyring yet)."""
+    def _write(self, records: list[KeyRecord], *, create: bool, meta: StoreMeta) -> None:
+        """Store ``records`` and ``meta`` (``create``: the store must not hold a keyring yet)."""
+
+    def _next_version(self, create: bool) -> int | None:
+        """The version counter the next write stores (None: the store keeps none)."""
+        return None
+
+    # ---- authenticated metadata (sealstore.keyauth) ---------------------------------------------
+
+    def _metadata_key(self, blob: bytes | None = None) -> tuple[bytes, bytearray]:
+        """The (wrapped, plain) metadata key: ``blob`` unwrapped, or a new one when None."""
+        if self._meta_key is not None and (blob is None or self._meta_key[0] == blob):
+            return self._meta_key
+        if blob is None:
+            material, blob = self.wrapper.generate(None, FORMAT)
+        else:
+            material = self.wrapper.unwrap(None, blob, FORMAT)
+        self._meta_key = (bytes(blob), bytearray(material))
+        return self._meta_key
+
+    def _read_checked(self) -> list[KeyRecord]:
+        """:meth:`_read`, with the metadata tag of a format 2 store verified."""
+        records = self._read()
+        meta = self._stored_meta
+        if meta.fmt >= FORMAT:
+            if self.wrapper is None or meta.key_blob is None:
+                raise KeySourceError(f"{self}: a format {meta.fmt} store needs its wrapping")
+            data = canonical(records, version=self._version(), wrapping=self.wrapper.describe())
+            ok = tag_matches(self._metadata_key(meta.key_blob)[1], data, meta.tag)
+            if not ok:  # no metadata key in this frame's locals (error reporters record them)
+                raise tampered(str(self))
+        return records
+
+    def _store(self, records: list[KeyRecord], *, create: bool) -> None:
+        """:meth:`_write` ``records``; a wrapped store is written as format 2 (blobs of format 1
+        re-wrapped, the metadata tagged)."""
+        if self.wrapper is None:
+            self._write(records, create=create, meta=StoreMeta(1))
+            return
+        for r in records:
+            if r.wrapped is not None and r.wrap_format != FORMAT:
+                r.wrapped = self.wrapper.rewrap(r.key_id, r.wrapped, self.wrapper, r.wrap_format)
+                r.wrap_format = FORMAT
+                self._wrapped[r.key_id] = (r.wrapped, FORMAT)
+        blob, key = self._metadata_key()
+        data = canonical(
+            records, version=self._next_version(create), wrapping=self.wrapper.describe()
+        )
+        self._write(records, create=create, meta=StoreMeta(FORMAT, blob, metadata_tag(key, data)))
+
+    @contextlib.contextmanager
+    def _exclusive(self, *, create: bool = False) -> Iterator[None]:
+        """Exclude every other writer of the store (other processes too) for one
+        read-modify-write; :meth:`_read` and :meth:`_write` inside it see and change the store
+        under that exclusion.  Subclasses override it (a file lock, a table lock)."""
+        yield
 
     # ---- records <-> keys ---------------------------------------------------------------------
 
@@ -81,8 +121,8 @@ class KeySource(ABC):
                         f"{self}: key {r.key_id:08x} is stored in plain, but a "
                         f"{self.wrapper.kind} wrapping is configured; re-wrap the store first"
                     )
-                material = self.wrapper.unwrap(r.key_id, r.wrapped)
-                self._wrapped[r.key_id] = r.wrapped
+                material = self.wrapper.unwrap(r.key_id, r.wrapped, r.wrap_format)
+                self._wrapped[r.key_id] = (r.wrapped, r.wrap_format)
             elif r.material is None:
                 raise KeySourceError(
                     f"{self}: key {r.key_id:08x} is stored wrapped; configure its wrapping"
@@ -106,11 +146,11 @@ class KeySource(ABC):
                 if self.wrapper is None:
                     rec.material = key.reveal_material()
                 else:
-                    blob = self._wrapped.get(key.key_id)
-                    if blob is None:
-                        blob = self.wrapper.wrap(key.key_id, key.reveal_material())
-                        self._wrapped[key.key_id] = blob
-                    rec.wrapped = blob
+                    cached = self._wrapped.get(key.key_id)
+                    if cached is None:
+                        blob = self.wrapper.wrap(key.key_id, key.reveal_material(), FORMAT)
+                        cached = self._wrapped[key.key_id] = (blob, FORMAT)
+                    rec.wrapped, rec.wrap_format = cached
             else:
                 self._wrapped.pop(key.key_id, None)
             out.append(rec)
@@ -120,11 +160,19 @@ class KeySource(ABC):
         """Key factory for keyrings of this source: KMS/wrapper-generated material when wrapped."""
         if self.wrapper is None:
             return os.urandom(KEY_SIZE)
-        material, blob = self.wrapper.generate(key_id)
-        self._wrapped[key_id] = blob
+        material, blob = self.wrapper.generate(key_id, FORMAT)
+        self._wrapped[key_id] = (blob, FORMAT)
         return material
 
     # ---- operations -----------------------------------------------------------------------------
+
+    def _version(self) -> int | None:
+        """The store's version counter as last read or written (None: the store keeps none)."""
+        return None
+
+    def _remember(self, records: list[KeyRecord]) -> list[KeyRecord]:
+        self._seen = (self._version(), record_values(records))
+        return records
 
     def load(
         self,
@@ -132,36 +180,85 @@ class KeySource(ABC):
         suite: Suite | str | None = None,
         tag_size: int = DEFAULT_TAG_SIZE,
         allow_retired: bool = False,
+        accept_short_tags: bool = False,
     ) -> Keyring:
         """The stored keyring, material unwrapped once per key."""
-        keys = [self._key(r) for r in self._read()]
-        return Keyring(
-            keys,
-            suite=suite,
-            tag_size=tag_size,
-            allow_retired=allow_retired,
-            key_factory=self.new_material,
+        with self._mutex:
+            keys = [self._key(r) for r in self._remember(self._read_checked())]
+        return self._owned(
+            Keyring(
+                keys,
+                suite=suite,
+                tag_size=tag_size,
+                allow_retired=allow_retired,
+                accept_short_tags=accept_short_tags,
+                key_factory=self.new_material,
+            )
         )
 
+    def _owned(self, keyring: Keyring) -> Keyring:
+        """``keyring``, set to :meth:`forget` this source's unwrapped secrets when closed."""
+        if self.wrapper is not None:
+            keyring.on_close(self.forget)
+        return keyring
+
+    def forget(self) -> None:
+        """Wipe the unwrapped metadata key and the wrapper's cache (they are unwrapped again
+        when needed)."""
+        with self._mutex:
+            if self._meta_key is not None:
+                buf = self._meta_key[1]
+                buf[:] = bytes(len(buf))
+                self._meta_key = None
+        if self.wrapper is not None:
+            self.wrapper.forget()
+
     def save(self, keyring: Keyring) -> None:
-        """Store every key of ``keyring`` (new keys are wrapped on the way)."""
-        self._write(self._records(keyring), create=False)
+        """Store every key of ``keyring`` (new keys are wrapped on the way).
+
+        Under the store's exclusive lock the stored records are read again; when another writer
+        changed them since this source last read or wrote them, the two are merged (keys added
+        there are kept and added to ``keyring``; see :mod:`sealstore.keymerge`), and a real
+        conflict raises ConcurrentKeyChange with nothing written.
+        """
+        with self._mutex, self._exclusive():
+            stored = self._read_checked()
+            records = self._records(keyring)
+            if (self._version(), record_values(stored)) != self._seen:  # changed by another writer
+                records = merge_records(self._seen and self._seen[1], records, stored)
+            self._store(records, create=False)
+            self._remember(records)
+        self._apply(keyring, records)
 
     def init(
         self, *, suite: Suite | str = DEFAULT_SUITE, tag_size: int = DEFAULT_TAG_SIZE
     ) -> Keyring:
         """Create the store with a new keyring of one primary key."""
-        if self.exists():
-            raise KeySourceError(f"{self} already holds a keyring; refusing to overwrite it")
-        keyring = Keyring.generate(suite, tag_size, key_factory=self.new_material)
-        self._write(self._records(keyring), create=True)
+        with self._mutex, self._exclusive(create=True):
+            if self.exists():
+                raise KeySourceError(f"{self} already holds a keyring; refusing to overwrite it")
+            keyring = self._owned(
+                Keyring.generate(suite, tag_size, key_factory=self.new_material)
+            )
+            self._store(self._remember(self._records(keyring)), create=True)
         return keyring
 
     def rotate(self, keyring: Keyring | None = None, *, suite: Suite | str | None = None) -> Key:
-        """Make a new primary in ``keyring`` (loaded if not given) and store the result."""
-        keyring = keyring if keyring is not None else self.load()
-        key = keyring.rotate(suite=suite)
-        self.save(keyring)
+        """Make a new primary in ``keyring`` (loaded if not given) and store the result.
+
+        Atomic against other writers: under the store's exclusive lock, ``keyring`` is first
+        brought up to date with the store, then rotated, then written, so concurrent rotations
+        (other servers, other processes) each add their key and none is lost.
+        """
+        with self._mutex, self._exclusive():
+            if keyring is None:
+                keyring = self.load()
+            else:
+                self._apply(keyring, self._remember(self._read_checked()))
+            key = keyring.rotate(suite=suite)
+            records = self._records(keyring)
+            self._store(records, create=False)
+            self._remember(records)
         return key
 
     def rewrap(self, new: Wrapper) -> int:
@@ -169,25 +266,29 @@ class KeySource(ABC):
 
         Sealed values are untouched: the material stays the same, only its wrapping changes.
         """
-        records = self._read()
-        old = self.wrapper
-        count = 0
-        for r in records:
-            if r.state is KeyState.DESTROYED:
-                continue
-            if old is None:
-                r.wrapped = new.wrap(r.key_id, r.material)
-            else:
-                r.wrapped = old.rewrap(r.key_id, r.wrapped, new)
-            r.material = None
-            count += 1
-        self.wrapper = new
-        try:
-            self._write(records, create=False)
-        except BaseException:
-            self.wrapper = old
-            raise
-        self._wrapped = {r.key_id: r.wrapped for r in records if r.wrapped is not None}
+        with self._mutex, self._exclusive():
+            records = self._read_checked()
+            old, old_meta = self.wrapper, self._meta_key
+            count = 0
+            for r in records:
+                if r.state is KeyState.DESTROYED:
+                    continue
+                if old is None:
+                    r.wrapped = new.wrap(r.key_id, r.material, FORMAT)
+                else:
+                    r.wrapped = old.rewrap(r.key_id, r.wrapped, new, r.wrap_format, FORMAT)
+                r.material, r.wrap_format = None, FORMAT
+                count += 1
+            self.wrapper, self._meta_key = new, None  # a new metadata key, wrapped by ``new``
+            try:
+                self._store(records, create=False)
+            except BaseException:
+                self.wrapper, self._meta_key = old, old_meta
+                raise
+            self._remember(records)
+        self._wrapped = {
+            r.key_id: (r.wrapped, r.wrap_format) for r in records if r.wrapped is not None
+        }
         return count
 
     def refresh(self, keyring: Keyring) -> None:
@@ -196,7 +297,13 @@ class KeySource(ABC):
         New keys are added (unwrapped once), a new primary is promoted, and retirements and
         destructions are applied, so servers sharing a store converge without restarting.
         """
-        records = {r.key_id: r for r in self._read()}
+        with self._mutex:
+            records = self._remember(self._read_checked())
+        self._apply(keyring, records)
+
+    def _apply(self, keyring: Keyring, stored: list[KeyRecord]) -> None:
+        """Make ``keyring`` hold every key of ``stored`` in its stored state."""
+        records = {r.key_id: r for r in stored}
         with keyring._lock:
             for r in records.values():
                 if r.key_id not in keyring:

@@ -1,8 +1,12 @@
 """AWS KMS envelope wrapping for keyring material (boto3 ``kms`` client).
 
 New material comes from ``GenerateDataKey`` (AES_256); only the ``CiphertextBlob`` is stored.
-Each blob is decrypted once per wrapper and cached in memory, so no value ever causes a KMS
-call.  The encryption context ``{"sealstore-key-id": "<8 hex>"}`` binds a blob to its key id.
+Unwrapping a blob is one KMS ``Decrypt``; the plaintext is cached in memory (values never cause
+a KMS call: a keyring unwraps each key once, when it is loaded or refreshed) for at most
+``cache_max_age`` seconds (default 300) and ``cache_max_uses`` unwraps (default 1000), and wiped
+by :meth:`KmsWrapper.forget`, which a keyring loaded through a key source calls when it is
+closed.  ``cache_max_age=0`` turns the cache off.  The encryption context
+``{"sealstore-key-id": "<8 hex>"}`` binds a blob to its key id.
 Rotating the KEK (:meth:`KmsWrapper.rewrap`) uses ``ReEncrypt``: the material never leaves KMS
 in plaintext and no sealed value changes.
 """
@@ -10,6 +14,7 @@ in plaintext and no sealed value changes.
 from __future__ import annotations
 
 import threading
+import time
 
 from .errors import KeySourceError
 from .wrapping import MATERIAL_SIZE, Wrapper
@@ -17,10 +22,19 @@ from .wrapping import MATERIAL_SIZE, Wrapper
 __all__ = ["KmsWrapper"]
 
 _CONTEXT_KEY = "sealstore-key-id"
+DEFAULT_CACHE_MAX_AGE = 300.0  # seconds
+DEFAULT_CACHE_MAX_USES = 1000
 
 
-def _context(key_id: int) -> dict[str, str]:
-    return {_CONTEXT_KEY: f"{key_id:08x}"}
+def _context(key_id: int | None, fmt: int) -> dict[str, str]:
+    """The encryption context of a blob: its key id (or the metadata-key purpose) and, from
+    store format 2 on, the format."""
+    if key_id is None:
+        return {"sealstore-purpose": "metadata-key", "sealstore-format": "2"}
+    ctx = {_CONTEXT_KEY: f"{key_id:08x}"}
+    if fmt != 1:
+        ctx["sealstore-format"] = str(fmt)
+    return ctx
 
 
 class KmsWrapper(Wrapper):
@@ -35,17 +49,44 @@ class KmsWrapper(Wrapper):
         client=None,
         region_name: str | None = None,
         endpoint_url: str | None = None,
+        cache_max_age: float = DEFAULT_CACHE_MAX_AGE,
+        cache_max_uses: int = DEFAULT_CACHE_MAX_USES,
     ) -> None:
         if not kms_key_id:
             raise ValueError("kms_key_id is required")
+        if not cache_max_age >= 0:
+            raise ValueError("cache_max_age must be >= 0 seconds")
+        if not isinstance(cache_max_uses, int) or cache_max_uses < 1:
+            raise ValueError("cache_max_uses must be an int >= 1")
         if client is None:
             import boto3
 
             client = boto3.client("kms", region_name=region_name, endpoint_url=endpoint_url)
         self.kms_key_id = kms_key_id
         self._client = client
-        self._cache: dict[tuple[int, bytes], bytearray] = {}
+        self.cache_max_age = float(cache_max_age)
+        self.cache_max_uses = cache_max_uses
+        # (key id, format, blob) -> [plaintext, when cached (monotonic), unwraps served]
+        self._cache: dict[tuple, list] = {}
         self._lock = threading.Lock()
+        self._clock = time.monotonic
+
+    def _remember(self, slot: tuple, material: bytes) -> None:
+        if self.cache_max_age > 0:
+            with self._lock:
+                self._cache[slot] = [bytearray(material), self._clock(), 0]
+
+    def _cached(self, slot: tuple) -> bytes | None:
+        with self._lock:
+            entry = self._cache.get(slot)
+            if entry is None:
+                return None
+            if self._clock() - entry[1] >= self.cache_max_age or entry[2] >= self.cache_max_uses:
+                del self._cache[slot]
+                entry[0][:] = bytes(len(entry[0]))
+                return None
+            entry[2] += 1
+            return bytes(entry[0])
 
     def _call(self, op: str, **kwargs) -> dict:
         try:
@@ -54,63 +95,65 @@ class KmsWrapper(Wrapper):
             code = getattr(exc, "response", {}).get("Error", {}).get("Code", type(exc).__name__)
             raise KeySourceError(f"KMS {op} failed ({code})") from None
 
-    def generate(self, key_id: int) -> tuple[bytes, bytes]:
+    def generate(self, key_id: int | None, fmt: int = 2) -> tuple[bytes, bytes]:
         r = self._call(
             "generate_data_key",
             KeyId=self.kms_key_id,
             KeySpec="AES_256",
-            EncryptionContext=_context(key_id),
+            EncryptionContext=_context(key_id, fmt),
         )
         material, blob = r["Plaintext"], r["CiphertextBlob"]
-        with self._lock:
-            self._cache[(key_id, blob)] = bytearray(material)
+        self._remember((key_id, fmt, blob), material)
         return material, blob
 
-    def wrap(self, key_id: int, material: bytes) -> bytes:
+    def wrap(self, key_id: int | None, material: bytes, fmt: int = 2) -> bytes:
         r = self._call(
             "encrypt",
             KeyId=self.kms_key_id,
             Plaintext=bytes(material),
-            EncryptionContext=_context(key_id),
+            EncryptionContext=_context(key_id, fmt),
         )
         return r["CiphertextBlob"]
 
-    def unwrap(self, key_id: int, wrapped: bytes) -> bytes:
+    def unwrap(self, key_id: int | None, wrapped: bytes, fmt: int = 2) -> bytes:
         wrapped = bytes(wrapped)
-        cached = self._cache.get((key_id, wrapped))
+        cached = self._cached((key_id, fmt, wrapped))
         if cached is not None:
-            return bytes(cached)
+            return cached
         r = self._call(
             "decrypt",
             CiphertextBlob=wrapped,
-            EncryptionContext=_context(key_id),
+            EncryptionContext=_context(key_id, fmt),
             KeyId=self.kms_key_id,
         )
         material = r["Plaintext"]
         if len(material) != MATERIAL_SIZE:
-            raise KeySourceError(f"key {key_id:08x}: KMS returned {len(material)}-byte material")
-        with self._lock:
-            self._cache[(key_id, wrapped)] = bytearray(material)
+            size = len(material)
+            del material, r  # no key material in the locals of a raising frame
+            raise KeySourceError(f"KMS returned {size}-byte material")
+        self._remember((key_id, fmt, wrapped), material)
         return material
 
-    def rewrap(self, key_id: int, wrapped: bytes, new: Wrapper) -> bytes:
+    def rewrap(
+        self, key_id: int | None, wrapped: bytes, new: Wrapper, fmt: int = 2, new_fmt: int = 2
+    ) -> bytes:
         if not isinstance(new, KmsWrapper):
-            return super().rewrap(key_id, wrapped, new)
+            return super().rewrap(key_id, wrapped, new, fmt, new_fmt)
         r = self._call(
             "re_encrypt",
             CiphertextBlob=bytes(wrapped),
-            SourceEncryptionContext=_context(key_id),
+            SourceEncryptionContext=_context(key_id, fmt),
             SourceKeyId=self.kms_key_id,
             DestinationKeyId=new.kms_key_id,
-            DestinationEncryptionContext=_context(key_id),
+            DestinationEncryptionContext=_context(key_id, new_fmt),
         )
         return r["CiphertextBlob"]
 
     def forget(self) -> None:
         """Wipe the cache of unwrapped material (best effort)."""
         with self._lock:
-            for buf in self._cache.values():
-                buf[:] = bytes(len(buf))
+            for entry in self._cache.values():
+                entry[0][:] = bytes(len(entry[0]))
             self._cache.clear()
 
     def describe(self) -> dict:

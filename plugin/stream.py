@@ -338,10 +338,14 @@ class ObjectCipher:
             raise MalformedObject(
                 f"object names suite {h.suite} but key {key.id_hex} is a {key.suite} key"
             )
+        keyring.check_tag_size(h.suite, h.tag_size, h.key_id)  # ShortTagRefused
         okey, prefix, commit = _derive(
             key.reveal_material(), h.pack()[:12], h.salt, h.suite, context
         )
         if not hmac.compare_digest(commit, h.commit):
+            # no derived key or expected commitment in the locals of a frame that raises:
+            # error reporters record them
+            del okey, prefix, commit
             raise KeyCommitmentMismatch(
                 f"object header does not match key {key.id_hex} (edited header, another key "
                 "with this id, or a different context)"

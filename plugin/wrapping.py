@@ -1,7 +1,11 @@
 """Key wrapping: how a key source protects keyring material at rest.
 
 A :class:`Wrapper` turns a key's 32 bytes of material into an opaque ``wrapped`` blob and back,
-bound to the key id (a blob moved to another key id does not unwrap).  Two ship here and in
+bound to the key id (a blob moved to another key id does not unwrap) and to the store format:
+format 2 stores (which authenticate their key metadata, see :mod:`sealstore.keyauth`) wrap
+under another context than format 1 stores, so a format 2 store stripped of its metadata tag
+and presented as format 1 does not unwrap.  ``key_id=None`` wraps a store's metadata key.
+Two ship here and in
 :mod:`sealstore.kms`: :class:`MasterKeyWrapper` (AES-256-GCM under a local 32-byte master key)
 and ``KmsWrapper`` (AWS KMS envelope).  ``None`` as a wrapper means plain material (local
 development key files only).
@@ -18,6 +22,7 @@ from cryptography.exceptions import InvalidTag as _CryptoInvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from .errors import ConfigError, KeySourceError
+from .holdskey import HoldsKey
 from .securefile import read_secret_file, write_secret_file
 
 __all__ = ["MasterKeyWrapper", "Wrapper", "wrap_context"]
@@ -25,34 +30,44 @@ __all__ = ["MasterKeyWrapper", "Wrapper", "wrap_context"]
 MATERIAL_SIZE = 32
 _WRAP_VERSION = b"\x01"
 _WRAP_AD = b"sealstore/v1/wrap"
+_WRAP_AD_V2 = b"sealstore/v2/wrap"
+_METADATA_AD = b"sealstore/v2/metadata-key"
 
 
-def wrap_context(key_id: int) -> bytes:
-    """Associated data binding a wrapped blob to its key id."""
-    return _WRAP_AD + key_id.to_bytes(4, "big")
+def wrap_context(key_id: int | None, fmt: int = 1) -> bytes:
+    """Associated data binding a wrapped blob to its key id (None: the metadata key) and to
+    the store format (1 or 2)."""
+    if key_id is None:
+        return _METADATA_AD
+    return (_WRAP_AD if fmt == 1 else _WRAP_AD_V2) + key_id.to_bytes(4, "big")
 
 
-class Wrapper(ABC):
+class Wrapper(HoldsKey, ABC):
     """Wraps and unwraps keyring material; subclasses name themselves with ``kind``."""
 
     kind: str = ""
 
-    def generate(self, key_id: int) -> tuple[bytes, bytes]:
+    def generate(self, key_id: int | None, fmt: int = 2) -> tuple[bytes, bytes]:
         """New material for ``key_id`` and its wrapped form."""
         material = os.urandom(MATERIAL_SIZE)
-        return material, self.wrap(key_id, material)
+        return material, self.wrap(key_id, material, fmt)
 
     @abstractmethod
-    def wrap(self, key_id: int, material: bytes) -> bytes:
-        """The wrapped form of ``material``, bound to ``key_id``."""
+    def wrap(self, key_id: int | None, material: bytes, fmt: int = 2) -> bytes:
+        """The wrapped form of ``material``, bound to ``key_id`` and the store format."""
 
     @abstractmethod
-    def unwrap(self, key_id: int, wrapped: bytes) -> bytes:
+    def unwrap(self, key_id: int | None, wrapped: bytes, fmt: int = 2) -> bytes:
         """The material of a blob made by :meth:`wrap`; KeySourceError if it does not unwrap."""
 
-    def rewrap(self, key_id: int, wrapped: bytes, new: Wrapper) -> bytes:
+    def rewrap(
+        self, key_id: int | None, wrapped: bytes, new: Wrapper, fmt: int = 2, new_fmt: int = 2
+    ) -> bytes:
         """``wrapped`` re-wrapped under ``new`` (subclasses may do it without exposing material)."""
-        return new.wrap(key_id, self.unwrap(key_id, wrapped))
+        return new.wrap(key_id, self.unwrap(key_id, wrapped, fmt), new_fmt)
+
+    def forget(self) -> None:
+        """Wipe whatever unwrapped material this wrapper caches (called when a keyring closes)."""
 
     def describe(self) -> dict:
         """A secret-free description recorded next to the wrapped keys."""
@@ -80,10 +95,14 @@ class MasterKeyWrapper(Wrapper):
         try:
             key = base64.b64decode(text, validate=True)
         except ValueError:
+            del text  # no key file content in the locals of a raising frame
             raise ConfigError(f"master key file {path}: not base64") from None
+        del text
         if len(key) != MATERIAL_SIZE:
+            size = len(key)
+            del key
             raise ConfigError(
-                f"master key file {path}: must hold {MATERIAL_SIZE} bytes, found {len(key)}"
+                f"master key file {path}: must hold {MATERIAL_SIZE} bytes, found {size}"
             )
         return cls(key)
 
@@ -93,22 +112,24 @@ class MasterKeyWrapper(Wrapper):
         path = Path(path)
         if path.exists():
             raise KeySourceError(f"{path} already exists; refusing to overwrite a master key")
-        write_secret_file(path, base64.b64encode(os.urandom(MATERIAL_SIZE)) + b"\n")
+        key = base64.b64encode(os.urandom(MATERIAL_SIZE)) + b"\n"
+        write_secret_file(path, key, exclusive=True)
         return path
 
-    def wrap(self, key_id: int, material: bytes) -> bytes:
+    def wrap(self, key_id: int | None, material: bytes, fmt: int = 2) -> bytes:
         nonce = os.urandom(12)
-        return (
-            _WRAP_VERSION + nonce + self._aead.encrypt(nonce, bytes(material), wrap_context(key_id))
-        )
+        ad = wrap_context(key_id, fmt)
+        return _WRAP_VERSION + nonce + self._aead.encrypt(nonce, bytes(material), ad)
 
-    def unwrap(self, key_id: int, wrapped: bytes) -> bytes:
+    def unwrap(self, key_id: int | None, wrapped: bytes, fmt: int = 2) -> bytes:
         wrapped = bytes(wrapped)
+        what = "the metadata key" if key_id is None else f"key {key_id:08x}"
         if len(wrapped) != 1 + 12 + MATERIAL_SIZE + 16 or wrapped[:1] != _WRAP_VERSION:
-            raise KeySourceError(f"key {key_id:08x}: wrapped material is not a master-key blob")
+            raise KeySourceError(f"{what}: wrapped material is not a master-key blob")
         try:
-            return self._aead.decrypt(wrapped[1:13], wrapped[13:], wrap_context(key_id))
+            return self._aead.decrypt(wrapped[1:13], wrapped[13:], wrap_context(key_id, fmt))
         except _CryptoInvalidTag:
             raise KeySourceError(
-                f"key {key_id:08x}: wrapped material does not unwrap with this master key"
+                f"{what}: wrapped material does not unwrap with this master key (another master "
+                "key, or a blob moved to another key or store format)"
             ) from None

@@ -21,6 +21,7 @@ from sealstore.errors import (
     MalformedCiphertext,
     MalformedObject,
     NotSealedObject,
+    ShortTagRefused,
     TruncatedObject,
     UnknownKeyId,
 )
@@ -42,6 +43,9 @@ RING = Keyring(
     ]
 )
 SEALED = RING.seal(b"secret plaintext", b"ctx")
+SHORT_TAG = Keyring([Key(1, "AEGIS-128X4", bytes(32), state=KeyState.PRIMARY)], tag_size=16).seal(
+    b"secret plaintext", b"ctx"
+)  # RING's own key, 16-byte tag
 OBJECT = b"".join(seal_stream(b"x" * 3000, RING, segment_size=1024, context=b"ctx"))
 
 
@@ -152,6 +156,8 @@ ROWS = [
     ("open_stream", "cut inside a segment", lambda: opened(OBJECT[:-100]), InvalidTag),
     ("open_stream", "body edited", lambda: opened(flip(OBJECT, 200)), InvalidTag),
     ("KeyFile.load", "file readable by group/others", "loose_key_file", InsecureKeyFile),
+    ("Keyring.open", "16-byte tag, keyring requires 32 (short tags not accepted)",
+     lambda: RING.open(SHORT_TAG, b"ctx"), ShortTagRefused),
 ]
 
 

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sealstore import stream as S
 from sealstore.errors import (
+    ShortTagRefused,
     InvalidTag,
     KeyCommitmentMismatch,
     KeyNotUsable,
@@ -169,8 +170,16 @@ class TestHeader:
             sealed[6] = 0
         if offset == 7:
             sealed[7] = 11
-        with pytest.raises(InvalidTag):  # KeyCommitmentMismatch is an InvalidTag
+        refused = (InvalidTag, ShortTagRefused) if offset == 6 else InvalidTag  # tag policy
+        with pytest.raises(refused):  # KeyCommitmentMismatch is an InvalidTag
             unseal(bytes(sealed), keyring)
+        if offset == 6:
+            keyring.accept_short_tags = True
+            try:
+                with pytest.raises(InvalidTag):
+                    unseal(bytes(sealed), keyring)
+            finally:
+                keyring.accept_short_tags = False
 
     def test_unknown_and_retired_keys(self, keyring):
         other = Keyring.generate()

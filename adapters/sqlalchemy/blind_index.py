@@ -20,12 +20,8 @@ caller must re-check the decrypted values.  See docs/COLUMNS.md.
 
 from __future__ import annotations
 
-import hmac
-import weakref
 from typing import Any
 
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from sqlalchemy import VARBINARY, LargeBinary
 from sqlalchemy.schema import ColumnDefault
 from sqlalchemy.sql import operators
@@ -53,8 +49,6 @@ KEY_ID_SIZE = 4
 DEFAULT_SIZE = 16
 _INFO = b"sealstore/v1/blind-index"
 
-# derived HMAC keys: keyring -> {(key_id, info): key}; entries die with their keyring
-_HKEYS: "weakref.WeakKeyDictionary[Keyring, dict[tuple[int, bytes], bytes]]" = weakref.WeakKeyDictionary()
 
 
 class BlindIndex(TypeDecorator):
@@ -178,17 +172,10 @@ class BlindIndex(TypeDecorator):
             )
         return keyring
 
-    def _hkey(self, keyring: Keyring, key) -> bytes:
-        info = self._info()
-        cache = _HKEYS.get(keyring)
-        if cache is None:
-            cache = _HKEYS.setdefault(keyring, {})
-        slot = (key.key_id, info)
-        hkey = cache.get(slot)
-        if hkey is None:
-            hkdf = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=info)
-            hkey = cache[slot] = hkdf.derive(key.reveal_material())
-        return hkey
+    def _mac(self, keyring: Keyring, key, data: bytes) -> bytes:
+        # the keyring derives and caches the HMAC key, wipes it on destroy()/close() and then
+        # refuses (KeyNotUsable)
+        return keyring.keyed_hash(key.key_id, self._info(), data)
 
     # ---- computing index values -------------------------------------------------------------
 
@@ -212,7 +199,7 @@ class BlindIndex(TypeDecorator):
         data = source_type.codec.encode(value)
         keyring = self._keyring(source_type)
         key = keyring.primary
-        mac = hmac.digest(self._hkey(keyring, key), data, "sha256")
+        mac = self._mac(keyring, key, data)
         return key.key_id.to_bytes(KEY_ID_SIZE, "big") + mac[: self.size]
 
     def candidates(self, value: Any) -> list[bytes]:
@@ -226,7 +213,7 @@ class BlindIndex(TypeDecorator):
         keys += [k for k in keyring.keys if k.state is KeyState.ACTIVE]
         return [
             k.key_id.to_bytes(KEY_ID_SIZE, "big")
-            + hmac.digest(self._hkey(keyring, k), data, "sha256")[: self.size]
+            + self._mac(keyring, k, data)[: self.size]
             for k in keys
         ]
 

@@ -13,7 +13,7 @@ from sqlalchemy.exc import StatementError
 from sqlalchemy.orm import Session, aliased
 
 from sealstore.adapters.sqlalchemy import BlindIndex, EncryptedString
-from sealstore.errors import BlindIndexError, UnsealedExpression, UnsupportedComparison
+from sealstore.errors import BlindIndexError, KeyNotUsable, UnsealedExpression, UnsupportedComparison
 from sealstore.format import column_context
 from sealstore.keyring import use_keyring
 
@@ -234,3 +234,17 @@ def test_unsupported_comparisons_raise(keyrings):
     # NULL checks are meaningful on ciphertext and stay allowed
     assert "IS NULL" in str(select(User.id).where(User.ssn.is_(None)))
     assert "IS NOT NULL" in str(select(User.id).where(User.ssn != None))  # noqa: E711
+
+
+def test_a_closed_index_keyring_computes_no_index_value(db, keyrings):
+    with Session(db) as session:
+        session.add(User(email="before@x.org"))
+        session.commit()
+    keyrings.idx.close()  # wipes the derived HMAC keys; a cached one must not keep working
+    with Session(db) as session:
+        session.add(User(email="after@x.org"))
+        with pytest.raises(StatementError) as info:
+            session.commit()
+    assert isinstance(info.value.orig, KeyNotUsable)
+    with pytest.raises(KeyNotUsable):
+        select(User).where(User.email == "before@x.org")
