@@ -438,3 +438,88 @@ def test_two_heads_app_and_sealstore(project, keyring, hooks):
     assert _registry_rows(engine) == registry
     command.downgrade(cfg, "sealstore@base")
     assert not OURS & set(sa.inspect(engine).get_table_names())
+
+
+# ---- the hooks themselves --------------------------------------------------------------------
+
+
+def _render(op, **kw) -> tuple[str, set]:
+    """What a migration file gets for ``op``: its text and its imports."""
+    from alembic.autogenerate.api import AutogenContext
+    from alembic.autogenerate.render import _render_cmd_body
+    from alembic.operations import ops as alembic_ops
+
+    opts = {"render_item": kw.get("render_item"), "user_module_prefix": kw.get("prefix"),
+            "sqlalchemy_module_prefix": "sa.", "alembic_module_prefix": "op."}  # fmt: skip
+    mc = MigrationContext.configure(dialect_name="sqlite", opts=opts)
+    ctx = AutogenContext(mc, opts=opts, autogenerate=False)
+    return _render_cmd_body(alembic_ops.UpgradeOps(ops=[op]), ctx), ctx.imports
+
+
+def test_render_item_renders_sealstore_types_only():
+    from alembic.operations import ops as alembic_ops
+    from sealstore.migrations.autogen import render_item
+
+    t = sa.Table("t", sa.MetaData(), sa.Column("id", sa.Integer, primary_key=True),
+                 sa.Column("v", EncryptedString(11)), sa.Column("plain", sa.String(5)))  # fmt: skip
+    text, imports = _render(alembic_ops.CreateTableOp.from_table(t), render_item=render_item,
+                            prefix="elsewhere.")  # fmt: skip
+    assert "import sealstore.adapters.sqlalchemy" in imports
+    assert "sealstore.adapters.sqlalchemy.EncryptedString(11)" in text
+    assert "sa.String(length=5)" in text and "elsewhere." not in text
+    namespace = {"sa": sa, "op": _Recorder()}
+    exec("import sealstore.adapters.sqlalchemy\n" + text, namespace)  # the rendered code runs
+    assert namespace["op"].calls == ["create_table"]
+    # a type with variants is left to Alembic (which renders each variant through the hook)
+    class Ctx:
+        imports = set()
+
+    variant = EncryptedString(11).with_variant(EncryptedString(40), "mysql")
+    assert render_item("type", variant, Ctx) is False
+    assert Ctx.imports == {"import sealstore.adapters.sqlalchemy"}
+    assert render_item("type", sa.String(3), Ctx) is False
+    assert render_item("column", sa.Column("x", EncryptedString(3)), Ctx) is False
+
+
+class _Recorder:
+    def __init__(self):
+        self.calls = []
+
+    def __getattr__(self, name):
+        return lambda *a, **kw: self.calls.append(name)
+
+
+def test_alembic_options_combine_the_applications_hooks():
+    from alembic.operations import ops as alembic_ops
+    from sealstore.migrations.autogen import alembic_options
+
+    seen = []
+    opts = alembic_options(
+        include_name=lambda name, type_, parents: name != "audit",
+        include_object=lambda obj, name, type_, reflected, other: name != "audit",
+        render_item=lambda type_, obj, ctx: "mine.T()" if isinstance(obj, sa.Date) else False,
+        process_revision_directives=lambda ctx, rev, directives: seen.append(
+            [type(op).__name__ for op in directives[0].upgrade_ops.ops]
+        ),
+    )
+    for name, ok in (("audit", False), ("sealstore_keys", False), ("users", True)):
+        assert opts["include_name"](name, "table", {}) is ok
+        assert opts["include_object"](None, name, "table", True, None) is ok
+    jobs = schema.sealstore_jobs
+    assert opts["include_object"](jobs.c.status, "status", "column", True, None) is False
+    index = next(iter(schema.sealstore_job_batches.indexes))
+    assert opts["include_name"](index.name, "index", {"table_name": index.table.name}) is False
+
+    t = sa.Table("t", sa.MetaData(), sa.Column("d", sa.Date), sa.Column("s", EncryptedString(3)))
+    text, imports = _render(alembic_ops.CreateTableOp.from_table(t), render_item=opts["render_item"])
+    assert "mine.T()" in text and "sealstore.adapters.sqlalchemy.EncryptedString(3)" in text
+
+    script = alembic_ops.MigrationScript(
+        "x", alembic_ops.UpgradeOps(ops=[
+            alembic_ops.DropTableOp("sealstore_keys"), alembic_ops.DropTableOp("audit"),
+            alembic_ops.ModifyTableOps("sealstore_jobs", [alembic_ops.DropIndexOp("ix", "sealstore_jobs")]),
+        ]), alembic_ops.DowngradeOps(ops=[]),
+    )  # fmt: skip
+    opts["process_revision_directives"](None, None, [script])
+    assert seen == [["DropTableOp"]]  # sealstore's rewriter ran first
+    assert [op.table_name for op in script.upgrade_ops.ops] == ["audit"]
