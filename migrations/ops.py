@@ -25,7 +25,9 @@ are kept.
 
 Autogenerate: pass :data:`rewriter` as ``process_revision_directives`` in ``env.py`` and a
 change from ``String`` to an encrypted type is written as ``op.encrypt_column`` (and the
-downgrade as ``op.decrypt_column``) instead of an ``alter_column`` that would fail.
+downgrade as ``op.decrypt_column``) instead of an ``alter_column`` that would fail, and
+operations on sealstore's own tables are removed (:mod:`sealstore.migrations.ownership`);
+:func:`sealstore.migrations.autogen.alembic_options` sets it with the other hooks.
 """
 
 from __future__ import annotations
@@ -53,6 +55,7 @@ from sqlalchemy import (
 )
 
 from ..errors import ColumnBindingError
+from . import ownership
 from .cursor import after
 from . import inplace
 from .transient import RetryPolicy, scrubbed
@@ -108,6 +111,11 @@ class _ColumnConversionOp(MigrateOperation):
         self.batch_size = batch_size
         self.commit_batches = commit_batches
 
+    def to_diff_tuple(self) -> tuple:
+        """What ``alembic check`` lists for this operation (no values, types by repr)."""
+        return (self.diff_name, self.schema, self.table_name, self.column_name,
+                self.plain_type, self.type_)  # fmt: skip
+
     def _as(self, cls):
         return cls(
             self.table_name, self.column_name, self.type_, plain_type=self.plain_type,
@@ -119,6 +127,8 @@ class _ColumnConversionOp(MigrateOperation):
 @Operations.register_operation("encrypt_column")
 class EncryptColumnOp(_ColumnConversionOp):
     """Seal the values of a plaintext column and make it an encrypted column of ``type_``."""
+
+    diff_name = "encrypt_column"
 
     @classmethod
     def encrypt_column(cls, operations, table_name, column_name, type_, **kw):
@@ -136,6 +146,8 @@ class EncryptColumnOp(_ColumnConversionOp):
 @Operations.register_operation("decrypt_column")
 class DecryptColumnOp(_ColumnConversionOp):
     """Open the values of an encrypted column of ``type_`` and store them as ``plain_type``."""
+
+    diff_name = "decrypt_column"
 
     def __init__(self, table_name: str, column_name: str, type_, *, plain_type, **kw) -> None:
         if plain_type is None:
@@ -353,7 +365,7 @@ class _Converter:
             batch.alter_column(
                 self.shadow,
                 new_column_name=op.column_name,
-                existing_type=_raw(self.shadow_type),
+                existing_type=_stored_as(self.shadow_type, self.operations.get_bind().dialect),
                 **kw,
             )
 
@@ -369,6 +381,14 @@ def _committed(conn, fn):
         conn.exec_driver_sql("ROLLBACK")
         raise
     return out
+
+
+def _stored_as(type_, dialect):
+    """The column type ``type_`` creates on ``dialect`` (VARBINARY(n) on MySQL, not BLOB):
+    what the rename restates, as MySQL's ``CHANGE`` writes the whole column definition."""
+    from ..adapters.sqlalchemy import EncryptedType
+
+    return type_.load_dialect_impl(dialect) if isinstance(type_, EncryptedType) else type_
 
 
 def _raw(type_):
@@ -425,6 +445,7 @@ def _decrypt_column(operations, op: DecryptColumnOp) -> None:
 # ---- autogenerate ----------------------------------------------------------------------------
 
 rewriter = _rewriter.Rewriter()
+ownership.install(rewriter)  # never touch sealstore's own tables
 
 
 @rewriter.rewrites(alembic_ops.AlterColumnOp)
