@@ -11,6 +11,7 @@ import io
 import os
 import urllib.request
 
+import awscrt
 import awscrt.s3
 import boto3
 import boto3.s3.transfer as boto3_transfer
@@ -98,7 +99,9 @@ class TestCrtIsNeverUsed:
 
     def test_transfer_manager_of_an_encrypted_client_is_classic(self, s3, raw_s3):
         with create_transfer_manager(raw_s3, CRT) as manager:  # the check is real...
-            assert isinstance(manager, CRTTransferManager)
+            if not isinstance(manager, CRTTransferManager):  # e.g. boto3 1.35 with today's awscrt
+                pytest.skip(f"boto3 {boto3.__version__} with awscrt {awscrt.__version__} never picks the CRT "
+                            "manager, even for a plain client: nothing to refuse")
         with create_transfer_manager(s3, CRT) as manager:  # ...and says no for sealstore
             assert not isinstance(manager, CRTTransferManager)
 
