@@ -30,6 +30,7 @@ __all__ = [
     "NonceReuseRefused",
     "UnsealedPath",
     "UnsupportedClient",
+    "WrongLocation",
 ]
 
 
@@ -121,6 +122,10 @@ class MalformedObject(MalformedCiphertext):
 
 class KeyCommitmentMismatch(InvalidTag):
     """The object header's key commitment does not match the named key (another key, context or an edited header)."""
+
+
+class WrongLocation(InvalidTag):
+    """An object bound to its location was opened somewhere else (moved or copied by another tool)."""
 
 
 class TruncatedObject(InvalidTag):
