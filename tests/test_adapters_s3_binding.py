@@ -4,6 +4,7 @@ destination, the opt-out, ranged reads, multipart uploads and rotation."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 
 import pytest
@@ -299,3 +300,77 @@ def test_frozen_bound_vectors_use_the_s3_encoding():
         assert bytes.fromhex(case["location"]) == object_location(
             "vectors-bucket", "alice/report.bin"
         )
+
+
+def _golden(name):
+    import json
+    from pathlib import Path
+
+    from sealstore.keyring import Key
+
+    path = Path(__file__).parent / "vectors" / "objects" / name
+    for case in json.loads(path.read_text()):
+        key = Key(int(case["key_id"], 16), case["suite"], bytes.fromhex(case["material"]),
+                  state="primary")  # fmt: skip
+        yield case, Keyring([key], tag_size=case["tag_size"])
+
+
+def test_old_unbound_golden_objects_open_and_move_over_http(s3_endpoint, raw_s3, bucket, other_bucket):
+    """Objects written before the binding (objects-v1.json, no flag) open through a binding
+    client as they did, also after a raw copy elsewhere, whole and by range."""
+    for i, (case, kr) in enumerate(_golden("objects-v1.json")):
+        client = encrypt_client(make_client(s3_endpoint), kr,
+                                context=bytes.fromhex(case["context"]))  # fmt: skip
+        sealed, plain = bytes.fromhex(case["sealed"]), bytes.fromhex(case["plaintext"])
+        raw_s3.put_object(Bucket=bucket, Key=f"old-{i}", Body=sealed)
+        raw_s3.copy_object(Bucket=other_bucket, Key=f"moved-{i}", CopySource=f"{bucket}/old-{i}")
+        for b, k in ((bucket, f"old-{i}"), (other_bucket, f"moved-{i}")):
+            assert get(client, b, k) == plain
+            assert get(client, b, k, Range="bytes=100-300") == plain[100:301]
+
+
+def test_bound_golden_objects_open_only_at_their_location_over_http(s3_endpoint, raw_s3, bucket):
+    """objects-v1-bound.json was sealed for vectors-bucket/alice/report.bin."""
+    try:
+        raw_s3.create_bucket(Bucket="vectors-bucket")
+    except raw_s3.exceptions.BucketAlreadyOwnedByYou:
+        pass
+    for case, kr in _golden("objects-v1-bound.json"):
+        client = encrypt_client(make_client(s3_endpoint), kr,
+                                context=bytes.fromhex(case["context"]))  # fmt: skip
+        sealed, plain = bytes.fromhex(case["sealed"]), bytes.fromhex(case["plaintext"])
+        raw_s3.put_object(Bucket="vectors-bucket", Key="alice/report.bin", Body=sealed)
+        assert get(client, "vectors-bucket", "alice/report.bin") == plain
+        assert get(client, "vectors-bucket", "alice/report.bin", Range="bytes=-10") == plain[-10:]
+        raw_s3.put_object(Bucket=bucket, Key="alice/report.bin", Body=sealed)
+        with pytest.raises(WrongLocation):
+            get(client, bucket, "alice/report.bin")
+
+
+def test_large_copy_memory_is_bounded(s3_endpoint_process, keyring, monkeypatch):
+    """A re-sealing copy of a 32 MiB object holds a few parts, not the object (the server runs
+    in another process so its copy is not counted)."""
+    import tracemalloc
+
+    monkeypatch.setattr(copying, "SINGLE_COPY", 5 * MiB)
+    monkeypatch.setattr(copying, "COPY_PART", 5 * MiB)
+    monkeypatch.setattr(copying, "COPY_WORKERS", 1)
+    size = 32 * MiB
+    client = encrypt_client(make_client(s3_endpoint_process), keyring)
+    client.create_bucket(Bucket="copy-memory")
+    block = os.urandom(MiB)
+    client.put_object(Bucket="copy-memory", Key="src", Body=b"".join(block for _ in range(size // MiB)))
+    tracemalloc.start()
+    try:
+        client.copy_object(Bucket="copy-memory", Key="dst", CopySource="copy-memory/src")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert client.head_object(Bucket="copy-memory", Key="dst")["ContentLength"] == size
+    body = client.get_object(Bucket="copy-memory", Key="dst")["Body"]
+    got, want = hashlib.sha256(), hashlib.sha256(block * (size // MiB))
+    while chunk := body.read(4 * MiB):
+        got.update(chunk)
+    assert got.digest() == want.digest()
+    print(f"copy peak {peak / MiB:.1f} MiB of a {size // MiB} MiB object")
+    assert peak < 4 * 5 * MiB, peak

@@ -678,7 +678,11 @@ class S3Sealing:
     def _prepare_open(self, raw, meta, request, header, stored_size):
         """(opening cipher, plaintext size) of an object with this header and stored size;
         MalformedObject (and ``raw`` closed) if the metadata's plaintext length disagrees."""
-        cipher = self._opener(header, request)
+        try:
+            cipher = self._opener(header, request)
+        except BaseException:  # WrongLocation, KeyCommitmentMismatch...: nothing will be read
+            raw.close()
+            raise
         self._remember_layout(request.get("Bucket"), request.get("Key"), header)
         n = plaintext_size(stored_size, header.segment_size, header.tag_size)
         expected = M.stored_length(meta)
