@@ -374,3 +374,18 @@ def test_large_copy_memory_is_bounded(s3_endpoint_process, keyring, monkeypatch)
     assert got.digest() == want.digest()
     print(f"copy peak {peak / MiB:.1f} MiB of a {size // MiB} MiB object")
     assert peak < 4 * 5 * MiB, peak
+
+
+def test_versions_share_their_location_and_copies_take_the_asked_version(s3, raw_s3, bucket):
+    """The version id is not part of the location: every version of a key opens, and a copy
+    of an old version (CopySource VersionId) re-seals that version to the destination."""
+    raw_s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
+    v1 = s3.put_object(Bucket=bucket, Key="k", Body=b"first")["VersionId"]
+    s3.put_object(Bucket=bucket, Key="k", Body=b"second")
+    assert get(s3, bucket, "k", VersionId=v1) == b"first"
+    assert get(s3, bucket, "k") == b"second"
+    resp = s3.copy_object(Bucket=bucket, Key="old",
+                          CopySource={"Bucket": bucket, "Key": "k", "VersionId": v1})  # fmt: skip
+    assert resp["CopySourceVersionId"] == v1 and resp.get("VersionId")
+    assert get(s3, bucket, "old") == b"first"
+    assert get(s3, bucket, "old", VersionId=resp["VersionId"]) == b"first"
