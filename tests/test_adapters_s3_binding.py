@@ -389,3 +389,14 @@ def test_versions_share_their_location_and_copies_take_the_asked_version(s3, raw
     assert resp["CopySourceVersionId"] == v1 and resp.get("VersionId")
     assert get(s3, bucket, "old") == b"first"
     assert get(s3, bucket, "old", VersionId=resp["VersionId"]) == b"first"
+
+
+def test_copy_checksum_algorithm_is_kept_or_refused(s3, raw_s3, bucket, monkeypatch):
+    s3.put_object(Bucket=bucket, Key="src", Body=b"abc" * 1000)
+    s3.copy_object(Bucket=bucket, Key="dst", CopySource=f"{bucket}/src", ChecksumAlgorithm="SHA256")
+    head = raw_s3.head_object(Bucket=bucket, Key="dst", ChecksumMode="ENABLED")
+    assert head.get("ChecksumSHA256") and get(s3, bucket, "dst") == b"abc" * 1000
+    monkeypatch.setattr(copying, "SINGLE_COPY", 100)  # a multipart copy: refused, not dropped
+    with pytest.raises(UnsupportedOperation, match="ChecksumAlgorithm"):
+        s3.copy_object(Bucket=bucket, Key="x", CopySource=f"{bucket}/src", ChecksumAlgorithm="SHA256")
+    assert "Contents" not in raw_s3.list_objects_v2(Bucket=bucket, Prefix="x")

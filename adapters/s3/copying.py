@@ -134,7 +134,8 @@ def _destination(sealing, params, args, head) -> tuple[dict, dict]:
     """(user metadata, other PutObject arguments) of the destination, by CopyObject's rules."""
     put_members = sealing.client.meta.service_model.operation_model("PutObject").input_shape.members
     extra = {k: v for k, v in params.items()
-             if k in put_members and k not in _NOT_DESTINATION and not k.startswith("Checksum")}  # fmt: skip
+             if k in put_members and k not in _NOT_DESTINATION
+             and (k == "ChecksumAlgorithm" or not k.startswith("Checksum"))}  # fmt: skip
     if params.get("MetadataDirective", "COPY") == "REPLACE":
         meta = dict(params.get("Metadata") or {})
         M.reject_reserved(meta)
@@ -179,7 +180,7 @@ def _copy_parts(sealing, args, head, bucket, key, meta, extra, n) -> dict:
     ).input_shape.members
     done = {k: extra.pop(k) for k in ("IfMatch", "IfNoneMatch") if k in extra}
     sse_c = {k: v for k, v in extra.items() if k.startswith("SSECustomer")}
-    unsupported = sorted(k for k in extra if k not in create_members)
+    unsupported = sorted(k for k in extra if k not in create_members or k == "ChecksumAlgorithm")
     if unsupported:
         raise UnsupportedOperation(
             f"a copy above {SINGLE_COPY} bytes is a multipart upload, which takes no "
