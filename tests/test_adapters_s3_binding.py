@@ -400,3 +400,29 @@ def test_copy_checksum_algorithm_is_kept_or_refused(s3, raw_s3, bucket, monkeypa
     with pytest.raises(UnsupportedOperation, match="ChecksumAlgorithm"):
         s3.copy_object(Bucket=bucket, Key="x", CopySource=f"{bucket}/src", ChecksumAlgorithm="SHA256")
     assert "Contents" not in raw_s3.list_objects_v2(Bucket=bucket, Prefix="x")
+
+
+def test_cli_rotate_binds_unless_told_not_to(s3_endpoint, raw_s3, bucket, tmp_path):
+    """``sealstore s3 rotate`` re-seals bound to where objects live; ``--no-bind-location``
+    re-seals them unbound (applications that move objects themselves)."""
+    from sealstore.cli import main
+    from sealstore.config import load_config
+
+    config = tmp_path / "sealstore.toml"
+    config.write_text(f'[key_source]\ntype = "file"\npath = "{tmp_path / "keys.json"}"\n')
+    assert main(["-c", str(config), "keys", "init"]) == 0
+    kr = load_config(str(config)).load_keyring()
+    free = encrypt_client(make_client(s3_endpoint), kr, segment_size=SEG, bind_location=False)
+    for key in ("a/1", "b/1"):
+        free.put_object(Bucket=bucket, Key=key, Body=key.encode() * 100)
+    assert main(["-c", str(config), "keys", "rotate"]) == 0
+    base = ["-c", str(config), "s3", "rotate", "--endpoint-url", s3_endpoint,
+            "--region", "us-east-1", "--json"]  # fmt: skip
+    assert main([*base, f"s3://{bucket}/a", "--checkpoint", str(tmp_path / "a"),
+                 "--no-bind-location"]) == 0  # fmt: skip
+    assert main([*base, f"s3://{bucket}/b", "--checkpoint", str(tmp_path / "b")]) == 0
+    new = load_config(str(config)).load_keyring()
+    for key, bound in (("a/1", False), ("b/1", True)):
+        h = header(raw_s3, bucket, key)
+        assert (h.key_id, h.bound) == (new.primary.key_id, bound), key
+        assert get(encrypt_client(make_client(s3_endpoint), new), bucket, key) == key.encode() * 100
