@@ -426,3 +426,16 @@ def test_cli_rotate_binds_unless_told_not_to(s3_endpoint, raw_s3, bucket, tmp_pa
         h = header(raw_s3, bucket, key)
         assert (h.key_id, h.bound) == (new.primary.key_id, bound), key
         assert get(encrypt_client(make_client(s3_endpoint), new), bucket, key) == key.encode() * 100
+
+
+def test_download_file_of_a_moved_object_fails(s3, raw_s3, bucket, tmp_path):
+    """The managed download (parallel ranged GETs) raises the same error and leaves no file."""
+    s3.put_object(Bucket=bucket, Key="src", Body=os.urandom(9 * MiB))
+    raw_s3.copy_object(Bucket=bucket, Key="moved", CopySource=f"{bucket}/src")
+    out = tmp_path / "out.bin"
+    with pytest.raises(WrongLocation):
+        s3.download_file(bucket, "moved", str(out))
+    assert not out.exists()
+    with open(tmp_path / "fileobj", "wb") as f, pytest.raises(WrongLocation):
+        s3.download_fileobj(bucket, "moved", f)
+    assert (tmp_path / "fileobj").stat().st_size == 0  # nothing of the object was written
