@@ -439,3 +439,18 @@ def test_download_file_of_a_moved_object_fails(s3, raw_s3, bucket, tmp_path):
     with open(tmp_path / "fileobj", "wb") as f, pytest.raises(WrongLocation):
         s3.download_fileobj(bucket, "moved", f)
     assert (tmp_path / "fileobj").stat().st_size == 0  # nothing of the object was written
+
+
+def test_resource_copies_are_resealed(s3, raw_s3, bucket, other_bucket):
+    """boto3's resource API copies through the same client methods: Object.copy_from
+    (CopyObject) and Bucket.copy (the managed copy) give destinations bound to themselves."""
+    import boto3
+
+    resource = boto3.resource("s3", region_name="us-east-1")
+    resource.meta.client = s3
+    s3.put_object(Bucket=bucket, Key="src", Body=b"resource data")
+    resource.Object(other_bucket, "from").copy_from(CopySource={"Bucket": bucket, "Key": "src"})
+    resource.Bucket(other_bucket).copy({"Bucket": bucket, "Key": "src"}, "managed")
+    for key in ("from", "managed"):
+        assert header(raw_s3, other_bucket, key).bound
+        assert get(s3, other_bucket, key) == b"resource data"
