@@ -29,6 +29,7 @@ from urllib.parse import unquote, urlencode
 
 from botocore.awsrequest import AWSResponse
 from sealstore.errors import NotSealedObject, UnsupportedOperation
+from sealstore.stream import HEADER_SIZE
 
 from . import metadata as M
 from .body import parse_range, read_exactly
@@ -84,16 +85,19 @@ def _source_args(params) -> tuple[dict, dict]:
 
 
 def _source(sealing, params):
-    """(source arguments, HEAD of the source, its header or None when it is not sealed)."""
+    """(source arguments, HEAD of the source, its header and plaintext size, or None, None when
+    it is not sealed)."""
     args, conditions = _source_args(params)
     with sealing.raw() as raw:
         head = raw.head_object(**args, **conditions)
 
     def fetch_header() -> bytes:
         with sealing.raw() as raw:
-            body = raw.get_object(Range="bytes=0-75", IfMatch=head["ETag"], **args)["Body"]
+            body = raw.get_object(
+                Range=f"bytes=0-{HEADER_SIZE - 1}", IfMatch=head["ETag"], **args
+            )["Body"]
         try:
-            return read_exactly(body, 76)
+            return read_exactly(body, HEADER_SIZE)
         finally:
             body.close()
 
@@ -112,7 +116,8 @@ def _response(parsed: dict, status: int = 200):
 
 def reseal_copy(sealing, params):
     """Answer a CopyObject by re-sealing (``(http, parsed)`` for botocore), or None to let S3
-    copy the bytes (a source that is not sealed, or unbound with binding off)."""
+    copy the bytes (a source that is not sealed, unbound with binding off, or bound and copied
+    onto itself)."""
     args, head, header, n = _source(sealing, params)
     same_place = (args["Bucket"], args["Key"]) == (params["Bucket"], params["Key"])
     if header is None or not (
