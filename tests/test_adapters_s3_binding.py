@@ -454,3 +454,19 @@ def test_resource_copies_are_resealed(s3, raw_s3, bucket, other_bucket):
     for key in ("from", "managed"):
         assert header(raw_s3, other_bucket, key).bound
         assert get(s3, other_bucket, key) == b"resource data"
+
+
+def test_copy_onto_itself(s3_endpoint, keyring, s3, raw_s3, bucket):
+    """A bound object copied onto its own key (new metadata) is S3's copy of the same bytes;
+    an unbound one copied onto itself by a binding client is re-sealed, bound."""
+    s3.put_object(Bucket=bucket, Key="b", Body=b"bound")
+    before = stored(raw_s3, bucket, "b")
+    s3.copy_object(Bucket=bucket, Key="b", CopySource=f"{bucket}/b",
+                   MetadataDirective="REPLACE", Metadata={"x": "1"})  # fmt: skip
+    assert stored(raw_s3, bucket, "b") == before and get(s3, bucket, "b") == b"bound"
+    assert raw_s3.head_object(Bucket=bucket, Key="b")["Metadata"]["x"] == "1"
+    free = encrypt_client(make_client(s3_endpoint), keyring, segment_size=SEG, bind_location=False)
+    free.put_object(Bucket=bucket, Key="u", Body=b"unbound")
+    s3.copy_object(Bucket=bucket, Key="u", CopySource=f"{bucket}/u",
+                   MetadataDirective="REPLACE", Metadata={"x": "2"})  # fmt: skip
+    assert header(raw_s3, bucket, "u").bound and get(s3, bucket, "u") == b"unbound"
