@@ -36,6 +36,7 @@ __all__ = [
     "UnsupportedClient",
     "DatabaseOperationFailed",
     "RetryBudgetExhausted",
+    "WrongLocation",
 ]
 
 
@@ -148,6 +149,10 @@ class MalformedObject(MalformedCiphertext):
 
 class KeyCommitmentMismatch(InvalidTag):
     """The object header's key commitment does not match the named key (another key, context or an edited header)."""
+
+
+class WrongLocation(InvalidTag):
+    """An object bound to its location was opened somewhere else (moved or copied by another tool)."""
 
 
 class TruncatedObject(InvalidTag):

@@ -7,10 +7,11 @@ An object is ``header || segment_0 || ... || segment_{k}`` (specified byte by by
     0       4     magic      "SSOB"
     4       1     version    0x01
     5       1     suite      as in sealed values (0x01 AEGIS-128L ... 0x10 AES-256-GCM)
-    6       1     flags      bit0: 256-bit tag (AEGIS only); other bits reserved, 0
+    6       1     flags      bit0: 256-bit tag (AEGIS only); bit1: bound to a location;
+                             other bits reserved, 0
     7       1     seg_log2   plaintext segment size = 2**seg_log2, 10..24
     8       4     key_id     keyring key, big-endian
-    12      32    salt       random per object
+    12      32    salt       random per object (bound objects: 24 random bytes || location check)
     44      32    commit     key commitment (third HKDF output below)
 
 One HKDF-SHA256 over the keyring key's root material, with ``salt`` as salt and
@@ -49,6 +50,7 @@ from .errors import (
     NotSealedObject,
     SourceChanged,
     TruncatedObject,
+    WrongLocation,
 )
 from .format import Suite, context_digest
 from .keyring import make_cipher
@@ -80,6 +82,8 @@ MAGIC = b"SSOB"
 VERSION = 0x01
 HEADER_SIZE = 76
 FLAG_TAG256 = 0x01
+FLAG_LOCATION = 0x02
+_KNOWN_FLAGS = FLAG_TAG256 | FLAG_LOCATION
 MIN_SEGMENT_LOG2 = 10
 MAX_SEGMENT_LOG2 = 24
 MIN_SEGMENT_SIZE = 1 << MIN_SEGMENT_LOG2
@@ -92,7 +96,10 @@ MAX_SEGMENTS = 1 << 32
 
 _FIXED = struct.Struct(">4sBBBBI32s32s")
 _INFO = b"sealstore/v1/object"
+_BOUND_INFO = b"sealstore/v1/object-bound"
+_CHECK_INFO = b"sealstore/v1/object-location"
 _COMMIT_SIZE = 32
+_CHECK_SIZE = 8  # location check: the last bytes of the salt of a bound object
 
 
 def _segment_log2(segment_size: int) -> int:
@@ -132,6 +139,11 @@ class ObjectHeader(NamedTuple):
     @property
     def key_id_hex(self) -> str:
         return f"{self.key_id:08x}"
+
+    @property
+    def bound(self) -> bool:
+        """The object is bound to the location it was sealed for (flag bit 1)."""
+        return bool(self.flags & FLAG_LOCATION)
 
     def pack(self) -> bytes:
         return _FIXED.pack(
@@ -178,7 +190,7 @@ def parse_object_header(data) -> ObjectHeader:
         suite = Suite(suite_id)
     except ValueError:
         raise MalformedObject(f"unknown suite id 0x{suite_id:02x}") from None
-    if flags & ~FLAG_TAG256:
+    if flags & ~_KNOWN_FLAGS:
         raise MalformedObject(f"reserved object flag bits set (flags 0x{flags:02x})")
     if flags & FLAG_TAG256 and suite is Suite.AES_256_GCM:
         raise MalformedObject("AES-256-GCM objects cannot carry a 256-bit tag flag")
@@ -283,6 +295,45 @@ def _derive(
     )
 
 
+def _location_check(
+    material: bytes, header_head: bytes, random_salt: bytes, context, location
+) -> bytes:
+    """The keyed location check a bound object stores at the end of its salt."""
+    return HKDF(
+        algorithm=hashes.SHA256(),
+        length=_CHECK_SIZE,
+        salt=random_salt,
+        info=_CHECK_INFO + header_head + context_digest(context) + context_digest(location),
+    ).derive(material)
+
+
+def _derive_bound(
+    material: bytes, header_head: bytes, salt: bytes, suite: Suite, context, location
+) -> tuple:
+    """Object key and nonce prefix of a bound object (they depend on the location)."""
+    key_len, prefix_len = (32, 7) if suite is Suite.AES_256_GCM else (16, 11)
+    okm = HKDF(
+        algorithm=hashes.SHA256(),
+        length=key_len + prefix_len,
+        salt=salt,
+        info=_BOUND_INFO + header_head + context_digest(context) + context_digest(location),
+    ).derive(material)
+    return okm[:key_len], okm[key_len:]
+
+
+def _location_matches(material, head, salt, context, location) -> bool:
+    """Whether a bound object's stored location check is the one of ``location``.  Returns
+    instead of raising, so no key material is in the locals of a frame that raises."""
+    random_salt, stored = salt[: 32 - _CHECK_SIZE], salt[32 - _CHECK_SIZE :]
+    return hmac.compare_digest(_location_check(material, head, random_salt, context, location), stored)
+
+
+_NO_LOCATION = ("the object is bound to the location it was sealed for, and no location was given "
+                "to open it")
+_OTHER_LOCATION = ("the object was sealed for another location (moved or copied by a tool other "
+                   "than sealstore?); it opens only where it was written")
+
+
 class ObjectCipher:
     """The derived key of one object and its segment loop.
 
@@ -311,27 +362,43 @@ class ObjectCipher:
 
     @classmethod
     def create(
-        cls, keyring, *, segment_size: int = DEFAULT_SEGMENT_SIZE, context=b""
+        cls,
+        keyring,
+        *,
+        segment_size: int = DEFAULT_SEGMENT_SIZE,
+        context=b"",
+        location=None,
     ) -> ObjectCipher:
+        """``location``: bytes naming where the object will live (None: not bound)."""
         seg_log2 = _segment_log2(segment_size)
         key = keyring.primary
         suite = key.suite
         tag_size = 16 if suite is Suite.AES_256_GCM else keyring.tag_size
-        flags = FLAG_TAG256 if tag_size == 32 else 0
+        flags = (FLAG_TAG256 if tag_size == 32 else 0) | (
+            0 if location is None else FLAG_LOCATION
+        )
         salt = os.urandom(32)
         head = _FIXED.pack(
             MAGIC, VERSION, suite, flags, seg_log2, key.key_id, salt, b""
         )[:12]
-        okey, prefix, commit = _derive(
-            key.reveal_material(), head, salt, suite, context
-        )
+        material = key.reveal_material()
+        if location is not None:
+            random_salt = salt[: 32 - _CHECK_SIZE]
+            salt = random_salt + _location_check(
+                material, head, random_salt, context, location
+            )
+        okey, prefix, commit = _derive(material, head, salt, suite, context)
+        if location is not None:
+            okey, prefix = _derive_bound(material, head, salt, suite, context, location)
         header = ObjectHeader(VERSION, suite, flags, seg_log2, key.key_id, salt, commit)
         return cls(header, make_cipher(suite, okey, tag_size), prefix)
 
     @classmethod
     def from_header(
-        cls, keyring, header, *, context=b"", allow_retired: bool = False
+        cls, keyring, header, *, context=b"", location=None, allow_retired: bool = False
     ) -> ObjectCipher:
+        """``location``: where the object is read from; it must be the one a bound object was
+        sealed for (WrongLocation otherwise) and is ignored for objects that are not bound."""
         h = header if isinstance(header, ObjectHeader) else parse_object_header(header)
         key = _usable_key(keyring, h.key_id, allow_retired)
         if (key.suite is Suite.AES_256_GCM) is not (h.suite is Suite.AES_256_GCM):
@@ -339,17 +406,21 @@ class ObjectCipher:
                 f"object names suite {h.suite} but key {key.id_hex} is a {key.suite} key"
             )
         keyring.check_tag_size(h.suite, h.tag_size, h.key_id)  # ShortTagRefused
-        okey, prefix, commit = _derive(
-            key.reveal_material(), h.pack()[:12], h.salt, h.suite, context
-        )
+        material, head = key.reveal_material(), h.pack()[:12]
+        okey, prefix, commit = _derive(material, head, h.salt, h.suite, context)
         if not hmac.compare_digest(commit, h.commit):
-            # no derived key or expected commitment in the locals of a frame that raises:
-            # error reporters record them
-            del okey, prefix, commit
+            # no key material, derived key or expected commitment in the locals of a frame that
+            # raises: error reporters record them
+            del okey, prefix, commit, material
             raise KeyCommitmentMismatch(
                 f"object header does not match key {key.id_hex} (edited header, another key "
                 "with this id, or a different context)"
             )
+        if h.bound:
+            if location is None or not _location_matches(material, head, h.salt, context, location):
+                del okey, prefix, commit, material
+                raise WrongLocation(_NO_LOCATION if location is None else _OTHER_LOCATION)
+            okey, prefix = _derive_bound(material, head, h.salt, h.suite, context, location)
         return cls(h, make_cipher(h.suite, okey, h.tag_size), prefix)
 
     def __repr__(self) -> str:
@@ -877,12 +948,19 @@ class SealingReader(io.RawIOBase):
 
 
 def seal_stream(
-    source, keyring, *, segment_size: int = DEFAULT_SEGMENT_SIZE, context=b""
+    source,
+    keyring,
+    *,
+    segment_size: int = DEFAULT_SEGMENT_SIZE,
+    context=b"",
+    location=None,
 ) -> Iterator[bytes]:
-    """Yield a new sealed object (header, then batches of segments) made from ``source``."""
-    reader = SealingReader(
-        ObjectCipher.create(keyring, segment_size=segment_size, context=context), source
+    """Yield a new sealed object (header, then batches of segments) made from ``source``;
+    bound to ``location`` when it is given (see :meth:`ObjectCipher.create`)."""
+    cipher = ObjectCipher.create(
+        keyring, segment_size=segment_size, context=context, location=location
     )
+    reader = SealingReader(cipher, source)
     while True:
         chunk = reader.read(BATCH_BYTES)
         if not chunk:
@@ -1098,7 +1176,7 @@ def read_header(source) -> tuple[bytes, _Input]:
 
 
 def open_stream(
-    source, keyring, *, context=b"", allow_retired: bool = False
+    source, keyring, *, context=b"", location=None, allow_retired: bool = False
 ) -> Iterator[bytes]:
     """Yield the verified plaintext of a whole sealed object read from ``source``."""
     src = _Input(source)
@@ -1108,6 +1186,7 @@ def open_stream(
         keyring,
         parse_object_header(memoryview(head)[:got]),
         context=context,
+        location=location,
         allow_retired=allow_retired,
     )
     reader = OpeningReader(cipher, _Rest(src), close_source=False)

@@ -19,6 +19,7 @@ import pytest
 from fixtures_s3 import make_client
 from sealstore import stream as S
 from sealstore.adapters.s3 import encrypt_client
+from sealstore.adapters.s3.location import object_location
 from sealstore.errors import NonceReuseRefused, SourceChanged
 from sealstore.keyring import Keyring
 from sealstore.segment_log import SegmentLog
@@ -122,7 +123,7 @@ def test_part_sent_again_with_other_bytes_is_refused(s3, raw_s3, bucket, keyring
     # the stored object is the first part's bytes, parsed and opened with the format
     sealed = raw_s3.get_object(Bucket=bucket, Key="k")["Body"].read()
     header = S.parse_object_header(sealed)
-    cipher = S.ObjectCipher.from_header(keyring, header)
+    cipher = S.ObjectCipher.from_header(keyring, header, location=object_location(bucket, "k"))
     assert S.OpeningReader(cipher, memoryview(sealed)[S.HEADER_SIZE :]).read() == first + tail
     assert s3.get_object(Bucket=bucket, Key="k")["Body"].read() == first + tail
 

@@ -50,14 +50,13 @@ def setup(s3_endpoint, raw_s3, bucket):
     contents["data/new"] = b"already under the new primary"
     s3.put_object(Bucket=bucket, Key="data/new", Body=contents["data/new"])
     contents["data/bare"] = b"new key, metadata lost in a copy"
-    s3.put_object(Bucket=bucket, Key="src", Body=contents["data/bare"])
-    raw_s3.copy_object(
+    s3.put_object(Bucket=bucket, Key="data/bare", Body=contents["data/bare"])
+    raw_s3.copy_object(  # onto itself: a copy elsewhere would not open (bound to its key)
         Bucket=bucket,
         Key="data/bare",
-        CopySource=f"{bucket}/src",
+        CopySource=f"{bucket}/data/bare",
         MetadataDirective="REPLACE",
     )
-    raw_s3.delete_object(Bucket=bucket, Key="src")
     raw_s3.put_object(Bucket=bucket, Key="data/plain", Body=b"never sealed")
     raw_s3.put_object(Bucket=bucket, Key="other/old", Body=b"outside the prefix")
     return s3, contents
@@ -311,8 +310,8 @@ def test_large_object_metadata_is_repaired_by_a_multipart_copy(small_limits, s3_
     kr = Keyring.generate()
     s3 = encrypt_client(make_client(s3_endpoint), kr, segment_size=SEG)
     data = os.urandom(13 * MiB)
-    s3.put_object(Bucket=bucket, Key="src", Body=data)
-    sealed = raw_s3.get_object(Bucket=bucket, Key="src")["Body"].read()
+    s3.put_object(Bucket=bucket, Key="big", Body=data)  # at its own key: objects are bound to it
+    sealed = raw_s3.get_object(Bucket=bucket, Key="big")["Body"].read()
     raw_s3.put_object(Bucket=bucket, Key="big", Body=sealed, Metadata={"n": "2"}, ContentType="x/y")
     etag = raw_s3.head_object(Bucket=bucket, Key="big")["ETag"]
     with s3.sealstore.raw() as raw:

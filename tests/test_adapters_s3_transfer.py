@@ -288,12 +288,14 @@ def test_peak_memory_is_bounded(s3_endpoint_process, keyring, tmp_path):
     assert get_peak < size // 4, get_peak
 
 
-def test_copy_above_the_single_request_limit_is_a_multipart_copy(s3, raw_s3, bucket, monkeypatch):
-    """client.copy of a sealed object larger than CopyObject takes (5 GiB, scaled down to
-    6 MiB here): the sealed bytes are copied in order, byte for byte, each range conditional
-    on the source's ETag; metadata and headers follow CopyObject's rules."""
+def test_copy_above_the_single_request_limit_is_a_multipart_copy(s3_endpoint, keyring, raw_s3, bucket, monkeypatch):
+    """client.copy of an unbound sealed object (bind_location=False) larger than CopyObject
+    takes (5 GiB, scaled down to 6 MiB here): the sealed bytes are copied in order, byte for
+    byte, each range conditional on the source's ETag; metadata and headers follow CopyObject's
+    rules.  (Bound objects are re-sealed instead: test_adapters_s3_binding.py.)"""
     from sealstore.adapters.s3 import large
 
+    s3 = encrypt_client(make_client(s3_endpoint), keyring, bind_location=False)
     monkeypatch.setattr(large, "MAX_SINGLE_REQUEST", 6 * MiB)
     monkeypatch.setattr(large, "COPY_PART", 5 * MiB)
     data = os.urandom(12 * MiB + 5)

@@ -21,6 +21,7 @@ from sealstore.errors import (
     SourceChanged,
     TruncatedObject,
     UnknownKeyId,
+    WrongLocation,
 )
 from sealstore.keyring import Keyring
 
@@ -149,7 +150,7 @@ class TestHeader:
 
     @pytest.mark.parametrize(
         "offset,value",
-        [(4, 2), (5, 0x07), (6, 0x02), (7, 9), (7, 25)],
+        [(4, 2), (5, 0x07), (6, 0x04), (7, 9), (7, 25)],
         ids=["version", "suite", "flags", "seg-small", "seg-large"],
     )
     def test_malformed(self, keyring, offset, value):
@@ -473,3 +474,91 @@ def test_frozen_vectors():
             b"".join(
                 S.open_stream(bytes(bad), kr, context=bytes.fromhex(case["context"]))
             )
+
+
+# ---- objects bound to a location (flag bit 1) --------------------------------------------------
+
+LOC = b"\x00\x00\x00\x05place\x00\x00\x00\x01a"
+
+
+def test_bound_object_opens_only_at_its_location(keyring):
+    data = os.urandom(3 * SEG + 7)
+    sealed = seal(data, keyring, location=LOC)
+    h = S.parse_object_header(sealed)
+    assert h.bound and h.flags == 0x03
+    assert unseal(sealed, keyring, location=LOC) == data
+    for other in (LOC + b"x", b"", LOC[:-1] + b"b"):
+        with pytest.raises(WrongLocation, match="another location"):
+            unseal(sealed, keyring, location=other)
+    with pytest.raises(WrongLocation, match="no location"):
+        unseal(sealed, keyring)
+    with pytest.raises(KeyCommitmentMismatch):  # the context is checked first
+        unseal(sealed, keyring, location=LOC, context=b"other")
+
+
+def test_bound_object_key_depends_on_the_location(keyring, monkeypatch):
+    """The location is in the key, not only in the check: with the check forced to pass, a
+    wrong location still fails every segment (and releases nothing)."""
+    sealed = seal(b"z" * (2 * SEG), keyring, location=LOC)
+    h = S.parse_object_header(sealed)
+    good = S.ObjectCipher.from_header(keyring, h, location=LOC)
+    monkeypatch.setattr(S, "_check_location", lambda *a: None)
+    bad = S.ObjectCipher.from_header(keyring, h, location=b"elsewhere")
+    body = sealed[S.HEADER_SIZE :]
+    assert good.opener(body).read() == b"z" * (2 * SEG)
+    with pytest.raises(InvalidTag):
+        bad.opener(body).read()
+
+
+def test_unbound_objects_ignore_the_location(keyring):
+    sealed = seal(b"old object", keyring)
+    assert not S.parse_object_header(sealed).bound
+    assert unseal(sealed, keyring, location=LOC) == b"old object"
+
+
+@pytest.mark.parametrize("where", ["flag", "check", "salt"])
+def test_edited_binding_fields_are_tampering(keyring, where):
+    """Clearing the flag, editing the location check or the salt: the commitment fails, so an
+    edit is never reported as a move (and a bound object cannot be downgraded to unbound)."""
+    sealed = bytearray(seal(b"q" * 100, keyring, location=LOC))
+    offset = {"flag": 6, "check": 43, "salt": 12}[where]
+    sealed[offset] ^= 0x02 if where == "flag" else 0x01
+    with pytest.raises(KeyCommitmentMismatch):
+        unseal(bytes(sealed), keyring, location=LOC)
+
+
+def test_reserved_flag_bits_still_refused(keyring):
+    sealed = bytearray(seal(b"q", keyring, location=LOC))
+    for bit in range(2, 8):
+        bad = bytearray(sealed)
+        bad[6] |= 1 << bit
+        with pytest.raises(MalformedObject):
+            S.parse_object_header(bytes(bad))
+
+
+def test_frozen_bound_vectors():
+    """Bound objects of tests/vectors/objects/objects-v1-bound.json keep opening, only at
+    their location."""
+    import json
+    from pathlib import Path
+
+    from sealstore.keyring import Key
+
+    path = Path(__file__).parent / "vectors" / "objects" / "objects-v1-bound.json"
+    cases = json.loads(path.read_text())
+    assert {c["suite"] for c in cases} == {"AEGIS-128X4", "AEGIS-128L", "AES-256-GCM"}
+    for case in cases:
+        key = Key(int(case["key_id"], 16), case["suite"], bytes.fromhex(case["material"]),
+                  state="primary")  # fmt: skip
+        kr = Keyring([key], tag_size=case["tag_size"])
+        sealed = bytes.fromhex(case["sealed"])
+        context, location = bytes.fromhex(case["context"]), bytes.fromhex(case["location"])
+        assert S.parse_object_header(sealed).bound
+        opened = b"".join(S.open_stream(sealed, kr, context=context, location=location))
+        assert opened == bytes.fromhex(case["plaintext"])
+        with pytest.raises(WrongLocation):
+            b"".join(S.open_stream(sealed, kr, context=context, location=location + b"x"))
+        bad = bytearray(sealed)
+        bad[-1] ^= 1
+        with pytest.raises(InvalidTag):
+            b"".join(S.open_stream(bytes(bad), kr, context=context, location=location))

@@ -36,6 +36,7 @@ def encrypt_client(
     passthrough: bool = False,
     allow_retired: bool = False,
     context=b"",
+    bind_location: bool = True,
 ):
     """Make ``client`` seal every object it writes and open every object it reads.
 
@@ -44,7 +45,10 @@ def encrypt_client(
     objects (a power of two, 1 KiB .. 16 MiB).  ``passthrough``: return objects that were not
     written by sealstore as they are instead of raising NotSealedObject (for buckets being
     migrated).  ``allow_retired``: open objects of retired keys.  ``context``: bytes bound
-    into every object key (readers need the same).  Returns ``client``; its
+    into every object key (readers need the same).  ``bind_location``: bind every object written
+to its bucket and key, so a copy or move by another tool fails to open (``WrongLocation``);
+pass False for applications that move sealed objects themselves (their objects then open
+anywhere; objects written with binding still open only where they were written).  Returns ``client``; its
     :class:`S3Sealing` is ``client.sealstore``.  UnsupportedClient (a TypeError) for an
     asynchronous (aiobotocore) client.  See ``docs/S3.md`` for what is refused and why.
     """
@@ -68,6 +72,7 @@ def encrypt_client(
         passthrough=passthrough,
         allow_retired=allow_retired,
         context=context,
+        bind_location=bind_location,
     )
     sealing.register(client.meta.events)
     install(client, sealing)

@@ -37,7 +37,7 @@ def _cmd_rotate(args) -> int:
         return 2
     keyring = load_config(getattr(args, "config", None)).load_keyring()
     client = boto3.client("s3", endpoint_url=args.endpoint_url, region_name=args.region)
-    encrypt_client(client, keyring)
+    encrypt_client(client, keyring, bind_location=not args.no_bind_location)
     checkpoint = args.checkpoint or _default_checkpoint(args.url)
 
     def progress(report, key, outcome):
@@ -103,6 +103,12 @@ def add_commands(commands) -> None:
         "--seal-plaintext",
         action="store_true",
         help="also seal objects that are not sealed",
+    )
+    p.add_argument(
+        "--no-bind-location",
+        action="store_true",
+        help="re-seal objects without binding them to their bucket and key (for "
+        "applications that move sealed objects themselves)",
     )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument(

@@ -19,7 +19,6 @@ import os
 import tempfile
 import threading
 from collections import OrderedDict
-from urllib.parse import unquote
 
 from botocore.exceptions import ClientError, ParamValidationError
 
@@ -44,6 +43,9 @@ from sealstore.stream import (
 )
 
 from . import metadata as M
+from .copying import copy_source as _copy_source
+from .copying import reseal_copy, reseal_part_copy
+from .location import object_location
 from .body import (
     Prepended,
     Window,
@@ -111,18 +113,6 @@ class _Upload:
             )
 
 
-def _copy_source(source) -> dict:
-    if isinstance(source, dict):
-        return {k: v for k, v in source.items() if k in ("Bucket", "Key", "VersionId")}
-    text = str(source).lstrip("/")
-    text, _, query = text.partition("?")
-    bucket, _, key = text.partition("/")
-    out = {"Bucket": unquote(bucket), "Key": unquote(key)}
-    if query.startswith("versionId="):
-        out["VersionId"] = unquote(query[len("versionId=") :])
-    return out
-
-
 class S3Sealing:
     """Sealing settings and state for one boto3 S3 client (see :func:`encrypt_client`)."""
 
@@ -135,6 +125,7 @@ class S3Sealing:
         passthrough: bool = False,
         allow_retired: bool = False,
         context=b"",
+        bind_location: bool = True,
     ) -> None:
         ObjectCipher.create(
             keyring, segment_size=segment_size
@@ -145,6 +136,7 @@ class S3Sealing:
         self.passthrough = passthrough
         self.allow_retired = allow_retired
         self.context = context
+        self.bind_location = bool(bind_location)
         self._local = threading.local()
         self._uploads: dict[str, _Upload] = {}
         self._lock = threading.Lock()
@@ -153,7 +145,7 @@ class S3Sealing:
     def __repr__(self) -> str:
         return (
             f"<S3Sealing keyring={self.keyring!r} segment_size={self.segment_size} "
-            f"passthrough={self.passthrough}>"
+            f"passthrough={self.passthrough} bind_location={self.bind_location}>"
         )
 
     # ---- registration and the raw switch ------------------------------------------------------
@@ -181,8 +173,10 @@ class S3Sealing:
             ("after-call.s3.CompleteMultipartUpload", self.forget_multipart),
             ("before-parameter-build.s3.AbortMultipartUpload", self.note_upload_id),
             ("after-call.s3.AbortMultipartUpload", self.forget_multipart),
-            ("before-parameter-build.s3.UploadPartCopy", self.refuse_part_copy),
+            ("before-parameter-build.s3.UploadPartCopy", self.note_copy),
+            ("before-call.s3.UploadPartCopy", self.reseal_part_copy),
             ("before-parameter-build.s3.CopyObject", self.keep_metadata_on_copy),
+            ("before-call.s3.CopyObject", self.reseal_copy),
             ("before-parameter-build.s3.GetObject", self.map_range),
             ("after-call.s3.GetObject", self.open_body),
             ("before-parameter-build.s3.HeadObject", self.check_head),
@@ -234,10 +228,18 @@ class S3Sealing:
         finally:
             self._local.retired = before
 
-    def _opener(self, header) -> ObjectCipher:
+    def location(self, bucket, key) -> bytes | None:
+        """What a new object at ``bucket/key`` is bound to (None with ``bind_location`` off)."""
+        return object_location(bucket, key) if self.bind_location else None
+
+    def _opener(self, header, request) -> ObjectCipher:
         allow = self.allow_retired or getattr(self._local, "retired", False)
         return ObjectCipher.from_header(
-            self.keyring, header, context=self.context, allow_retired=allow
+            self.keyring,
+            header,
+            context=self.context,
+            location=object_location(request.get("Bucket"), request.get("Key")),
+            allow_retired=allow,
         )
 
     def refuse_presign(self, params, model, context, **kwargs):
@@ -304,7 +306,10 @@ class S3Sealing:
         if isinstance(body, str):
             body = body.encode("utf-8")
         cipher = ObjectCipher.create(
-            self.keyring, segment_size=self.segment_size, context=self.context
+            self.keyring,
+            segment_size=self.segment_size,
+            context=self.context,
+            location=self.location(params.get("Bucket"), params.get("Key")),
         )
         reader = SealingReader(cipher, body, length)
         if reader.seekable():
@@ -351,7 +356,10 @@ class S3Sealing:
                 "last with exactly P bytes"
             )
         cipher = ObjectCipher.create(
-            self.keyring, segment_size=seg, context=self.context
+            self.keyring,
+            segment_size=seg,
+            context=self.context,
+            location=self.location(params.get("Bucket"), params.get("Key")),
         )
         context["sealstore_upload"] = _Upload(cipher, part_size, length)
         params["Metadata"] = {**meta, **M.object_metadata(cipher.header, length)}
@@ -524,18 +532,38 @@ class S3Sealing:
             with self._lock:
                 self._uploads.pop(upload_id, None)
 
-    def refuse_part_copy(self, params, **kwargs):
+    def note_copy(self, params, context, **kwargs):
+        """UploadPartCopy: keep the request for :meth:`reseal_part_copy`."""
+        if not self._raw_depth:
+            context["sealstore_copy"] = dict(params)
+
+    def reseal_part_copy(self, context, **kwargs):
+        """UploadPartCopy: a server-side copy of sealed bytes would not line up with the
+        upload's segments (nor its location): the source range is read through this client
+        and sealed as the part, and the answer is the one S3 gives."""
+        params = context.get("sealstore_copy")
+        if params is None:
+            return None
+        state = self._upload(params.get("UploadId"))
+        return reseal_part_copy(self, params, state.part_size)
+
+    def reseal_copy(self, context, **kwargs):
+        """CopyObject: a server-side copy keeps the source's location binding, so a bound
+        source (or any sealed source, when this client binds) is re-sealed to the
+        destination; otherwise S3 copies the bytes."""
+        params = context.get("sealstore_copy")
+        if params is None:
+            return None
+        return reseal_copy(self, params)
+
+    def keep_metadata_on_copy(self, params, context, **kwargs):
+        """CopyObject: keep the request for :meth:`reseal_copy`; with MetadataDirective=REPLACE
+        carry the source's sealstore fields over, so a server-side copy stays readable with
+        its metadata (the body alone would open anyway)."""
         if self._raw_depth:
             return
-        raise UnsupportedOperation(
-            "UploadPartCopy copies sealed byte ranges that would not line up with segments; "
-            "use copy_object (or client.copy, which uses it) on an encrypted client"
-        )
-
-    def keep_metadata_on_copy(self, params, **kwargs):
-        """CopyObject with MetadataDirective=REPLACE: carry the source's sealstore fields over,
-        so the copy stays readable with its metadata (the body alone would open anyway)."""
-        if self._raw_depth or params.get("MetadataDirective") != "REPLACE":
+        context["sealstore_copy"] = dict(params)
+        if params.get("MetadataDirective") != "REPLACE":
             return
         M.reject_reserved(params.get("Metadata"))
         with self.raw() as client:
@@ -652,7 +680,11 @@ class S3Sealing:
     def _prepare_open(self, raw, meta, request, header, stored_size):
         """(opening cipher, plaintext size) of an object with this header and stored size;
         MalformedObject (and ``raw`` closed) if the metadata's plaintext length disagrees."""
-        cipher = self._opener(header)
+        try:
+            cipher = self._opener(header, request)
+        except BaseException:  # WrongLocation, KeyCommitmentMismatch...: nothing will be read
+            raw.close()
+            raise
         self._remember_layout(request.get("Bucket"), request.get("Key"), header)
         n = plaintext_size(stored_size, header.segment_size, header.tag_size)
         expected = M.stored_length(meta)

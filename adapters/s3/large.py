@@ -1,8 +1,9 @@
 """Objects above S3's single-request limits: multipart re-seal and multipart copy.
 
-``PutObject`` and ``CopyObject`` take at most 5 GiB.  Rotation re-seals an object in place and
-``client.copy`` copies sealed bytes server-side; above that size both go through a multipart
-upload instead, with the same guarantees:
+``PutObject`` and ``CopyObject`` take at most 5 GiB.  Rotation re-seals an object in place (or
+puts its lost metadata back with a copy onto itself), and a copy of an unbound object by a client
+that does not bind copies sealed bytes server-side (``copying.py``; other copies are re-sealed);
+above that size these go through a multipart upload instead, with the same guarantees:
 
 * :func:`put_multipart` seals a plaintext stream through the encrypted client's multipart
   handlers, one part in memory at a time, reads the source to its end (so its final segment is

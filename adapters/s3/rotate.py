@@ -34,6 +34,7 @@ from sealstore.errors import NotSealedObject, SealstoreError
 from sealstore.stream import HEADER_SIZE, ObjectCipher, parse_object_header
 
 from . import metadata as M
+from .location import object_location
 from .large import MAX_SINGLE_REQUEST, copy_multipart, needs_multipart, put_multipart
 from .settings import for_copy, object_settings
 
@@ -228,8 +229,9 @@ def _rotate_one(client, sealing, bucket, key, primary, dry_run, seal_plaintext) 
             )
         return "sealed_plaintext"
     cipher = ObjectCipher.from_header(
-        sealing.keyring, header, context=sealing.context, allow_retired=True
-    )  # the commitment is checked before anything is decided
+        sealing.keyring, header, context=sealing.context, allow_retired=True,
+        location=object_location(bucket, key),
+    )  # the commitment (and a bound object's location) is checked before anything is decided
     tag = 16 if str(primary.suite) == "AES-256-GCM" else sealing.keyring.tag_size
     if (header.key_id, header.suite, header.tag_size) == (
         primary.key_id,

@@ -5,8 +5,9 @@ the handlers seal each part in the thread that sends it.  These wrappers only ch
 that is a whole number of segments (at least 5 MiB, at most 10,000 parts) and declare it, with
 the plaintext length when it is known, as request metadata hints the handlers consume.
 Downloads need no sealing logic (``head_object`` reports the plaintext size and every ranged
-GET that s3transfer sends is mapped to its segments), only the classic manager.  ``copy`` copies the sealed bytes server-side:
-CopyObject up to 5 GiB, a multipart copy above (``large.py``).
+GET that s3transfer sends is mapped to its segments), only the classic manager.  ``copy`` is
+the encrypted client's ``copy_object``, which re-seals the object to its destination
+(``copying.py``).
 
 boto3 may hand a managed transfer to the CRT transfer manager (``awscrt`` installed, and
 ``TransferConfig(preferred_transfer_client="crt")`` or a CRT-optimized instance type), which
@@ -143,44 +144,16 @@ def install(client, sealing) -> None:
         SourceClient=None,
         Config=None,
     ):
-        """Server-side copy of the sealed bytes: CopyObject, or above 5 GiB a multipart copy of
-        the sealed bytes in order (see ``large.py``)."""
-        extra = dict(ExtraArgs or {})
-        from .handlers import _copy_source
-        from .large import MAX_SINGLE_REQUEST
-
-        source = _copy_source(CopySource)
-        with sealing.raw() as raw:
-            head = raw.head_object(**source)
-        if head["ContentLength"] > MAX_SINGLE_REQUEST:
-            _copy_large(source, head, Bucket, Key, extra)
-        else:
-            client.copy_object(CopySource=CopySource, Bucket=Bucket, Key=Key, **extra)
+        """Copy an object through the encrypted client's ``copy_object``, which re-seals it to
+        the destination (in parallel parts when large) or lets S3 copy unbound bytes (see
+        ``copying.py``); ``Callback`` gets the source's stored size once done."""
+        response = client.copy_object(
+            CopySource=CopySource, Bucket=Bucket, Key=Key, **dict(ExtraArgs or {})
+        )
         if Callback is not None:
-            Callback(head["ContentLength"])
-
-    def _copy_large(source, head, bucket, key, extra):
-        from .large import copy_multipart
-
-        replace = extra.pop("MetadataDirective", "COPY") == "REPLACE"
-        meta = extra.pop("Metadata", None) or {}
-        M.reject_reserved(meta)
-        if not replace:  # what CopyObject does by default: the source's metadata and headers
-            meta = dict(head.get("Metadata") or {})
-            extra = {**M.kept_headers(head), **extra}
-        meta = {**meta, **M.sealstore_fields(head.get("Metadata"))}
-        with sealing.raw() as raw:
-            allowed = raw.meta.service_model.operation_model("CreateMultipartUpload").input_shape.members
-            unsupported = sorted(k for k in extra if k not in allowed)
-            if unsupported:
-                raise UnsupportedOperation(
-                    f"copying a sealed object above 5 GiB is a multipart copy, which takes no "
-                    f"{', '.join(unsupported)}"
-                )
-            copy_multipart(
-                raw, source, bucket, key, head["ContentLength"], metadata=meta, extra=extra,
-                source_if_match=head["ETag"],
-            )  # fmt: skip
+            with sealing.raw() as raw:
+                Callback(raw.head_object(Bucket=Bucket, Key=Key)["ContentLength"])
+        return response
 
     for method in (upload_file, upload_fileobj, download_file, download_fileobj):
         method.__doc__ = getattr(inject, method.__name__).__doc__

@@ -1,5 +1,5 @@
 """Fuzz target: the sealed object (S3 body) format: ``stream.parse_object_header`` and
-``stream.open_stream``.
+``stream.open_stream`` (unbound objects, and objects bound to ``LOCATION``).
 
 Every seed object's plaintext is a prefix of one fixed byte string ``PLAIN``.  Properties, for
 any input bytes:
@@ -36,6 +36,7 @@ HEADER_ERRORS = (NotSealedObject, MalformedObject)
 OPEN_ERRORS = (NotSealedObject, MalformedObject, UnknownKeyId, KeyNotUsable, InvalidTag)
 PLAIN = bytes((i * 7 + (i >> 8)) & 0xFF for i in range(6000))
 KEYRING = harness.keyring()
+LOCATION = b"fuzz/bucket/key"  # bound seeds are sealed for it (unbound ones ignore it)
 SEEDS = harness.seeds(TARGET)
 
 
@@ -47,7 +48,8 @@ def check(data: bytes) -> None:
 
     got = bytearray()
     try:
-        for chunk in open_stream(io.BytesIO(data), KEYRING, context=harness.CONTEXT):
+        for chunk in open_stream(io.BytesIO(data), KEYRING, context=harness.CONTEXT,
+                                 location=LOCATION):
             got += chunk
             assert PLAIN.startswith(got), "open_stream yielded bytes that were never sealed"
     except AssertionError:
@@ -67,6 +69,11 @@ def make_seeds():
             for n in (0, 1, 1023, 1024, 1025, 3000):
                 out.append(b"".join(seal_stream(PLAIN[:n], ring, segment_size=1024,
                                                 context=harness.CONTEXT)))
+    for tag in (32, 16):  # objects bound to a location (flag bit 1)
+        ring = harness.keyring(1, tag)
+        for n in (0, 1025, 3000):
+            out.append(b"".join(seal_stream(PLAIN[:n], ring, segment_size=1024,
+                                            context=harness.CONTEXT, location=LOCATION)))
     return out
 
 
