@@ -15,7 +15,7 @@ import pytest
 from moto import mock_aws
 from sealstore import stream as S
 from sealstore.config import load_config
-from sealstore.errors import InvalidTag, KeyCommitmentMismatch, KeyNotUsable, ShortTagRefused
+from sealstore.errors import InvalidTag, KeyCommitmentMismatch, KeyNotUsable, ShortTagRefused, WrongLocation
 from sealstore.keyfile import KeyFile
 from sealstore.keyring import Key, Keyring, KeyState, forget_keyring, named_opener, use_keyring
 from sealstore.keyrecord import KeyRecord
@@ -313,3 +313,18 @@ def test_s3_get_applies_the_policy(s3_endpoint, bucket):
         reader.get_object(Bucket=bucket, Key="old", Range="bytes=100-199")["Body"].read()
     strict.accept_short_tags = True
     assert reader.get_object(Bucket=bucket, Key="old")["Body"].read() == b"y" * 3000
+
+
+def test_wrong_location_leaves_no_key_material_in_any_frame():
+    ring = Keyring.generate()
+    sealed = b"".join(S.seal_stream(b"secret object", ring, location=b"bucket/alice"))
+    h = S.parse_object_header(sealed[: S.HEADER_SIZE])
+    material = ring.primary.reveal_material()
+    okey, prefix, _commit = S._derive(material, h.pack()[:12], h.salt, h.suite, b"")
+    secrets = {bytes(material), bytes(okey), bytes(prefix)}  # the commitment is public: in the header
+    for location in (b"bucket/bob", None):
+        with pytest.raises(WrongLocation) as info:
+            b"".join(S.open_stream(io.BytesIO(sealed), ring, location=location))
+        for value in _frame_values(info.value.__traceback__):
+            if isinstance(value, (bytes, bytearray, memoryview)):
+                assert bytes(value) not in secrets
