@@ -18,6 +18,9 @@ typedef struct {
 
 extern PyTypeObject ContextType;
 
+/* The name of the capsule a native context crosses from sealstore._native in. */
+#define SEALSTORE_CTX_CAPSULE "sealstore._native.ctx"
+
 /* Release the GIL around a native call when the input is large enough to pay for it. */
 PyThreadState *nogil_begin(Py_ssize_t n);
 void nogil_end(PyThreadState *ts);
@@ -25,6 +28,14 @@ void nogil_end(PyThreadState *ts);
 int next_nonce(uint8_t *npub);
 /* Raise sealstore.errors.InvalidTag (with ``.index`` when index >= 0). */
 void raise_invalid_tag(Py_ssize_t index);
+
+/* The items of a sequence as a tuple owned by the caller (new reference; a tuple is returned
+   as it is), or NULL with an exception (TypeError ``msg`` when it is not a sequence). */
+PyObject *snapshot_items(PyObject *obj, const char *msg);
+/* 0 when the ``written`` bytes at ``out`` overlap none of ins[0..n) (NULL entries skipped;
+   ins[0] may start exactly at out when in_place), else -1 with OverlappingBuffers. */
+int check_disjoint(const void *out, Py_ssize_t written, const Py_buffer *const *ins,
+                   const char *const *names, int n, int in_place);
 
 /* bound.c: the NamedSealer and NamedOpener types, added to the module. */
 int bound_add_types(PyObject *module);
