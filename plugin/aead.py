@@ -197,6 +197,7 @@ class AESGCM:
     def encrypt_into(self, out, nonce, data, associated_data=None) -> int:
         n = memoryview(data).nbytes + self.tag_size
         dst = _out_view(out, n)
+        _speedups.check_disjoint(dst, n, True, data, nonce, associated_data)
         return self._aead.encrypt_into(nonce, data, associated_data, dst[:n])
 
     def decrypt_into(self, out, nonce, data, associated_data=None) -> int:
@@ -204,6 +205,7 @@ class AESGCM:
         if n < 0:
             raise InvalidTag()
         dst = _out_view(out, n)
+        _speedups.check_disjoint(dst, n, True, data, nonce, associated_data)
         try:
             return self._aead.decrypt_into(nonce, data, associated_data, dst[:n])
         except _CryptoInvalidTag:
@@ -252,6 +254,7 @@ class AESGCM:
         need = data.nbytes + len(sizes) * self.tag_size
         if dst.nbytes < need:
             raise ValueError(f"out must be at least {need} bytes, got {dst.nbytes}")
+        _speedups.check_disjoint(dst, need, False, data, None, associated_data, nonce_prefix)
         pos = 0
         for i, size in enumerate(sizes):
             nonce = _gcm_segment_nonce(nonce_prefix, first_index + i, final and i == len(sizes) - 1)
@@ -276,6 +279,7 @@ class AESGCM:
         need = data.nbytes - len(sizes) * self.tag_size
         if dst.nbytes < need:
             raise ValueError(f"out must be at least {need} bytes, got {dst.nbytes}")
+        _speedups.check_disjoint(dst, need, False, data, None, associated_data, nonce_prefix)
         for i, size in enumerate(sizes):
             nonce = _gcm_segment_nonce(nonce_prefix, first_index + i, final and i == len(sizes) - 1)
             try:
