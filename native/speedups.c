@@ -230,38 +230,50 @@ PyObject *snapshot_items(PyObject *obj, const char *msg)
 
 /* ---- overlapping buffers ---- */
 
-static int spans_overlap(const void *a, Py_ssize_t alen, const void *b, Py_ssize_t blen)
+/* The first of ins[0..n) (NULL entries skipped) that the ``written`` bytes at ``out`` overlap, or
+   -1.  ins[0] is the data: it may start exactly at ``out`` when in_place (each block is read
+   before it is written back); a partial overlap would read bytes already overwritten.  The
+   other inputs (nonce, AD: the segment calls read them again for every segment) may not overlap
+   at all.  Inline: on the per-call path it is a few compares. */
+static inline int first_overlap(const void *out, Py_ssize_t written, const Py_buffer *const *ins,
+                                int n, int in_place)
 {
-    const uintptr_t pa = (uintptr_t)a, pb = (uintptr_t)b;
-    return alen > 0 && blen > 0 && pa < pb + (uintptr_t)blen && pb < pa + (uintptr_t)alen;
-}
-
-/* 0 if the ``written`` bytes at ``out`` overlap none of the inputs, else -1 with
-   OverlappingBuffers.  ins[0] is the data: it may start exactly at ``out`` when in_place
-   (each block is read before it is written back); a partial overlap would read bytes already
-   overwritten.  The other inputs (nonce, AD: the segment calls read them again for every
-   segment) may not overlap at all.  Entries may be NULL. */
-int check_disjoint(const void *out, Py_ssize_t written, const Py_buffer *const *ins,
-                   const char *const *names, int n, int in_place)
-{
-    for (int i = 0; i < n; i++) {
-        if (ins[i] == NULL || !spans_overlap(out, written, ins[i]->buf, ins[i]->len)) {
-            continue;
-        }
-        if (i == 0 && in_place && ins[i]->buf == out) {
-            continue;
-        }
-        if (error_class(&overlapping_cls, "OverlappingBuffers") != NULL) {
-            PyErr_Format(overlapping_cls,
-                         i == 0 && in_place
-                             ? "out overlaps %s: it must start exactly where %s starts (in "
-                               "place) or not overlap it at all"
-                             : "out must not overlap %s",
-                         names[i], names[i]);
-        }
+    const uintptr_t o = (uintptr_t)out;
+    if (written <= 0) {
         return -1;
     }
-    return 0;
+    for (int i = 0; i < n; i++) {
+        const Py_buffer *b = ins[i];
+        if (b != NULL && b->len > 0 && o < (uintptr_t)b->buf + (uintptr_t)b->len &&
+            (uintptr_t)b->buf < o + (uintptr_t)written && !(i == 0 && in_place && b->buf == out)) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+static void raise_overlap(const char *name, int in_place_ok)
+{
+    if (error_class(&overlapping_cls, "OverlappingBuffers") != NULL) {
+        PyErr_Format(overlapping_cls,
+                     in_place_ok ? "out overlaps %s: it must start exactly where %s starts (in "
+                                   "place) or not overlap it at all"
+                                 : "out must not overlap %s",
+                     name, name);
+    }
+}
+
+/* 0 if the ``written`` bytes at ``out`` overlap none of the inputs (first_overlap), else -1
+   with OverlappingBuffers naming the input. */
+static inline int check_disjoint(const void *out, Py_ssize_t written, const Py_buffer *const *ins,
+                                 const char *const *names, int n, int in_place)
+{
+    const int i = first_overlap(out, written, ins, n, in_place);
+    if (i < 0) {
+        return 0;
+    }
+    raise_overlap(names[i], i == 0 && in_place);
+    return -1;
 }
 
 /* _speedups.check_disjoint(out, written, in_place, data, *others): the same check for the

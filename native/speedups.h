@@ -32,10 +32,6 @@ void raise_invalid_tag(Py_ssize_t index);
 /* The items of a sequence as a tuple owned by the caller (new reference; a tuple is returned
    as it is), or NULL with an exception (TypeError ``msg`` when it is not a sequence). */
 PyObject *snapshot_items(PyObject *obj, const char *msg);
-/* 0 when the ``written`` bytes at ``out`` overlap none of ins[0..n) (NULL entries skipped;
-   ins[0] may start exactly at out when in_place), else -1 with OverlappingBuffers. */
-int check_disjoint(const void *out, Py_ssize_t written, const Py_buffer *const *ins,
-                   const char *const *names, int n, int in_place);
 
 /* bound.c: the NamedSealer and NamedOpener types, added to the module. */
 int bound_add_types(PyObject *module);

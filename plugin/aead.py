@@ -95,12 +95,14 @@ class _AEGIS:
         return self._fast.decrypt(nonce, data, associated_data)
 
     def encrypt_into(self, out, nonce, data, associated_data=None) -> int:  # noqa: F811
-        """Write ciphertext || tag into ``out``; returns the number of bytes written."""
+        """Write ciphertext || tag into ``out``; returns the number of bytes written.  ``out``
+        may start exactly where ``data`` does (in place); any other overlap with an input
+        raises OverlappingBuffers before anything is written."""
         return self._fast.encrypt_into(out, nonce, data, associated_data)
 
     def decrypt_into(self, out, nonce, data, associated_data=None) -> int:  # noqa: F811
         """Write the plaintext into ``out``; on failure the ``len(data) - tag_size`` bytes it
-        would have written are wiped and InvalidTag is raised."""
+        would have written are wiped and InvalidTag is raised.  Overlap: as encrypt_into."""
         return self._fast.decrypt_into(out, nonce, data, associated_data)
 
     def seal_prefixed(self, prefix, plaintext, associated_data=None) -> bytes:  # noqa: F811
@@ -127,7 +129,8 @@ class _AEGIS:
         Segment i uses nonce ``nonce_prefix (11 bytes) || BE32(i) || final flag``; each sealed
         segment is ciphertext || tag.  A non-final buffer holds whole segments; a final one
         ends with the stream's last segment (the remainder, possibly empty).  One native call
-        for the whole buffer, without the GIL.  Returns the bytes written.
+        for the whole buffer, without the GIL.  Returns the bytes written.  ``out`` may not
+        overlap any input (not even in place: segment i moves by i tags): OverlappingBuffers.
         """
         return self._fast.seal_segments_into(
             out, data, segment_size, nonce_prefix, first_index, final, associated_data

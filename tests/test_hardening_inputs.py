@@ -21,6 +21,7 @@ from sealstore.errors import (
     MalformedCiphertext,
     MalformedObject,
     NotSealedObject,
+    OverlappingBuffers,
     TruncatedObject,
     UnknownKeyId,
 )
@@ -92,6 +93,9 @@ ROWS = [
                                                                           bytes(16)), ValueError),
     ("encrypt_into/decrypt_into", "out read-only (bytes)", lambda: C.encrypt_into(bytes(64), N16,
                                                                                   b""), TypeError),
+    ("encrypt_into/decrypt_into", "out overlapping data (not exactly in place)",
+     lambda: (lambda b: C.encrypt_into(memoryview(b)[1:], N16, memoryview(b)[:16]))(bytearray(64)),
+     OverlappingBuffers),
     ("decrypt_into", "forged input (out is wiped)",
      lambda: C.decrypt_into(bytearray(16), N16, flip(CT, 0), b"ad"), InvalidTag),
     ("open_prefixed", "negative prefix_len", lambda: C.open_prefixed(-1, CT), ValueError),
