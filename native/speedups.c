@@ -405,6 +405,10 @@ static int Context_init(ContextObject *self, PyObject *args, PyObject *kwds)
     if (p == NULL) {
         return -1;
     }
+    if (owner == Py_None) {
+        PyErr_SetString(PyExc_TypeError, "owner must be the object that keeps the context alive");
+        return -1;
+    }
     self->ctx = (const sealstore_ctx *)p;
     Py_INCREF(owner);
     Py_XSETREF(self->owner, owner);

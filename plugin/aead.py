@@ -57,9 +57,8 @@ class _AEGIS:
         if tag_size not in (16, 32):
             raise ValueError(f"tag_size must be 16 or 32 bytes, got {tag_size!r}")
         self.tag_size = tag_size
-        self._ctx, capsule = native.new_fast_ctx(self._variant, view, tag_size, kernel)
+        self._ctx, fast = native.new_fast_ctx(self._variant, view, tag_size, kernel)
         self.kernel = native.ctx_kernel(self._ctx)
-        fast = _speedups.Context(capsule, self._ctx)
         self._fast = fast
         # The hot entry points are the C methods themselves: no Python frame per call.
         self.encrypt = fast.encrypt

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ctypes
 import os
 
-from . import _native
+from . import _native, _speedups
 from .errors import InternalError, KernelUnavailable
 
 ffi = _native.ffi
@@ -170,9 +170,10 @@ _CTX_TYPE = ffi.typeof("sealstore_ctx *")
 
 
 def new_fast_ctx(variant: str, key, tag_size: int, kernel: str | None):
-    """:func:`new_ctx` and the capsule ``sealstore._speedups.Context(capsule, ctx)`` takes."""
+    """:func:`new_ctx` and its ``sealstore._speedups.Context`` (which keeps the context alive):
+    the capsule they are joined with never leaves this module."""
     ctx = new_ctx(variant, key, tag_size, kernel)
-    return ctx, _ctx_capsule(ctx)
+    return ctx, _speedups.Context(_ctx_capsule(ctx), ctx)
 
 
 def _ctx_capsule(ctx):

@@ -37,9 +37,9 @@ def test_context_refuses_another_modules_capsule():
 def test_context_is_initialized_once():
     """Re-initializing would change the context (and its tag size) under a running call."""
     a = AEGIS128L(KEY)
-    _ctx, capsule = native.new_fast_ctx("AEGIS-128L", KEY, 32, None)
+    ctx32 = native.new_ctx("AEGIS-128L", KEY, 32, None)
     with pytest.raises(TypeError, match="once"):
-        a._fast.__init__(capsule, _ctx)
+        a._fast.__init__(native._ctx_capsule(ctx32), ctx32)
     nonce = bytes(16)
     assert len(a.encrypt(nonce, b"x")) == 1 + 16  # still the 16-byte-tag context
 
@@ -53,9 +53,14 @@ def test_capsules_are_made_only_for_native_contexts():
     for bad in (1, native.ffi.NULL, native.ffi.new("char[]", 64), object()):
         with pytest.raises(TypeError, match="native context"):
             native._ctx_capsule(bad)
-    ctx, capsule = native.new_fast_ctx("AEGIS-128X2", KEY, 16, None)
-    fast = _speedups.Context(capsule, ctx)
+    ctx = native.new_ctx("AEGIS-128X2", KEY, 16, None)
+    with pytest.raises(TypeError, match="owner"):
+        _speedups.Context(native._ctx_capsule(ctx), None)
+    fast = _speedups.Context(native._ctx_capsule(ctx), ctx)
     assert fast.decrypt(bytes(16), AEGIS128X2(KEY).encrypt(bytes(16), b"same")) == b"same"
+    ctx2, fast2 = native.new_fast_ctx("AEGIS-128X2", KEY, 16, None)
+    assert isinstance(fast2, _speedups.Context) and fast2.encrypt(bytes(16), b"same") == (
+        AEGIS128X2(KEY).encrypt(bytes(16), b"same"))
 
 
 # ---- the cffi helpers check their sizes ----
