@@ -5,7 +5,8 @@
  * small message, and cffi cannot allocate the result bytes object for C to write into.  This
  * module parses buffers with the buffer protocol, writes straight into a new bytes object or a
  * caller's buffer, and calls the kernel chosen for the context (sealstore._native owns the
- * contexts and the kernels; this module only holds a pointer and a reference to the owner).
+ * contexts and the kernels; a context arrives here in a capsule made with it, never as a
+ * number, and this module holds its pointer and a reference to the owner).
  * The GIL is released for inputs of SPEEDUPS_GIL_MIN bytes or more: below that the call takes
  * under a microsecond, and handing the GIL over and back (about 100 ns, measured) would cost
  * more than other threads could gain.  Segment loops always release it.
@@ -41,7 +42,7 @@ void nogil_end(PyThreadState *ts)
 
 #define RBUF_SIZE 4096
 static uint8_t rbuf[RBUF_SIZE];
-static size_t rpos = RBUF_SIZE; /* protected by the GIL */
+static size_t rpos = RBUF_SIZE; /* protected by the GIL (the module declares Py_MOD_GIL_USED) */
 
 #if defined(SPEEDUPS_HAVE_GETRANDOM) || defined(SPEEDUPS_HAVE_ARC4RANDOM)
 static void rbuf_reset_after_fork(void)
