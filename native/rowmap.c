@@ -10,13 +10,17 @@
  * with strictly increasing indexes; each row (a tuple or any sequence) becomes a new tuple in
  * which ``row[index]`` is replaced by ``callable(row[index])``.  An exception from a callable
  * propagates and no rows are returned.
+ *
+ * A callable is Python code: it may change the rows list or a row (a list) while the loop
+ * runs.  The loop works on snapshots (tuples of the items, taken before the first call; a tuple
+ * is used as it is), so such changes are not seen and cannot free what the loop reads.
  */
 #include "speedups.h"
 
 typedef struct {
     Py_ssize_t n, last;
     Py_ssize_t *index;
-    PyObject **fn; /* borrowed from the plan tuple, which the caller holds */
+    PyObject **fn; /* borrowed from the plan's (immutable) pairs, which the caller holds */
 } Plan;
 
 static int plan_parse(PyObject *plan, Plan *p)
@@ -64,11 +68,11 @@ static PyObject *map_row(PyObject *row, const Plan *p)
     PyObject *seq, *out = NULL;
     Py_ssize_t width, i, k;
 
-    seq = PySequence_Fast(row, "each row must be a sequence");
+    seq = snapshot_items(row, "each row must be a sequence");
     if (seq == NULL) {
         return NULL;
     }
-    width = PySequence_Fast_GET_SIZE(seq);
+    width = PyTuple_GET_SIZE(seq);
     if (p->last >= width) {
         PyErr_Format(PyExc_IndexError, "a row of %zd columns has no column %zd", width, p->last);
         goto done;
@@ -78,7 +82,7 @@ static PyObject *map_row(PyObject *row, const Plan *p)
         goto done;
     }
     for (i = 0, k = 0; i < width; i++) {
-        PyObject *v = PySequence_Fast_GET_ITEM(seq, i);
+        PyObject *v = PyTuple_GET_ITEM(seq, i);
 
         if (k < p->n && p->index[k] == i) {
             v = PyObject_CallOneArg(p->fn[k++], v);
@@ -110,14 +114,14 @@ static PyObject *map_columns(PyObject *module, PyObject *const *args, Py_ssize_t
     if (plan_parse(args[1], &p) < 0) {
         goto done;
     }
-    rows = PySequence_Fast(args[0], "rows must be a sequence");
+    rows = snapshot_items(args[0], "rows must be a sequence");
     if (rows == NULL) {
         goto done;
     }
-    count = PySequence_Fast_GET_SIZE(rows);
+    count = PyTuple_GET_SIZE(rows);
     out = PyList_New(count);
     for (r = 0; out != NULL && r < count; r++) {
-        PyObject *row = map_row(PySequence_Fast_GET_ITEM(rows, r), &p);
+        PyObject *row = map_row(PyTuple_GET_ITEM(rows, r), &p);
 
         if (row == NULL) {
             Py_CLEAR(out);

@@ -5,7 +5,8 @@
  * small message, and cffi cannot allocate the result bytes object for C to write into.  This
  * module parses buffers with the buffer protocol, writes straight into a new bytes object or a
  * caller's buffer, and calls the kernel chosen for the context (sealstore._native owns the
- * contexts and the kernels; this module only holds a pointer and a reference to the owner).
+ * contexts and the kernels; a context arrives here in a capsule made with it, never as a
+ * number, and this module holds its pointer and a reference to the owner).
  * The GIL is released for inputs of SPEEDUPS_GIL_MIN bytes or more: below that the call takes
  * under a microsecond, and handing the GIL over and back (about 100 ns, measured) would cost
  * more than other threads could gain.  Segment loops always release it.
@@ -41,7 +42,7 @@ void nogil_end(PyThreadState *ts)
 
 #define RBUF_SIZE 4096
 static uint8_t rbuf[RBUF_SIZE];
-static size_t rpos = RBUF_SIZE; /* protected by the GIL */
+static size_t rpos = RBUF_SIZE; /* protected by the GIL (the module declares Py_MOD_GIL_USED) */
 
 #if defined(SPEEDUPS_HAVE_GETRANDOM) || defined(SPEEDUPS_HAVE_ARC4RANDOM)
 static void rbuf_reset_after_fork(void)
@@ -103,21 +104,27 @@ int next_nonce(uint8_t *npub)
 
 /* ---- errors ---- */
 
-static PyObject *invalid_tag_cls;
+static PyObject *invalid_tag_cls, *overlapping_cls;
+
+/* sealstore.errors.<name>, looked up once into *slot (borrowed); NULL with an exception. */
+static PyObject *error_class(PyObject **slot, const char *name)
+{
+    if (*slot == NULL) {
+        PyObject *mod = PyImport_ImportModule("sealstore.errors");
+        if (mod == NULL) {
+            return NULL;
+        }
+        *slot = PyObject_GetAttrString(mod, name);
+        Py_DECREF(mod);
+    }
+    return *slot;
+}
 
 void raise_invalid_tag(Py_ssize_t index)
 {
     PyObject *exc;
-    if (invalid_tag_cls == NULL) {
-        PyObject *mod = PyImport_ImportModule("sealstore.errors");
-        if (mod == NULL) {
-            return;
-        }
-        invalid_tag_cls = PyObject_GetAttrString(mod, "InvalidTag");
-        Py_DECREF(mod);
-        if (invalid_tag_cls == NULL) {
-            return;
-        }
+    if (error_class(&invalid_tag_cls, "InvalidTag") == NULL) {
+        return;
     }
     exc = PyObject_CallNoArgs(invalid_tag_cls);
     if (exc == NULL) {
@@ -204,6 +211,118 @@ static int get_nonce(PyObject *obj, Py_buffer *view)
     return 0;
 }
 
+/* The items of a caller's sequence as a tuple the call owns: a list changed during the call (by
+   a callable, a finalizer, or another thread while the GIL is released) cannot move or free
+   them.  A tuple is returned as it is; anything else is copied. */
+PyObject *snapshot_items(PyObject *obj, const char *msg)
+{
+    if (PyTuple_CheckExact(obj)) {
+        return Py_NewRef(obj);
+    }
+    if (PyList_CheckExact(obj)) {
+        return PyList_AsTuple(obj);
+    }
+    if (Py_TYPE(obj)->tp_iter == NULL && !PySequence_Check(obj)) {
+        PyErr_SetString(PyExc_TypeError, msg);
+        return NULL;
+    }
+    return PySequence_Tuple(obj);
+}
+
+/* ---- overlapping buffers ---- */
+
+/* The first of ins[0..n) (NULL entries skipped) that the ``written`` bytes at ``out`` overlap, or
+   -1.  ins[0] is the data: it may start exactly at ``out`` when in_place (each block is read
+   before it is written back); a partial overlap would read bytes already overwritten.  The
+   other inputs (nonce, AD: the segment calls read them again for every segment) may not overlap
+   at all.  Inline: on the per-call path it is a few compares. */
+static inline int first_overlap(const void *out, Py_ssize_t written, const Py_buffer *const *ins,
+                                int n, int in_place)
+{
+    const uintptr_t o = (uintptr_t)out;
+    if (written <= 0) {
+        return -1;
+    }
+    for (int i = 0; i < n; i++) {
+        const Py_buffer *b = ins[i];
+        if (b != NULL && b->len > 0 && o < (uintptr_t)b->buf + (uintptr_t)b->len &&
+            (uintptr_t)b->buf < o + (uintptr_t)written && !(i == 0 && in_place && b->buf == out)) {
+            return i;
+        }
+    }
+    return -1;
+}
+
+static void raise_overlap(const char *name, int in_place_ok)
+{
+    if (error_class(&overlapping_cls, "OverlappingBuffers") != NULL) {
+        PyErr_Format(overlapping_cls,
+                     in_place_ok ? "out overlaps %s: it must start exactly where %s starts (in "
+                                   "place) or not overlap it at all"
+                                 : "out must not overlap %s",
+                     name, name);
+    }
+}
+
+/* 0 if the ``written`` bytes at ``out`` overlap none of the inputs (first_overlap), else -1
+   with OverlappingBuffers naming the input. */
+static inline int check_disjoint(const void *out, Py_ssize_t written, const Py_buffer *const *ins,
+                                 const char *const *names, int n, int in_place)
+{
+    const int i = first_overlap(out, written, ins, n, in_place);
+    if (i < 0) {
+        return 0;
+    }
+    raise_overlap(names[i], i == 0 && in_place);
+    return -1;
+}
+
+/* _speedups.check_disjoint(out, written, in_place, data, *others): the same check for the
+   into-calls written in Python (AES-GCM); None stands for an absent input. */
+static PyObject *py_check_disjoint(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    static const char *const names[] = {"data", "nonce", "associated_data", "nonce_prefix"};
+    Py_buffer out, views[4];
+    const Py_buffer *ins[4] = {NULL, NULL, NULL, NULL};
+    Py_ssize_t written, got = 0;
+    int in_place, rc = -1;
+
+    (void)module;
+    if (nargs < 4 || nargs > 3 + 4) {
+        PyErr_SetString(PyExc_TypeError,
+                        "check_disjoint(out, written, in_place, data, *others) takes 4 to 7 "
+                        "arguments");
+        return NULL;
+    }
+    written = PyLong_AsSsize_t(args[1]);
+    in_place = PyObject_IsTrue(args[2]);
+    if ((written == -1 && PyErr_Occurred()) || in_place < 0 ||
+        get_buffer(args[0], &out, "out", 0) != 0) {
+        return NULL;
+    }
+    for (; got < nargs - 3; got++) {
+        PyObject *o = args[3 + got];
+        views[got].obj = NULL;
+        if (o != Py_None) {
+            if (get_buffer(o, &views[got], names[got], 0) != 0) {
+                goto done;
+            }
+            ins[got] = &views[got];
+        }
+    }
+    rc = check_disjoint(out.buf, written < out.len ? written : out.len, ins, names, (int)got,
+                        in_place);
+done:
+    for (Py_ssize_t i = 0; i < got; i++) {
+        release(&views[i]);
+    }
+    PyBuffer_Release(&out);
+    if (rc != 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
 /* A Context made with Context.__new__ alone has no native context: refuse it. */
 #define REQUIRE_CTX(self)                                                                   \
     do {                                                                                    \
@@ -260,20 +379,35 @@ static int parse_args(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames
 
 /* ---- the Context type ---- */
 
+/* Context(capsule, owner): the capsule comes from sealstore.native (SEALSTORE_CTX_CAPSULE, made
+   when the native context is created); ``owner`` keeps that context alive.  No number is taken
+   for an address, and a Context is initialized once: its context never changes under a call. */
 static int Context_init(ContextObject *self, PyObject *args, PyObject *kwds)
 {
-    PyObject *addr, *owner;
-    static char *kwlist[] = {"address", "owner", NULL};
+    PyObject *capsule, *owner;
+    static char *kwlist[] = {"context", "owner", NULL};
     void *p;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O!O", kwlist, &PyLong_Type, &addr, &owner)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO", kwlist, &capsule, &owner)) {
         return -1;
     }
-    p = PyLong_AsVoidPtr(addr);
+    if (self->ctx != NULL) {
+        PyErr_SetString(PyExc_TypeError, "sealstore: a cipher context is initialized once");
+        return -1;
+    }
+    if (!PyCapsule_IsValid(capsule, SEALSTORE_CTX_CAPSULE)) {
+        PyErr_Format(PyExc_TypeError,
+                     "context must be a native context capsule from sealstore.native, not "
+                     "%.80s",
+                     Py_TYPE(capsule)->tp_name);
+        return -1;
+    }
+    p = PyCapsule_GetPointer(capsule, SEALSTORE_CTX_CAPSULE);
     if (p == NULL) {
-        if (!PyErr_Occurred()) {
-            PyErr_SetString(PyExc_ValueError, "null context");
-        }
+        return -1;
+    }
+    if (owner == Py_None) {
+        PyErr_SetString(PyExc_TypeError, "owner must be the object that keeps the context alive");
         return -1;
     }
     self->ctx = (const sealstore_ctx *)p;
@@ -290,6 +424,7 @@ static void Context_dealloc(ContextObject *self)
 
 static const char *const names_crypt[] = {"nonce", "data", "associated_data"};
 static const char *const names_into[] = {"out", "nonce", "data", "associated_data"};
+static const char *const names_inputs[] = {"data", "nonce", "associated_data"};
 
 /* encrypt / decrypt into a new bytes object; they share everything but the direction. */
 static PyObject *crypt_bytes(ContextObject *self, PyObject *const *args, Py_ssize_t nargs,
@@ -388,6 +523,12 @@ static PyObject *crypt_into(ContextObject *self, PyObject *const *args, Py_ssize
     if (out.len < need) {
         PyErr_Format(PyExc_ValueError, "out must be at least %zd bytes, got %zd", need, out.len);
         goto out_ad;
+    }
+    {
+        const Py_buffer *ins[3] = {&data, &nonce, &ad};
+        if (check_disjoint(out.buf, need, ins, names_inputs, 3, 1) != 0) {
+            goto out_ad;
+        }
     }
     {
         int rc;
@@ -729,9 +870,10 @@ static PyObject *prefixed_call(ContextObject *self, PyObject *const *args, Py_ss
     if (!many) {
         res = seal ? seal_one(self, &prefix, a[1], &ad) : open_one(self, prefixlen, a[1], &ad, -1);
     } else {
-        PyObject *seq = PySequence_Fast(a[1], "expected a sequence of bytes-like objects");
+        /* a tuple of the items: the caller's list may change while the GIL is released */
+        PyObject *seq = snapshot_items(a[1], "expected a sequence of bytes-like objects");
         if (seq != NULL) {
-            Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+            Py_ssize_t n = PyTuple_GET_SIZE(seq);
             PyObject **items = PySequence_Fast_ITEMS(seq);
             Py_ssize_t i = 0;
             uint8_t adbuf[256];
@@ -878,6 +1020,14 @@ static PyObject *segments_call(ContextObject *self, PyObject *const *args, Py_ss
         goto out_ad;
     }
     {
+        /* no in-place: segment i is written at a different offset than it is read from */
+        static const char *const names[] = {"data", "nonce_prefix", "associated_data"};
+        const Py_buffer *ins[3] = {&data, &prefix, &ad};
+        if (check_disjoint(out.buf, (Py_ssize_t)need, ins, names, 3, 0) != 0) {
+            goto out_ad;
+        }
+    }
+    {
         PyThreadState *ts = PyEval_SaveThread(); /* always bulk work */
         if (seal) {
             rc = sealstore_seal_segments(self->ctx, out.buf, data.buf, (size_t)data.len,
@@ -964,34 +1114,61 @@ PyTypeObject ContextType = {
     .tp_methods = Context_methods,
 };
 
-static struct PyModuleDef speedups_module = {
-    PyModuleDef_HEAD_INIT, "sealstore._speedups",
-    "Fast per-call entry points of the sealstore cipher classes (internal).", -1, NULL,
-    NULL, NULL, NULL, NULL};
+static PyMethodDef module_functions[] = {
+    {"check_disjoint", (PyCFunction)(void (*)(void))py_check_disjoint, METH_FASTCALL,
+     "check_disjoint(out, written, in_place, data, *others): raise OverlappingBuffers when the "
+     "first `written` bytes of out overlap an input (data may start exactly at out when "
+     "in_place); None stands for an absent input."},
+    {NULL, NULL, 0, NULL},
+};
 
-PyMODINIT_FUNC PyInit__speedups(void)
+static int speedups_exec(PyObject *m)
 {
-    PyObject *m;
-
-    if (PyType_Ready(&ContextType) < 0) {
-        return NULL;
-    }
 #if defined(SPEEDUPS_HAVE_GETRANDOM) || defined(SPEEDUPS_HAVE_ARC4RANDOM)
-    pthread_atfork(NULL, NULL, rbuf_reset_after_fork);
+    static int atfork_done;
+    if (!atfork_done) {
+        if (pthread_atfork(NULL, NULL, rbuf_reset_after_fork) != 0) {
+            PyErr_SetString(PyExc_OSError, "sealstore: pthread_atfork failed");
+            return -1;
+        }
+        atfork_done = 1;
+    }
 #endif
-    m = PyModule_Create(&speedups_module);
-    if (m == NULL) {
-        return NULL;
+    if (PyType_Ready(&ContextType) < 0) {
+        return -1;
     }
     Py_INCREF(&ContextType);
     if (PyModule_AddObject(m, "Context", (PyObject *)&ContextType) < 0) {
         Py_DECREF(&ContextType);
-        Py_DECREF(m);
-        return NULL;
+        return -1;
     }
-    if (bound_add_types(m) < 0 || rowmap_add_functions(m) < 0) {
-        Py_DECREF(m);
-        return NULL;
+    if (PyModule_AddStringConstant(m, "CONTEXT_CAPSULE", SEALSTORE_CTX_CAPSULE) < 0 ||
+        bound_add_types(m) < 0 || rowmap_add_functions(m) < 0) {
+        return -1;
     }
-    return m;
+    return 0;
+}
+
+/* The module needs the GIL: the nonce buffer, the openers' one-entry caches and the borrowed
+   references taken from dicts and tuples rely on it.  On a free-threaded build (3.13t+)
+   importing it turns the GIL back on; one interpreter only (the types are static). */
+static PyModuleDef_Slot speedups_slots[] = {
+    {Py_mod_exec, (void *)speedups_exec},
+#ifdef Py_mod_multiple_interpreters
+    {Py_mod_multiple_interpreters, Py_MOD_MULTIPLE_INTERPRETERS_NOT_SUPPORTED},
+#endif
+#ifdef Py_mod_gil
+    {Py_mod_gil, Py_MOD_GIL_USED},
+#endif
+    {0, NULL},
+};
+
+static struct PyModuleDef speedups_module = {
+    PyModuleDef_HEAD_INIT, "sealstore._speedups",
+    "Fast per-call entry points of the sealstore cipher classes (internal).", 0,
+    module_functions, speedups_slots, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__speedups(void)
+{
+    return PyModuleDef_Init(&speedups_module);
 }

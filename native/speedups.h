@@ -18,6 +18,9 @@ typedef struct {
 
 extern PyTypeObject ContextType;
 
+/* The name of the capsule a native context crosses from sealstore._native in. */
+#define SEALSTORE_CTX_CAPSULE "sealstore._native.ctx"
+
 /* Release the GIL around a native call when the input is large enough to pay for it. */
 PyThreadState *nogil_begin(Py_ssize_t n);
 void nogil_end(PyThreadState *ts);
@@ -25,6 +28,10 @@ void nogil_end(PyThreadState *ts);
 int next_nonce(uint8_t *npub);
 /* Raise sealstore.errors.InvalidTag (with ``.index`` when index >= 0). */
 void raise_invalid_tag(Py_ssize_t index);
+
+/* The items of a sequence as a tuple owned by the caller (new reference; a tuple is returned
+   as it is), or NULL with an exception (TypeError ``msg`` when it is not a sequence). */
+PyObject *snapshot_items(PyObject *obj, const char *msg);
 
 /* bound.c: the NamedSealer and NamedOpener types, added to the module. */
 int bound_add_types(PyObject *module);

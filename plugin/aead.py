@@ -57,9 +57,8 @@ class _AEGIS:
         if tag_size not in (16, 32):
             raise ValueError(f"tag_size must be 16 or 32 bytes, got {tag_size!r}")
         self.tag_size = tag_size
-        self._ctx = native.new_ctx(self._variant, view, tag_size, kernel)
+        self._ctx, fast = native.new_fast_ctx(self._variant, view, tag_size, kernel)
         self.kernel = native.ctx_kernel(self._ctx)
-        fast = _speedups.Context(native.ctx_address(self._ctx), self._ctx)
         self._fast = fast
         # The hot entry points are the C methods themselves: no Python frame per call.
         self.encrypt = fast.encrypt
@@ -95,12 +94,14 @@ class _AEGIS:
         return self._fast.decrypt(nonce, data, associated_data)
 
     def encrypt_into(self, out, nonce, data, associated_data=None) -> int:  # noqa: F811
-        """Write ciphertext || tag into ``out``; returns the number of bytes written."""
+        """Write ciphertext || tag into ``out``; returns the number of bytes written.  ``out``
+        may start exactly where ``data`` does (in place); any other overlap with an input
+        raises OverlappingBuffers before anything is written."""
         return self._fast.encrypt_into(out, nonce, data, associated_data)
 
     def decrypt_into(self, out, nonce, data, associated_data=None) -> int:  # noqa: F811
         """Write the plaintext into ``out``; on failure the ``len(data) - tag_size`` bytes it
-        would have written are wiped and InvalidTag is raised."""
+        would have written are wiped and InvalidTag is raised.  Overlap: as encrypt_into."""
         return self._fast.decrypt_into(out, nonce, data, associated_data)
 
     def seal_prefixed(self, prefix, plaintext, associated_data=None) -> bytes:  # noqa: F811
@@ -127,7 +128,8 @@ class _AEGIS:
         Segment i uses nonce ``nonce_prefix (11 bytes) || BE32(i) || final flag``; each sealed
         segment is ciphertext || tag.  A non-final buffer holds whole segments; a final one
         ends with the stream's last segment (the remainder, possibly empty).  One native call
-        for the whole buffer, without the GIL.  Returns the bytes written.
+        for the whole buffer, without the GIL.  Returns the bytes written.  ``out`` may not
+        overlap any input (not even in place: segment i moves by i tags): OverlappingBuffers.
         """
         return self._fast.seal_segments_into(
             out, data, segment_size, nonce_prefix, first_index, final, associated_data
@@ -199,6 +201,7 @@ class AESGCM:
     def encrypt_into(self, out, nonce, data, associated_data=None) -> int:
         n = memoryview(data).nbytes + self.tag_size
         dst = _out_view(out, n)
+        _speedups.check_disjoint(dst, n, True, data, nonce, associated_data)
         return self._aead.encrypt_into(nonce, data, associated_data, dst[:n])
 
     def decrypt_into(self, out, nonce, data, associated_data=None) -> int:
@@ -206,6 +209,7 @@ class AESGCM:
         if n < 0:
             raise InvalidTag()
         dst = _out_view(out, n)
+        _speedups.check_disjoint(dst, n, True, data, nonce, associated_data)
         try:
             return self._aead.decrypt_into(nonce, data, associated_data, dst[:n])
         except _CryptoInvalidTag:
@@ -254,6 +258,7 @@ class AESGCM:
         need = data.nbytes + len(sizes) * self.tag_size
         if dst.nbytes < need:
             raise ValueError(f"out must be at least {need} bytes, got {dst.nbytes}")
+        _speedups.check_disjoint(dst, need, False, data, None, associated_data, nonce_prefix)
         pos = 0
         for i, size in enumerate(sizes):
             nonce = _gcm_segment_nonce(nonce_prefix, first_index + i, final and i == len(sizes) - 1)
@@ -278,6 +283,7 @@ class AESGCM:
         need = data.nbytes - len(sizes) * self.tag_size
         if dst.nbytes < need:
             raise ValueError(f"out must be at least {need} bytes, got {dst.nbytes}")
+        _speedups.check_disjoint(dst, need, False, data, None, associated_data, nonce_prefix)
         for i, size in enumerate(sizes):
             nonce = _gcm_segment_nonce(nonce_prefix, first_index + i, final and i == len(sizes) - 1)
             try:

@@ -12,6 +12,7 @@ __all__ = [
     "SealstoreError",
     "InvalidTag",
     "KernelUnavailable",
+    "OverlappingBuffers",
     "InternalError",
     "MalformedCiphertext",
     "UnknownKeyId",
@@ -54,6 +55,10 @@ class InvalidTag(SealstoreError):
 class KernelUnavailable(SealstoreError, RuntimeError):
     """A native kernel was requested (``SEALSTORE_KERNEL`` or ``kernel=``) that this CPU
     or this build cannot run."""
+
+
+class OverlappingBuffers(SealstoreError, ValueError):
+    """An ``*_into`` call's output overlaps one of its inputs other than exactly in place."""
 
 
 class InternalError(SealstoreError, RuntimeError):

@@ -470,8 +470,7 @@ class Keyring(HoldsKey):
     def seal_many(self, plaintexts, context=b"") -> list[bytes]:
         """Seal every plaintext of a list under the primary key, in one native call per suite."""
         large, small = self._seal, self._seal_small
-        if not isinstance(plaintexts, list):
-            plaintexts = list(plaintexts)
+        plaintexts = list(plaintexts)  # a copy: the caller's list may change during the call
         ad = context_digest(context)
         if small is large or not plaintexts:
             return large.seal_many(large.prefix, plaintexts, ad)
@@ -509,7 +508,7 @@ class Keyring(HoldsKey):
         carries ``.index``: for InvalidTag the first position that fails to open, for header
         errors a position with that error.
         """
-        values = sealed if isinstance(sealed, list) else list(sealed)
+        values = list(sealed)  # a copy: the caller's list may change during the call
         if not values:
             return []
         ad = context_digest(context)

@@ -7,10 +7,11 @@ imports ``ffi`` or ``lib``.
 
 from __future__ import annotations
 
+import ctypes
 import os
 
-from . import _native
-from .errors import KernelUnavailable
+from . import _native, _speedups
+from .errors import InternalError, KernelUnavailable
 
 ffi = _native.ffi
 lib = _native.lib
@@ -120,7 +121,10 @@ def new_ctx(variant: str, key, tag_size: int, kernel: str | None):
                 f"{variant} has no {kernel!r} kernel this CPU can run; "
                 f"available: {', '.join(variant_kernels(variant))}"
             )
-    ctx = lib.sealstore_ctx_new(v, kid, ffi.from_buffer(key), tag_size)
+    k, _ = _span(key, "key", lib.SEALSTORE_KEYBYTES)
+    if tag_size not in (16, 32):
+        raise ValueError(f"tag_size must be 16 or 32 bytes, got {tag_size!r}")
+    ctx = lib.sealstore_ctx_new(v, kid, k, tag_size)
     if ctx == ffi.NULL:
         raise MemoryError("sealstore: could not allocate a cipher context")
     return ffi.gc(ctx, lib.sealstore_ctx_free)
@@ -156,30 +160,54 @@ if _env:
 del _env, _hidden
 
 
-def ctx_address(ctx) -> int:
-    """The context's address, for sealstore._speedups (which keeps ``ctx`` alive)."""
-    return int(ffi.cast("uintptr_t", ctx))
+# A context crosses to sealstore._speedups as a capsule of this name (speedups.h), made here
+# when the context is created: the extension never takes a number for an address.
+CTX_CAPSULE = b"sealstore._native.ctx"
+_capsule_new = ctypes.pythonapi.PyCapsule_New
+_capsule_new.restype = ctypes.py_object
+_capsule_new.argtypes = (ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)
+_CTX_TYPE = ffi.typeof("sealstore_ctx *")
+
+
+def new_fast_ctx(variant: str, key, tag_size: int, kernel: str | None):
+    """:func:`new_ctx` and its ``sealstore._speedups.Context`` (which keeps the context alive):
+    the capsule they are joined with never leaves this module."""
+    ctx = new_ctx(variant, key, tag_size, kernel)
+    return ctx, _speedups.Context(_ctx_capsule(ctx), ctx)
+
+
+def _ctx_capsule(ctx):
+    if not isinstance(ctx, ffi.CData) or ffi.typeof(ctx) is not _CTX_TYPE or ctx == ffi.NULL:
+        raise TypeError("expected a native context made by sealstore.native.new_ctx")
+    return _capsule_new(int(ffi.cast("uintptr_t", ctx)), CTX_CAPSULE, None)
+
+
+def _span(obj, what: str, size: int | None = None, writable: bool = False):
+    """(cdata, nbytes) of a contiguous buffer, checking its size when ``size`` is given."""
+    try:
+        n = memoryview(obj).nbytes
+        ptr = ffi.from_buffer(obj, require_writable=writable)
+    except TypeError:
+        kind = "a writable" if writable else "a"
+        raise TypeError(
+            f"{what} must be {kind} contiguous bytes-like object, not {type(obj).__name__}"
+        ) from None
+    if size is not None and n != size:
+        raise ValueError(f"{what} must be {size} bytes, got {n}")
+    return ptr, n
 
 
 def cffi_encrypt(ctx, nonce, data, associated_data=None) -> bytes:
     """Encrypt through cffi alone (no ``_speedups``): the reference path the benchmark
-    compares the CPython entry point against."""
-    n = len(data)
+    compares the CPython entry point against.  Every size is checked before C runs.
+
+    (An ``encrypt_into`` twin, never called, was removed: issue 17/20.)"""
+    if not isinstance(ctx, ffi.CData) or ffi.typeof(ctx) is not _CTX_TYPE or ctx == ffi.NULL:
+        raise TypeError("ctx must be a native context made by sealstore.native.new_ctx")
+    npub, _ = _span(nonce, "nonce", lib.SEALSTORE_NPUBBYTES)
+    m, n = _span(data, "data")
+    ad, adlen = _span(b"" if associated_data is None else associated_data, "associated_data")
     out = bytearray(n + ctx.maclen)
-    ad = b"" if associated_data is None else associated_data
-    lib.sealstore_encrypt(
-        ctx, ffi.from_buffer(out), ffi.from_buffer(data), n, ffi.from_buffer(ad), len(ad),
-        ffi.from_buffer(nonce),
-    )
+    if lib.sealstore_encrypt(ctx, ffi.from_buffer(out), m, n, ad, adlen, npub) != 0:
+        raise InternalError("sealstore: native encryption failed")
     return bytes(out)
-
-
-def cffi_encrypt_into(ctx, out, nonce, data, associated_data=None) -> int:
-    """``encrypt_into`` through cffi alone (see :func:`cffi_encrypt`)."""
-    n = len(data)
-    ad = b"" if associated_data is None else associated_data
-    lib.sealstore_encrypt(
-        ctx, ffi.from_buffer(out, require_writable=True), ffi.from_buffer(data), n,
-        ffi.from_buffer(ad), len(ad), ffi.from_buffer(nonce),
-    )
-    return n + ctx.maclen

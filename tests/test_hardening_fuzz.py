@@ -13,7 +13,7 @@ import pytest
 pytestmark = [pytest.mark.toolchain]  # compilers, builds, whole runs: pytest -m 'not toolchain' skips them
 
 FUZZ = Path(__file__).resolve().parent / "fuzz"
-TARGETS = ("sealed", "aead", "object", "keyfile", "metadata")
+TARGETS = ("sealed", "aead", "object", "keyfile", "metadata", "columns")
 
 sys.path.insert(0, str(FUZZ))
 harness = importlib.import_module("harness")
@@ -120,3 +120,23 @@ def test_metadata_property_fires_when_a_disagreeing_field_is_accepted(monkeypatc
     monkeypatch.setattr(mod.md, "header_from_metadata", unchecked)
     with pytest.raises(AssertionError, match="disagrees"):
         mod.check(edited)
+
+
+def test_columns_property_fires_when_map_columns_pairs_rows_wrongly(monkeypatch):
+    mod = target("columns")
+    seed = bytes([0, 5]) + b"enough bytes for five rows"
+
+    def reversed_rows(rows, plan):
+        (i, fn), = plan
+        return [tuple(fn(v) if k == i else v for k, v in enumerate(r)) for r in rows][::-1]
+
+    mod.check(seed)
+    monkeypatch.setattr(mod, "map_columns", reversed_rows)
+    with pytest.raises(AssertionError, match="paired rows wrongly"):
+        mod.check(seed)
+
+
+def test_columns_property_fires_when_the_opener_accepts_a_modified_value():
+    mod = target("columns")
+    with pytest.raises(AssertionError, match="modified value"):
+        mod._check_tamper(lambda v: b"opened anyway", b"sealed value", 3)

@@ -63,3 +63,54 @@ def test_map_columns_keeps_no_references():
             map_columns(rows, ((0, lambda v: 1 / 0),))
     gc.collect()
     assert (sys.getrefcount(value), sys.getrefcount(fn_out)) == before
+
+
+def test_map_columns_survives_a_callable_that_clears_the_rows():
+    """The callable is Python code: emptying the rows list and every row (lists here) from it
+    frees what an unprotected loop would read next (SIGSEGV before issue 17).  The loop keeps
+    the rows list as it was and the row it is on; a row emptied before the loop reaches it is
+    the usual IndexError."""
+    rows = [[i, b"v%d" % i, object()] for i in range(64)]
+
+    def clear_everything(v):
+        for r in rows:
+            r.clear()
+        rows.clear()
+        return v.upper()
+
+    with pytest.raises(IndexError, match="a row of 0 columns has no column 1"):
+        map_columns(rows, ((1, clear_everything),))
+    assert rows == []
+
+
+def test_map_columns_snapshot_results_are_exact():
+    rows = [[i, b"v%d" % i, i * 2] for i in range(64)]
+    expected = [(i, b"V%d" % i, i * 2) for i in range(64)]
+    seen = []
+
+    def shuffle(v):
+        seen.append(v)
+        rows.clear()  # frees the list's item array
+        rows.extend([[-1, b"new", -1]] * 1000)  # a larger array elsewhere
+        return v.upper()
+
+    assert map_columns(rows, ((1, shuffle),)) == expected
+    assert seen == [b"v%d" % i for i in range(64)]
+
+
+def test_map_columns_row_changed_by_the_callable_keeps_its_snapshot():
+    row = [b"a", b"b", b"c"]
+
+    def clear_row(v):
+        row.clear()  # frees the row's items while the loop is on it
+        return v + b"!"
+
+    assert map_columns([row], ((0, clear_row), (2, bytes.upper))) == [(b"a!", b"b", b"C")]
+    row2 = [b"a", b"b", b"c"]
+
+    def grow_row(v):
+        row2.extend([b"x"] * 100)
+        row2[1] = b"replaced"
+        return v
+
+    assert map_columns([row2], ((0, grow_row),)) == [(b"a", b"b", b"c")]

@@ -7,7 +7,9 @@
 #                                -fsanitize=address,undefined into a scratch dir, run the kernel,
 #                                format, keyring, object-stream, bad-input and fuzz-corpus tests
 #                                against it on every kernel this CPU
-#                                runs (LD_PRELOAD of libasan for the interpreter), the C
+#                                runs (LD_PRELOAD of libasan for the interpreter), the
+#                                thread stress tests (tests/native_stress.py, STRESS_SECONDS
+#                                per scenario, 3), the C
 #                                known-answer driver built the same way, and a short libFuzzer
 #                                run of the C open/decrypt entry points (FUZZ_C_SECONDS, 15)
 #   tools/sanitize.sh valgrind   memcheck only: the C driver on the portable (and AES-NI) kernel,
@@ -70,7 +72,8 @@ run_asan() {
     note "ASan/UBSan: kernel tests (parametrized over every kernel: $kernels)"
     (cd "$ROOT" && "${env[@]}" "$PY" -m pytest -q -p no:cacheprovider \
         tests/test_aead_vectors.py tests/test_aead_api.py tests/test_aead_properties.py \
-        tests/test_native.py tests/test_batch.py tests/test_rowmap.py >"$WORK/asan-kernels.log" 2>&1) \
+        tests/test_native.py tests/test_batch.py tests/test_rowmap.py tests/test_native_boundary.py \
+        >"$WORK/asan-kernels.log" 2>&1) \
         || fail "kernel tests under ASan/UBSan"
     tail -n 1 "$WORK/asan-kernels.log"
     for k in $kernels; do
@@ -81,6 +84,12 @@ run_asan() {
             || fail "format/keyring tests on $k"
         tail -n 1 "$WORK/asan-$k.log"
     done
+
+    note "ASan/UBSan: inputs changed by other threads during native calls (tests/native_stress.py)"
+    (cd "$ROOT" && "${env[@]}" SEALSTORE_STRESS_SECONDS="${STRESS_SECONDS:-3}" "$PY" -m pytest -q \
+        -p no:cacheprovider tests/test_native_races.py >"$WORK/asan-races.log" 2>&1) \
+        || { tail -n 40 "$WORK/asan-races.log"; fail "race stress tests under ASan/UBSan"; }
+    tail -n 1 "$WORK/asan-races.log"
 
     if [ -x "$WORK/asan/fuzz_open" ]; then
         note "ASan/UBSan: libFuzzer on the C open/decrypt entry points (${FUZZ_C_SECONDS:-15}s)"

@@ -7,9 +7,11 @@
  *   c[4..7] a length parameter (prefix length, segment size) and the first segment index.
  * Calls, on every input: sealstore_decrypt, sealstore_decrypt_detached, sealstore_open_prefixed
  * (any prefix length, as the header allows: too long is a failure, not a crash),
- * sealstore_open_segments (any segment size, index, final flag).
+ * sealstore_open_segments (any segment size, index, final flag), and the round trip of the
+ * column fast path (sealstore.keyring.named_sealer/named_opener, native/bound.c): the data as a
+ * value sealed behind a 7-byte header, opened back, then opened with one bit flipped.
  * Properties: no sanitizer report; no forged input opens; a failed call leaves no plaintext
- * in the output (wiped, or never written).
+ * in the output (wiped, or never written); a sealed value opens to what was sealed.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -35,6 +37,37 @@ static int clean(const uint8_t *p, size_t n)
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define HEADER 7 /* the sealed-value header the named sealer/opener put before the nonce */
+
+/* named_sealer then named_opener on ``m`` (the C calls bound.c makes), then a one-bit change */
+static void column_round_trip(const sealstore_ctx *ctx, const uint8_t *m, size_t n, size_t flip)
+{
+    const size_t over = HEADER + 16 + ctx->maclen;
+    uint8_t header[HEADER] = {0}, npub[16] = {0};
+    uint8_t *sealed = malloc(n + over), *back = malloc(n + 1);
+
+    memcpy(header, m, n < HEADER ? n : HEADER);
+    memcpy(npub, m + n / 2, n - n / 2 < 16 ? n - n / 2 : 16);
+    if (sealstore_seal_prefixed(ctx, sealed, header, HEADER, npub, m, n, m, n % 9) != 0 ||
+        memcmp(sealed, header, HEADER) != 0) {
+        abort(); /* sealing a valid value failed, or lost the header */
+    }
+    if (sealstore_open_prefixed(ctx, back, sealed, n + over, HEADER, m, n % 9) != 0 ||
+        (n && memcmp(back, m, n) != 0)) {
+        abort(); /* the value does not open to what was sealed */
+    }
+    sealed[flip % (n + over)] ^= (uint8_t)(1u << (flip % 8));
+    memset(back, 0xa5, n + 1);
+    if (sealstore_open_prefixed(ctx, back, sealed, n + over, HEADER, m, n % 9) == 0) {
+        abort(); /* a modified value opened */
+    }
+    if (!clean(back, n + 1)) {
+        abort();
+    }
+    free(sealed);
+    free(back);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -64,7 +97,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(npub, body, n < 16 ? n : 16);
     memcpy(nprefix, body, n < 11 ? n : 11);
 
-    switch (data[3] % 4) {
+    if (data[3] % 5 == 4) {
+        column_round_trip(ctx, body, n, param);
+        free(out);
+        sealstore_ctx_free(ctx);
+        return 0;
+    }
+    switch (data[3] % 5) {
     case 0:
         rc = sealstore_decrypt(ctx, out, body, n, body, n / 2, npub);
         break;
