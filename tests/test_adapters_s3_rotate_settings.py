@@ -69,13 +69,12 @@ class Setup:
         repair), written by the plain client with ``settings``; returns its plaintext."""
         outcome, size = PATHS[path]
         data = plaintext(size)
-        self.s3.put_object(Bucket=self.bucket, Key="stage", Body=data)
-        stage = self.raw.get_object(Bucket=self.bucket, Key="stage")
+        self.s3.put_object(Bucket=self.bucket, Key=key, Body=data)  # sealed for where it stays
+        stage = self.raw.get_object(Bucket=self.bucket, Key=key)
         meta = {**settings.pop("Metadata", {})}
         if outcome == "resealed":
             meta.update(stage["Metadata"])
         self.raw.put_object(Bucket=self.bucket, Key=key, Body=stage["Body"].read(), Metadata=meta, **settings)
-        self.raw.delete_object(Bucket=self.bucket, Key="stage")
         if outcome == "resealed":
             self.keyring.rotate()
         return data
