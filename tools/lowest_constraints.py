@@ -7,6 +7,12 @@ Every ``name>=X`` of ``[project] dependencies`` becomes ``name==X``: CI installs
 lowest versions sealstore declares and runs the core and adapter tests on them.  Markers are
 kept (``tomli>=1.1; python_version < '3.11'`` stays conditional).  A dependency without a floor
 is an error: a floor nobody tests is a guess.
+
+    python tools/lowest_constraints.py --test-requirements > test-requirements.txt
+
+prints the test extra (the bench extra it names expanded) without the packages that pin
+botocore to their own release and so cannot sit beside the lowest boto3 (``SEPARATE``): their
+tests skip there and run in the main test venv.
 """
 
 from __future__ import annotations
@@ -38,9 +44,26 @@ def floors(pyproject: Path) -> list[str]:
     return lines
 
 
+SEPARATE = {"aiobotocore"}  # pins botocore == its own release
+
+
+def test_requirements(pyproject: Path) -> list[str]:
+    extras = tomllib.loads(pyproject.read_text())["project"]["optional-dependencies"]
+    out = []
+    for dep in extras["test"]:
+        name = _REQ.match(dep)["name"].lower()
+        if name == "sealstore":  # sealstore[bench]: the bench extra's own list
+            out += extras["bench"]
+        elif name not in SEPARATE:
+            out.append(dep)
+    return out
+
+
 def main(argv: list[str]) -> int:
+    tests = "--test-requirements" in argv
+    argv = [a for a in argv if a != "--test-requirements"]
     path = Path(argv[0]) if argv else Path(__file__).resolve().parents[1] / "pyproject.toml"
-    print("\n".join(floors(path)))
+    print("\n".join(test_requirements(path) if tests else floors(path)))
     return 0
 
 
