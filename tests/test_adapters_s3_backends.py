@@ -18,7 +18,7 @@ from fixtures_s3 import make_client
 from sealstore import stream as S
 from sealstore.adapters.s3 import encrypt_client
 from sealstore.adapters.s3.rotate import rotate_objects
-from sealstore.errors import InvalidTag
+from sealstore.errors import InvalidTag, WrongLocation
 from sealstore.keyring import Keyring
 
 SEG = 4096
@@ -178,8 +178,12 @@ def test_copies(backend, keyring):
                    MetadataDirective="REPLACE", Metadata={"n": "1"})  # fmt: skip
     s3.copy({"Bucket": backend.bucket, "Key": "src"}, backend.bucket, "managed")
     for key in ("copy", "replaced", "managed"):
-        assert backend.stored(key) == sealed, key  # the sealed bytes, as they are
+        assert backend.stored(key) != sealed, key  # re-sealed: bound to the destination
+        assert MARK not in backend.stored(key), key
         assert get(s3, backend.bucket, key) == data, key
+    backend.raw.copy_object(Bucket=backend.bucket, Key="moved", CopySource=f"{backend.bucket}/src")
+    with pytest.raises(WrongLocation):  # a copy by another tool keeps the source's binding
+        get(s3, backend.bucket, "moved")
     meta = backend.raw.head_object(Bucket=backend.bucket, Key="replaced")["Metadata"]
     assert meta["n"] == "1" and meta["sealstore-length"] == str(len(data))
 
