@@ -41,7 +41,7 @@ json.dump({"waits": waits, "errors": errors, "n": n}, open(out, "w"))
 #: The worst wait a writer may see: generous for a loaded 2-core machine, yet well under the
 #: 2.8-4.6 s writers waited before workers yielded, and under pysqlite's 5 s default timeout.
 WORST_WAIT = 1.0
-ROWS = 30000  # a rotation of several seconds: longer than WORST_WAIT, or the bound means nothing
+ROWS = 90000  # a rotation of several seconds even on an idle machine: longer than WORST_WAIT, or the bound means nothing
 
 metadata = sa.MetaData()
 secrets = sa.Table(
