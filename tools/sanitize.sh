@@ -24,8 +24,9 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 PYTHON="${PYTHON:-python3}"
 CC="${CC:-gcc}"
 WHAT="${1:-all}"
-# the interpreter itself, not a wrapper script (valgrind does not follow an exec)
-PY="$("$PYTHON" -c 'import os, sys; print(os.path.realpath(sys.executable))')"
+# the interpreter itself, not a wrapper script such as a pyenv shim (valgrind does not follow an
+# exec); in a venv its own bin/python (a link to the binary that finds the venv's packages)
+PY="$("$PYTHON" -c 'import os, sys; print(sys.executable if sys.prefix != sys.base_prefix else os.path.realpath(sys.executable))')"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/sealstore-sanitize.XXXXXX")"
 if [ "${KEEP:-0}" != 1 ]; then
     trap 'rm -rf "$WORK"' EXIT
