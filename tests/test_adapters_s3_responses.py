@@ -127,7 +127,7 @@ class TestBody:
         for kw in ({}, {"Range": "bytes=5-9"}):
             body = s3.get_object(Bucket=bucket, Key="k", **kw)["Body"]
             body.set_socket_timeout(7.5)
-            sock = body._sealed._raw_stream._fp.fp.raw._sock
+            sock = body._sealed._raw._raw_stream._fp.fp.raw._sock  # the sealed body, inside its Resuming
             assert sock.gettimeout() == 7.5
             body.read()
 

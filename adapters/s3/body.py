@@ -2,9 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 import re
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import (
+    ClientError,
+    ConnectionClosedError,
+    IncompleteReadError,
+    ReadTimeoutError,
+    ResponseStreamingError,
+)
 from botocore.response import StreamingBody
 from sealstore.errors import UnsupportedOperation
 
@@ -12,6 +19,7 @@ __all__ = [
     "ByteRange",
     "OpenedBody",
     "Prepended",
+    "Resuming",
     "Window",
     "invalid_range",
     "parse_range",
@@ -102,6 +110,77 @@ class Window:
         chunk = self._raw.read(amt)
         self._left -= len(chunk)
         return chunk
+
+    def close(self) -> None:
+        self._raw.close()
+
+
+log = logging.getLogger("sealstore.s3")
+
+#: a response body cut short: the connection dropped, timed out or closed mid-body
+DROPPED = (IncompleteReadError, ResponseStreamingError, ReadTimeoutError, ConnectionClosedError)
+
+
+class Resuming:
+    """The stored bytes ``first..last`` (inclusive) of one object version, read from ``raw``.
+
+    When the connection drops mid-body (``DROPPED``: the server closed it, it timed out, it
+    came short), the rest is asked for again with ``refetch(next, last)``, an If-Match GET of
+    the same ETag: an object replaced meanwhile fails with 412 (PreconditionFailed) instead of
+    mixing two versions, and every segment is authenticated anyway.  At most ``attempts``
+    times per body (s3transfer retries a download the same way); then the error is raised.
+    Large bodies read slowly, as a re-seal that uploads each part before reading the next, are
+    what servers cut short.
+    """
+
+    def __init__(self, raw, first: int, last: int, refetch, attempts: int = 4) -> None:
+        self._raw = raw
+        self._next = first
+        self._last = last
+        self._refetch = refetch
+        self._attempts = attempts
+        self._timeout = None
+        self.resumed = 0
+
+    def read(self, amt: int = -1) -> bytes:
+        while True:
+            try:
+                chunk = self._raw.read(amt if amt is not None and amt >= 0 else None)
+            except DROPPED as e:
+                self._resume(e)
+                continue
+            self._next += len(chunk)
+            return chunk
+
+    def readinto(self, buf) -> int:
+        while True:
+            try:
+                n = self._raw.readinto(buf)
+            except DROPPED as e:
+                self._resume(e)
+                continue
+            self._next += n
+            return n
+
+    def _resume(self, error: Exception) -> None:
+        if self._refetch is None or self.resumed >= self._attempts or self._next > self._last:
+            raise error
+        self.resumed += 1
+        log.info(
+            "sealstore: an object's body was cut short (%s); asking again from byte %d "
+            "(attempt %d of %d)", type(error).__name__, self._next, self.resumed, self._attempts,
+        )  # fmt: skip
+        try:
+            self._raw.close()
+        except Exception:  # the old connection is gone already
+            pass
+        self._raw = self._refetch(self._next, self._last)
+        if self._timeout is not None:
+            self._raw.set_socket_timeout(self._timeout)
+
+    def set_socket_timeout(self, timeout) -> None:
+        self._timeout = timeout
+        self._raw.set_socket_timeout(timeout)
 
     def close(self) -> None:
         self._raw.close()

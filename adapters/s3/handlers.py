@@ -48,6 +48,7 @@ from .copying import reseal_copy, reseal_part_copy
 from .location import object_location
 from .body import (
     Prepended,
+    Resuming,
     Window,
     invalid_range,
     parse_range,
@@ -674,8 +675,16 @@ class S3Sealing:
             )
         request = context.get("sealstore_request", {})
         cipher, n = self._prepare_open(raw, meta, request, header, size)
-        parsed["Body"] = streaming_body(OpeningReader(cipher, raw), n, raw)
+        body = self._resuming(raw, request, parsed.get("ETag"), HEADER_SIZE, size - 1)
+        parsed["Body"] = streaming_body(OpeningReader(cipher, body), n, body)
         _describe(parsed, None, n, None)
+
+    def _resuming(self, raw, request, etag, first: int, last: int) -> Resuming:
+        """``raw`` (the stored bytes ``first..last``), asked for again from where it stopped
+        if the connection drops: an If-Match GET, so only while the ETag is known."""
+        if not etag:
+            return Resuming(raw, first, last, None)
+        return Resuming(raw, first, last, lambda a, b: self._fetch(request, etag, a, b))
 
     def _prepare_open(self, raw, meta, request, header, stored_size):
         """(opening cipher, plaintext size) of an object with this header and stored size;
@@ -737,10 +746,12 @@ class S3Sealing:
             start <= plan.start and plan.stop - 1 <= end
         ):  # the layout guess was wrong
             raw.close()
-            raw, start = (
+            raw, start, end = (
                 self._fetch(request, parsed.get("ETag"), plan.start, plan.stop - 1),
                 plan.start,
+                plan.stop - 1,
             )
+        raw = self._resuming(raw, request, parsed.get("ETag"), start, end)
         reader = OpeningReader(
             cipher,
             Window(raw, plan.start - start, plan.stop - plan.start),
