@@ -121,39 +121,54 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--suite", choices=_SUITES, help="suite of the new key (default: config)")
     p.set_defaults(func=_cmd_rotate)
 
-    # listed for --help; main() hands everything after "bench" to sealstore.bench.run
-    commands.add_parser("bench", help="the at-rest throughput benchmark (sealstore bench --help)")
-    _add_s3_commands(commands)
-    _add_rotation_commands(commands, keys)
+    for name, program in sorted(_programs().items()):  # listed for --help; main() runs them
+        commands.add_parser(name, help=program.load().help)
+    for register in _registered(COMMANDS):
+        register(commands, keys)
     return parser
 
 
-def _add_s3_commands(commands) -> None:
-    """``sealstore s3 rotate ...``: defined with the S3 adapter (sealstore.adapters.s3.cli)."""
-    from .adapters.s3.cli import add_commands
+#: entry-point group of the layers above the core (adapters, migrations): ``register(commands,
+#: keys)`` adds their sub-commands to the console script's parsers (``commands``) and to
+#: ``keys``; the core CLI imports none of them.
+COMMANDS = "sealstore.commands"
+#: entry-point group of programs with a parser of their own: ``sealstore NAME ARGS...`` is
+#: ``program(ARGS)``, an exit status; ``program.help`` is its line in ``sealstore --help``
+#: (``sealstore bench``: sealstore.bench.command)
+PROGRAMS = "sealstore.programs"
 
-    add_commands(commands)
+
+def _registered(group: str) -> list:
+    """The objects of the entry points of ``group``, ordered by entry-point name.  A missing
+    one is an error, not a command that silently vanishes: the package's own metadata names
+    them, so an install that lacks them is broken."""
+    from importlib.metadata import entry_points
+
+    found = sorted(entry_points(group=group), key=lambda ep: ep.name)
+    if not found:
+        raise SealstoreError(
+            f"no {group} entry points: sealstore's install is incomplete (reinstall it)"
+        )
+    return [ep.load() for ep in found]
 
 
-def _add_rotation_commands(commands, keys) -> None:
-    """``sealstore rotate|reindex|status|verify`` and ``keys retire`` (sealstore.migrations.cli)."""
-    from .migrations.cli import add_commands, add_db_commands, add_keys_commands
+def _programs() -> dict:
+    from importlib.metadata import entry_points
 
-    from .migrations.convert_cli import add_convert_commands
-
-    add_commands(commands)
-    add_convert_commands(commands)
-    add_db_commands(commands)
-    add_keys_commands(keys)
+    return {ep.name: ep for ep in entry_points(group=PROGRAMS)}
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["bench"]:  # its own parser: every option after the word is the bench's
-        from .bench.run import main as bench_main
-
-        return bench_main(argv[1:])
-    return run_command(build_parser().parse_args(argv))
+    programs = _programs()
+    if argv[:1] and argv[0] in programs:  # its own parser: every option after the word is its
+        return programs[argv[0]].load()(argv[1:])
+    try:
+        parser = build_parser()
+    except SealstoreError as exc:
+        print(f"sealstore: error: {exc}", file=sys.stderr)
+        return 1
+    return run_command(parser.parse_args(argv))
 
 
 def run_command(args) -> int:

@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import (
-    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -37,6 +36,7 @@ from pydantic import (
 )
 
 from .errors import ConfigError
+from .fields import SuiteName
 from .format import Suite
 
 try:
@@ -56,9 +56,6 @@ __all__ = [
     "SealstoreConfig",
     "load_config",
 ]
-
-# A suite name, validated and normalised ("aegis-128x4" -> "AEGIS-128X4").
-SuiteName = Annotated[str, AfterValidator(lambda v: str(Suite.parse(v)))]
 
 ENV_PREFIX = "SEALSTORE_"
 DEFAULT_KEY_FILE = "sealstore-keys.json"

@@ -30,8 +30,8 @@ from pydantic import (
     model_validator,
 )
 
-from .config import SuiteName
 from .errors import ConfigError, KeySourceError
+from .fields import SuiteName
 from .format import Suite
 from .keyauth import StoreMeta
 from .keyring import KeyState

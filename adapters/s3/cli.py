@@ -73,6 +73,12 @@ def _cmd_rotate(args) -> int:
     return 0 if report.ok else 1
 
 
+def register(commands, keys) -> None:
+    """``sealstore s3 ...``, as the console script finds it (an entry point of
+    ``sealstore.commands``)."""
+    add_commands(commands)
+
+
 def add_commands(commands) -> None:
     """Add ``s3`` and its actions to the console script's sub-command parsers."""
     s3 = commands.add_parser("s3", help="encrypted S3 objects").add_subparsers(
