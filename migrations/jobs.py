@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
+from sealstore.errors import InternalError
 
 from .cursor import after, dump_key, load_key
 from .schema import (
@@ -175,7 +176,7 @@ def start_job(
                 return get_job(conn, job_id), True
         except IntegrityError:  # another worker created it first: join that one
             continue
-    raise RuntimeError(f"could not start or join the {kind} job on {table}.{column}")
+    raise InternalError(f"could not start or join the {kind} job on {table}.{column}")
 
 
 def claim_range(conn: Connection, job: Job, pk_cols) -> tuple[Job, Batch | None]:

@@ -54,7 +54,7 @@ from sqlalchemy import (
     update,
 )
 
-from ..errors import ColumnBindingError
+from ..errors import ColumnBindingError, InternalError
 from . import ownership
 from .cursor import after
 from . import inplace
@@ -331,7 +331,7 @@ class _Converter:
                 select(func.count()).select_from(table).where(col.is_not(None), shadow.is_(None))
             ).scalar_one()
             if left:  # writers are blocked: this would be a bug, never a lost write
-                raise RuntimeError(
+                raise InternalError(
                     f"{left} rows of {op.table_name}.{op.column_name} have no converted value "
                     "under the lock; nothing was dropped: run the migration again"
                 )

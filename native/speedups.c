@@ -104,7 +104,7 @@ int next_nonce(uint8_t *npub)
 
 /* ---- errors ---- */
 
-static PyObject *invalid_tag_cls, *overlapping_cls;
+static PyObject *invalid_tag_cls, *overlapping_cls, *internal_error_cls;
 
 /* sealstore.errors.<name>, looked up once into *slot (borrowed); NULL with an exception. */
 static PyObject *error_class(PyObject **slot, const char *name)
@@ -118,6 +118,14 @@ static PyObject *error_class(PyObject **slot, const char *name)
         Py_DECREF(mod);
     }
     return *slot;
+}
+
+/* sealstore.errors.InternalError: the kernel reported a state that should be impossible. */
+void raise_internal_error(const char *msg)
+{
+    if (error_class(&internal_error_cls, "InternalError") != NULL) {
+        PyErr_SetString(internal_error_cls, msg);
+    }
 }
 
 void raise_invalid_tag(Py_ssize_t index)
@@ -463,7 +471,7 @@ static PyObject *crypt_bytes(ContextObject *self, PyObject *const *args, Py_ssiz
         if (rc != 0) {
             Py_CLEAR(res);
             if (enc) {
-                PyErr_SetString(PyExc_RuntimeError, "sealstore: encryption failed");
+                raise_internal_error("sealstore: encryption failed");
             } else {
                 raise_invalid_tag(-1);
             }
@@ -543,7 +551,7 @@ static PyObject *crypt_into(ContextObject *self, PyObject *const *args, Py_ssize
         nogil_end(ts);
         if (rc != 0) {
             if (enc) {
-                PyErr_SetString(PyExc_RuntimeError, "sealstore: encryption failed");
+                raise_internal_error("sealstore: encryption failed");
             } else {
                 raise_invalid_tag(-1);
             }
@@ -739,7 +747,7 @@ static int seal_four(ContextObject *self, const Py_buffer *prefix, PyObject *con
     rc = self->ctx->batch->encrypt4(c, mac, maclen, mp, mlen, fullad, fulladlen, npub,
                                     self->ctx->key);
     if (rc != 0) {
-        PyErr_SetString(PyExc_RuntimeError, "sealstore: encryption failed");
+        raise_internal_error("sealstore: encryption failed");
     }
 done:
     for (int l = 0; l < got; l++) {

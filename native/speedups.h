@@ -28,6 +28,7 @@ void nogil_end(PyThreadState *ts);
 int next_nonce(uint8_t *npub);
 /* Raise sealstore.errors.InvalidTag (with ``.index`` when index >= 0). */
 void raise_invalid_tag(Py_ssize_t index);
+void raise_internal_error(const char *msg);
 
 /* The items of a sequence as a tuple owned by the caller (new reference; a tuple is returned
    as it is), or NULL with an exception (TypeError ``msg`` when it is not a sequence). */
