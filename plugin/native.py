@@ -1,8 +1,8 @@
 """The one module that talks to the native library (``sealstore._native``, built with cffi).
 
 It reads ``SEALSTORE_KERNEL`` once at import, reports what the CPU offers and which kernel each
-variant runs on, and creates keyed contexts.  The cipher classes call into it; nothing else
-imports ``ffi`` or ``lib``.
+variant runs on, and creates keyed contexts.  The cipher classes call into it; no other module
+of the library uses ``ffi`` or ``lib`` (the benchmark does, to time the bare kernel calls).
 """
 
 from __future__ import annotations

@@ -606,10 +606,6 @@ class _Input:
             got += n
         return got
 
-    @property
-    def is_view(self) -> bool:
-        return self._view is not None
-
     def take(self, n: int) -> memoryview | None:
         """Up to ``n`` bytes without a copy (bytes-like sources only; None otherwise)."""
         if self._view is None:
@@ -1034,11 +1030,6 @@ class OpeningReader(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    @property
-    def delivered(self) -> int:
-        """Plaintext bytes returned so far."""
-        return self._delivered
-
     def _truncated(self):
         exc = TruncatedObject("the sealed stream ended before its final segment")
         exc.index = self._next
@@ -1164,15 +1155,6 @@ class OpeningReader(io.RawIOBase):
             if self._close_source:
                 self._src.close()
         super().close()
-
-
-def read_header(source) -> tuple[bytes, _Input]:
-    """Read the 76 header bytes from ``source``; NotSealedObject/MalformedObject if absent."""
-    src = _Input(source)
-    buf = bytearray(HEADER_SIZE)
-    got = src.fill(memoryview(buf))
-    parse_object_header(memoryview(buf)[:got])
-    return bytes(buf), src
 
 
 def open_stream(
