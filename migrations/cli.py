@@ -213,7 +213,6 @@ def _setup(args):
     """(keyring, engine, column specs using that keyring, index specs); closes and disposes
     them afterwards (and every keyring registered on the way, see ``_extra``)."""
     from sealstore.keyring import forget_keyring, use_keyring
-    from sqlalchemy import create_engine
 
     _check_batch_size(args)
     cfg = _config(args)

@@ -1,0 +1,61 @@
+"""Developer sessions: ``nox -l`` lists them, ``nox -s NAME`` runs one in a fresh virtualenv.
+
+    lint         ruff check (pyflakes rules, pyproject's [tool.ruff]) and the layer rules
+                 (tools/imports.py: no upper-layer import, no import cycle)
+    tests        the suite without the toolchain tests (compilers, sanitizers, whole bench runs)
+    tests-full   the whole suite, as the README's test command runs it (CI=true: a missing
+                 database or S3 server fails instead of skipping)
+    sanitize     ASan/UBSan and valgrind over the native code (tools/sanitize.sh)
+    fuzz         atheris over the parsers and openers (tools/fuzz.sh; FUZZ_SECONDS, default 20)
+    bench-quick  sealstore bench --quick (the main job in quick mode)
+
+Arguments after ``--`` go to pytest (tests, tests-full) or to the bench (bench-quick).
+CI (.ci/run) runs the same commands from a fresh clone; see docs/CONTRIBUTING.md.
+"""
+
+from __future__ import annotations
+
+import os
+
+import nox
+
+nox.options.sessions = ["lint", "tests"]
+nox.options.reuse_existing_virtualenvs = True
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    session.install("ruff")
+    session.run("ruff", "check", ".")
+    session.run("python", "tools/imports.py")
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    session.install(".[test]")
+    session.run("python", "-m", "pytest", "-q", "-m", "not toolchain", *session.posargs)
+
+
+@nox.session(name="tests-full")
+def tests_full(session: nox.Session) -> None:
+    session.install(".[test]")
+    session.run("python", "-m", "pytest", "-q", *session.posargs, env={"CI": "true"})
+
+
+@nox.session
+def sanitize(session: nox.Session) -> None:
+    session.install(".[test]")
+    session.run("bash", "tools/sanitize.sh", env={"PYTHON": "python"}, external=True)
+
+
+@nox.session
+def fuzz(session: nox.Session) -> None:
+    session.install(".[test]", "atheris")
+    env = {"PYTHON": "python", "FUZZ_SECONDS": os.environ.get("FUZZ_SECONDS", "20")}
+    session.run("bash", "tools/fuzz.sh", env=env, external=True)
+
+
+@nox.session(name="bench-quick")
+def bench_quick(session: nox.Session) -> None:
+    session.install(".[bench]")
+    session.run("sealstore", "bench", "--quick", *session.posargs)
