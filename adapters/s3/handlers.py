@@ -395,39 +395,13 @@ class S3Sealing:
         _refuse_checksums(params, "UploadPart")
         state = self._upload(params.get("UploadId"))
         number = int(params["PartNumber"])
-        body = params.get("Body", b"")
-        if isinstance(body, str):
-            body = body.encode("utf-8")
-        size = params.pop("ContentLength", None)
-        if size is None:
-            size = source_length(body)
-        if (
-            size is None
-        ):  # a stream of unknown size: hold the part (at most P + 1 bytes)
-            body = read_exactly(body, state.part_size + 1)
-            size = len(body)
-        p, seg = state.part_size, state.cipher.segment_size
-        offset = (number - 1) * p
-        if size > p:
-            raise UnsupportedOperation(
-                f"part {number} holds {size} bytes, more than the part size {p}"
-            )
-        if state.length is not None:
-            if offset + size > state.length or (
-                size < p and offset + size != state.length
-            ):
-                raise UnsupportedOperation(
-                    f"part {number} ({size} bytes at {offset}) does not fit the declared "
-                    f"length {state.length}"
-                )
-            final = offset + size == state.length
-        else:
-            final = size < p
+        body, size = _part_body(params, state.part_size)
+        final = _part_is_final(state, number, size)
         reader = SealingReader(
             state.cipher,
             body,
             size,
-            first_index=offset // seg,
+            first_index=(number - 1) * state.part_size // state.cipher.segment_size,
             final=final,
             header=number == 1,
             log=state.log,
@@ -464,62 +438,45 @@ class S3Sealing:
             "CompleteMultipartUpload",
         )
         parts = list((params.get("MultipartUpload") or {}).get("Parts") or [])
-        numbers = sorted(int(p["PartNumber"]) for p in parts)
-        count = len(numbers)
-        if numbers != list(range(1, count + 1)):
-            raise UnsupportedOperation(
-                "an encrypted multipart upload needs parts numbered 1..N without gaps"
-            )
-        with state.lock:
-            finals = sorted(k for k, f in state.finals.items() if f)
-            plain = sum(state.plain.get(k, 0) for k in numbers)
-            missing = [k for k in numbers if k not in state.finals]
-        if missing:
-            raise UnsupportedOperation(
-                f"parts {missing} were not sealed by this client"
-            )
-        if finals and finals != [count]:
-            raise UnsupportedOperation(
-                f"part {finals[0]} ended the object but part {count} is the last; "
-                "only the last part may be shorter than the part size"
-            )
+        finals, plain = _check_parts_tile(state, parts)
         if not finals:
-            cipher = state.cipher
-            first = count * state.part_size // cipher.segment_size
-            body = SealingReader(
-                cipher, b"", 0, first_index=first, header=count == 0, log=state.log
-            ).read()
-            extra = {}
-            algorithms = {
-                k[len("Checksum") :]
-                for p in parts
-                for k in p
-                if k.startswith("Checksum")
-            }
-            if algorithms:
-                extra["ChecksumAlgorithm"] = sorted(algorithms)[0]
-            with self.raw() as client:
-                resp = client.upload_part(
-                    Bucket=params["Bucket"],
-                    Key=params["Key"],
-                    UploadId=params["UploadId"],
-                    PartNumber=count + 1,
-                    Body=body,
-                    **extra,
-                )
-            entry = {"PartNumber": count + 1, "ETag": resp["ETag"]}
-            # list the checksum the other parts list and no other: botocore sends a CRC32 by
-            # default, and an upload created without a checksum refuses a part listed with one
-            name = extra.get("ChecksumAlgorithm")
-            if name and f"Checksum{name}" in resp:
-                entry[f"Checksum{name}"] = resp[f"Checksum{name}"]
-            parts.append(entry)
+            parts.append(self._upload_final_part(params, state, parts))
             params["MultipartUpload"] = {
                 **(params.get("MultipartUpload") or {}),
                 "Parts": parts,
             }
         if "MpuObjectSize" in params:
             params["MpuObjectSize"] = state.cipher.sealed_size(plain)
+
+    def _upload_final_part(self, params, state: _Upload, parts: list) -> dict:
+        """Upload part N+1, only the final (empty) segment, after N full parts; its entry for
+        the completion's part list."""
+        count = len(parts)
+        cipher = state.cipher
+        first = count * state.part_size // cipher.segment_size
+        body = SealingReader(
+            cipher, b"", 0, first_index=first, header=count == 0, log=state.log
+        ).read()
+        extra = {}
+        algorithms = {k[len("Checksum") :] for p in parts for k in p if k.startswith("Checksum")}
+        if algorithms:
+            extra["ChecksumAlgorithm"] = sorted(algorithms)[0]
+        with self.raw() as client:
+            resp = client.upload_part(
+                Bucket=params["Bucket"],
+                Key=params["Key"],
+                UploadId=params["UploadId"],
+                PartNumber=count + 1,
+                Body=body,
+                **extra,
+            )
+        entry = {"PartNumber": count + 1, "ETag": resp["ETag"]}
+        # list the checksum the other parts list and no other: botocore sends a CRC32 by
+        # default, and an upload created without a checksum refuses a part listed with one
+        name = extra.get("ChecksumAlgorithm")
+        if name and f"Checksum{name}" in resp:
+            entry[f"Checksum{name}"] = resp[f"Checksum{name}"]
+        return entry
 
     @staticmethod
     def note_upload_id(params, context, **kwargs):
@@ -830,6 +787,62 @@ def _describe(parsed, status: int | None, length: int, content_range: str | None
     else:
         parsed["ContentRange"] = content_range
         headers["content-range"] = content_range
+
+
+def _part_body(params, part_size: int):
+    """(body, plaintext size) of an UploadPart: a str is UTF-8, a stream of unknown size is
+    held (at most one part and a byte, so an oversized part is caught)."""
+    body = params.get("Body", b"")
+    if isinstance(body, str):
+        body = body.encode("utf-8")
+    size = params.pop("ContentLength", None)
+    if size is None:
+        size = source_length(body)
+    if size is None:
+        body = read_exactly(body, part_size + 1)
+        size = len(body)
+    return body, size
+
+
+def _part_is_final(state, number: int, size: int) -> bool:
+    """Whether part ``number`` of ``size`` bytes ends the object; UnsupportedOperation if it
+    does not fit the part size or the declared length."""
+    p = state.part_size
+    offset = (number - 1) * p
+    if size > p:
+        raise UnsupportedOperation(f"part {number} holds {size} bytes, more than the part size {p}")
+    if state.length is None:
+        return size < p
+    if offset + size > state.length or (size < p and offset + size != state.length):
+        raise UnsupportedOperation(
+            f"part {number} ({size} bytes at {offset}) does not fit the declared "
+            f"length {state.length}"
+        )
+    return offset + size == state.length
+
+
+def _check_parts_tile(state, parts: list) -> tuple[list[int], int]:
+    """(numbers of the parts that ended the object, plaintext bytes in all) of a completion's
+    part list; UnsupportedOperation unless parts 1..N were all sealed here and only the last
+    may end the object."""
+    numbers = sorted(int(p["PartNumber"]) for p in parts)
+    count = len(numbers)
+    if numbers != list(range(1, count + 1)):
+        raise UnsupportedOperation(
+            "an encrypted multipart upload needs parts numbered 1..N without gaps"
+        )
+    with state.lock:
+        finals = sorted(k for k, f in state.finals.items() if f)
+        plain = sum(state.plain.get(k, 0) for k in numbers)
+        missing = [k for k in numbers if k not in state.finals]
+    if missing:
+        raise UnsupportedOperation(f"parts {missing} were not sealed by this client")
+    if finals and finals != [count]:
+        raise UnsupportedOperation(
+            f"part {finals[0]} ended the object but part {count} is the last; "
+            "only the last part may be shorter than the part size"
+        )
+    return finals, plain
 
 
 def _refuse_no_body(params) -> None:

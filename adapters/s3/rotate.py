@@ -136,31 +136,11 @@ def rotate_objects(
     for page in _pages(sealing, args):
         for item in page.get("Contents", []):
             key = item["Key"]
-            try:
-                outcome = _rotate_one(
+            outcome = _outcome(
+                report, key, lambda: _rotate_one(
                     client, sealing, bucket, key, primary, dry_run, seal_plaintext
-                )
-            except ClientError as exc:
-                code = exc.response.get("Error", {}).get("Code")
-                if code in ("PreconditionFailed", "412", "NoSuchKey"):
-                    report.conflicts.append(key)
-                    outcome = "conflict"
-                else:
-                    report.failures.append({"key": key, "error": f"{code}: {exc}"})
-                    outcome = "failed"
-            except SealstoreError as exc:
-                report.failures.append(
-                    {"key": key, "error": f"{type(exc).__name__}: {exc}"}
-                )
-                outcome = "failed"
-            if outcome in (
-                "current",
-                "repaired",
-                "resealed",
-                "sealed_plaintext",
-                "not_sealed",
-            ):
-                setattr(report, outcome, getattr(report, outcome) + 1)
+                ),
+            )  # fmt: skip
             report.scanned += 1
             report.last_key = key
             _save_checkpoint(checkpoint, report)
@@ -171,6 +151,31 @@ def rotate_objects(
     report.complete = True
     _save_checkpoint(checkpoint, report)
     return report
+
+
+#: outcomes counted in the report's fields of the same name
+_COUNTED = ("current", "repaired", "resealed", "sealed_plaintext", "not_sealed")
+
+
+def _outcome(report: RotationReport, key: str, rotate) -> str:
+    """Run ``rotate()`` for ``key`` and record its outcome in ``report``: a changed or deleted
+    object is a conflict (left as it is), any other S3 or sealstore error a failure (its
+    class and message only; the run goes on)."""
+    try:
+        outcome = rotate()
+    except ClientError as exc:
+        code = exc.response.get("Error", {}).get("Code")
+        if code in ("PreconditionFailed", "412", "NoSuchKey"):
+            report.conflicts.append(key)
+            return "conflict"
+        report.failures.append({"key": key, "error": f"{code}: {exc}"})
+        return "failed"
+    except SealstoreError as exc:
+        report.failures.append({"key": key, "error": f"{type(exc).__name__}: {exc}"})
+        return "failed"
+    if outcome in _COUNTED:
+        setattr(report, outcome, getattr(report, outcome) + 1)
+    return outcome
 
 
 def _pages(sealing, args):
@@ -228,6 +233,14 @@ def _rotate_one(client, sealing, bucket, key, primary, dry_run, seal_plaintext) 
                 client, sealing, bucket, key, body, head["ContentLength"], etag, user_meta, keep
             )
         return "sealed_plaintext"
+    return _rotate_sealed(client, sealing, bucket, key, primary, dry_run, head, header, in_meta)
+
+
+def _rotate_sealed(client, sealing, bucket, key, primary, dry_run, head, header, in_meta) -> str:
+    """A sealed object: current (nothing to do), repaired (under the primary, its metadata put
+    back server-side) or resealed (opened and sealed again under the primary)."""
+    etag = head["ETag"]
+    user_meta = M.split_user_metadata(head.get("Metadata"))
     cipher = ObjectCipher.from_header(
         sealing.keyring, header, context=sealing.context, allow_retired=True,
         location=object_location(bucket, key),
@@ -242,25 +255,7 @@ def _rotate_one(client, sealing, bucket, key, primary, dry_run, seal_plaintext) 
         if in_meta and M.stored_length(meta) is not None:
             return "current"
         if not dry_run:  # put the lost metadata back, server-side
-            n = cipher.plaintext_size(head["ContentLength"])
-            meta = {**user_meta, **M.object_metadata(header, n)}
-            with sealing.raw() as raw:
-                keep = object_settings(raw, bucket, key, head)
-                if head["ContentLength"] > MAX_SINGLE_REQUEST:
-                    copy_multipart(
-                        raw, {"Bucket": bucket, "Key": key}, bucket, key, head["ContentLength"],
-                        metadata=meta, extra=keep, source_if_match=etag, if_match=etag,
-                    )  # fmt: skip
-                    return "repaired"
-                raw.copy_object(
-                    Bucket=bucket,
-                    Key=key,
-                    CopySource={"Bucket": bucket, "Key": key},
-                    CopySourceIfMatch=etag,
-                    MetadataDirective="REPLACE",
-                    Metadata=meta,
-                    **for_copy(keep),
-                )
+            _repair_metadata(sealing, bucket, key, head, header, cipher, user_meta)
         return "repaired"
     if not dry_run:
         with sealing.raw() as raw:
@@ -281,6 +276,31 @@ def _rotate_one(client, sealing, bucket, key, primary, dry_run, seal_plaintext) 
             keep,
         )
     return "resealed"
+
+
+def _repair_metadata(sealing, bucket, key, head, header, cipher, user_meta) -> None:
+    """Copy an object sealed under the primary onto itself with its sealstore metadata put
+    back (If-Match on its ETag: a changed object is a conflict)."""
+    etag = head["ETag"]
+    n = cipher.plaintext_size(head["ContentLength"])
+    meta = {**user_meta, **M.object_metadata(header, n)}
+    with sealing.raw() as raw:
+        keep = object_settings(raw, bucket, key, head)
+        if head["ContentLength"] > MAX_SINGLE_REQUEST:
+            copy_multipart(
+                raw, {"Bucket": bucket, "Key": key}, bucket, key, head["ContentLength"],
+                metadata=meta, extra=keep, source_if_match=etag, if_match=etag,
+            )  # fmt: skip
+            return
+        raw.copy_object(
+            Bucket=bucket,
+            Key=key,
+            CopySource={"Bucket": bucket, "Key": key},
+            CopySourceIfMatch=etag,
+            MetadataDirective="REPLACE",
+            Metadata=meta,
+            **for_copy(keep),
+        )
 
 
 def _write(client, sealing, bucket, key, body, length, etag, user_meta, keep) -> None:
