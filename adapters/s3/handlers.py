@@ -28,7 +28,6 @@ from sealstore.errors import (
     UnsealedPath,
     UnsupportedOperation,
 )
-from sealstore.format import Suite
 from sealstore.segment_log import SegmentLog
 from sealstore.stream import (
     DEFAULT_SEGMENT_SIZE,
@@ -199,11 +198,7 @@ class S3Sealing:
             self._local.depth -= 1
 
     def _tag_size(self) -> int:
-        return (
-            16
-            if self.keyring.primary.suite is Suite.AES_256_GCM
-            else self.keyring.tag_size
-        )
+        return self.keyring.primary.suite.spec.tag_size_for(self.keyring.tag_size)
 
     def _remember_layout(self, bucket, key, header) -> None:
         with self._lock:
