@@ -12,8 +12,9 @@ A sealed value is ``header || nonce || ciphertext || tag``::
     7+N+n   T     tag       16 or 32 bytes (AEGIS), 16 bytes (AES-256-GCM)
 
 The associated data given to the AEAD is ``header || SHA-256(context)``: the header and the
-caller's context are authenticated, neither is stored twice.  This module is pure Python with no
-native dependency, so adapters can size columns and read key ids without loading a cipher.
+caller's context are authenticated, neither is stored twice.  Sizes and suites come from the
+suite registry (:mod:`sealstore.suites`); nothing here creates a cipher, so adapters can size
+columns and read key ids without a key.
 """
 
 from __future__ import annotations

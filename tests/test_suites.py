@@ -95,6 +95,13 @@ def test_every_suite_has_frozen_golden_vectors(s):
     assert path.is_file(), f"{s.label} has no golden vectors ({path.name})"
 
 
+def test_every_label_fits_the_key_tables_suite_column():
+    from sealstore.registry import sealstore_keys
+
+    width = sealstore_keys.c.suite.type.length
+    assert max(len(s.label) for s in SUITES) <= width
+
+
 def test_column_overhead_bounds_every_suite():
     """Column widths are sized for COLUMN_OVERHEAD; a suite needing more must not slip in."""
     assert COLUMN_OVERHEAD == max(s.overhead(t) for s in SUITES for t in s.tag_sizes)
