@@ -176,7 +176,8 @@ def test_native_variants_are_the_native_directories_the_build_compiles():
 @pytest.mark.parametrize("s", NATIVE)
 def test_native_suites_run_on_their_variants_kernels(s):
     kernels = native.variant_kernels(s.native_variant)
-    assert "portable" in kernels
+    assert "portable" in kernels and set(kernels) <= set(native.kernels())
+    assert native.info()["selected"][s.native_variant] in kernels
     for k in kernels:
         c = s.cipher(bytes(s.key_size), s.default_tag_size, kernel=k)
         assert c.kernel == k
