@@ -34,6 +34,7 @@ int sealstore_kernel_supported(int kernel);
 int sealstore_variant_has_kernel(int variant, int kernel);
 int sealstore_force_kernel(int kernel);
 int sealstore_selected_kernel(int variant);
+const char *sealstore_variant_name(int variant);
 const sealstore_aead_impl *sealstore_impl(int variant, int kernel);
 
 sealstore_ctx *sealstore_ctx_new(int variant, int kernel, const uint8_t *k, size_t maclen);

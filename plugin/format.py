@@ -12,19 +12,20 @@ A sealed value is ``header || nonce || ciphertext || tag``::
     7+N+n   T     tag       16 or 32 bytes (AEGIS), 16 bytes (AES-256-GCM)
 
 The associated data given to the AEAD is ``header || SHA-256(context)``: the header and the
-caller's context are authenticated, neither is stored twice.  This module is pure Python with no
-native dependency, so adapters can size columns and read key ids without loading a cipher.
+caller's context are authenticated, neither is stored twice.  Sizes and suites come from the
+suite registry (:mod:`sealstore.suites`); nothing here creates a cipher, so adapters can size
+columns and read key ids without a key.
 """
 
 from __future__ import annotations
 
-import enum
 import hashlib
 import struct
 import uuid
 from typing import NamedTuple
 
 from .errors import MalformedCiphertext
+from .suites import HEADER_SIZE, Suite, spec
 
 __all__ = [
     "DIGEST_SIZE",
@@ -47,7 +48,6 @@ __all__ = [
 ]
 
 VERSION = 0x01
-HEADER_SIZE = 7
 KEY_ID_OFFSET = 2
 KEY_ID_SIZE = 4
 FLAG_TAG256 = 0x01
@@ -55,53 +55,6 @@ DIGEST_SIZE = 32  # SHA-256 of the context, appended to the header to form the A
 
 _KNOWN_FLAGS = FLAG_TAG256
 _HEADER = struct.Struct(">BBIB")
-
-
-class Suite(enum.IntEnum):
-    """Algorithm identifiers stored in byte 1.  ``str(suite)`` is the name used in config."""
-
-    AEGIS_128L = 0x01
-    AEGIS_128X2 = 0x02
-    AEGIS_128X4 = 0x03
-    AES_256_GCM = 0x10
-
-    @property
-    def label(self) -> str:
-        """The suite's public name, e.g. ``"AEGIS-128X4"``."""
-        return _LABELS[self]
-
-    @classmethod
-    def parse(cls, value: Suite | str | int) -> Suite:
-        """Accept a Suite, its name (``"AEGIS-128X4"``, case-insensitive) or its byte value."""
-        if isinstance(value, cls):
-            return value
-        if isinstance(value, str):
-            try:
-                return _BY_LABEL[value.strip().upper().replace("_", "-")]
-            except KeyError:
-                raise ValueError(
-                    f"unknown suite {value!r}; expected one of {', '.join(_BY_LABEL)}"
-                ) from None
-        if isinstance(value, int) and not isinstance(value, bool):
-            try:
-                return cls(value)
-            except ValueError:
-                raise ValueError(f"unknown suite id 0x{value:02x}") from None
-        raise TypeError(f"suite must be a Suite, str or int, not {type(value).__name__}")
-
-    def __str__(self) -> str:
-        return _LABELS[self]
-
-
-_LABELS = {
-    Suite.AEGIS_128L: "AEGIS-128L",
-    Suite.AEGIS_128X2: "AEGIS-128X2",
-    Suite.AEGIS_128X4: "AEGIS-128X4",
-    Suite.AES_256_GCM: "AES-256-GCM",
-}
-_BY_LABEL = {label: suite for suite, label in _LABELS.items()}
-_NONCE_SIZES = {s: (12 if s is Suite.AES_256_GCM else 16) for s in Suite}
-_TAG_SIZES = {s: ((16,) if s is Suite.AES_256_GCM else (16, 32)) for s in Suite}
 
 
 class Header(NamedTuple):
@@ -118,27 +71,21 @@ class Header(NamedTuple):
 
     @property
     def nonce_size(self) -> int:
-        return _NONCE_SIZES[self.suite]
+        return self.suite.spec.nonce_size
 
     @property
     def overhead(self) -> int:
-        return HEADER_SIZE + _NONCE_SIZES[self.suite] + self.tag_size
+        return HEADER_SIZE + self.suite.spec.nonce_size + self.tag_size
 
 
 def nonce_size(suite: Suite | str | int) -> int:
     """Nonce bytes stored in a value of ``suite`` (16 for AEGIS, 12 for AES-256-GCM)."""
-    return _NONCE_SIZES[Suite.parse(suite)]
+    return spec(suite).nonce_size
 
 
 def tag_sizes(suite: Suite | str | int) -> tuple[int, ...]:
     """Tag sizes ``suite`` supports: (16, 32) for AEGIS, (16,) for AES-256-GCM."""
-    return _TAG_SIZES[Suite.parse(suite)]
-
-
-def _check_tag(suite: Suite, tag_size: int) -> None:
-    if tag_size not in _TAG_SIZES[suite]:
-        sizes = " or ".join(map(str, _TAG_SIZES[suite]))
-        raise ValueError(f"{suite} tag_size must be {sizes}, not {tag_size!r}")
+    return spec(suite).tag_sizes
 
 
 def overhead(suite: Suite | str | int, tag_size: int = 32) -> int:
@@ -146,9 +93,7 @@ def overhead(suite: Suite | str | int, tag_size: int = 32) -> int:
 
     AEGIS suites: 55 with a 32-byte tag, 39 with a 16-byte tag.  AES-256-GCM: 35.
     """
-    suite = Suite.parse(suite)
-    _check_tag(suite, tag_size)
-    return HEADER_SIZE + _NONCE_SIZES[suite] + tag_size
+    return spec(suite).overhead(tag_size)
 
 
 def sealed_size(plaintext_size: int, suite: Suite | str | int, tag_size: int = 32) -> int:
@@ -161,10 +106,17 @@ def sealed_size(plaintext_size: int, suite: Suite | str | int, tag_size: int = 3
 def pack_header(suite: Suite | str | int, key_id: int, tag_size: int) -> bytes:
     """The 7 header bytes for a value sealed under ``key_id`` with ``suite`` and ``tag_size``."""
     suite = Suite.parse(suite)
-    _check_tag(suite, tag_size)
+    suite.spec.check_tag_size(tag_size)
     if not 0 <= key_id <= 0xFFFFFFFF:
         raise ValueError("key_id must fit in 32 bits (0..0xffffffff)")
     return _HEADER.pack(VERSION, suite, key_id, FLAG_TAG256 if tag_size == 32 else 0)
+
+
+def _tag_flag_problem(tag_size: int) -> str:
+    """How a header whose tag size its suite does not allow is wrong (values and objects)."""
+    if tag_size == 32:
+        return "cannot carry a 256-bit tag flag"
+    return f"must carry the 256-bit tag flag (a {tag_size}-byte tag is not allowed)"
 
 
 def parse_header(sealed) -> Header:
@@ -195,9 +147,9 @@ def parse_header(sealed) -> Header:
         raise MalformedCiphertext(f"unknown suite id 0x{suite_id:02x}") from None
     if flags & ~_KNOWN_FLAGS:
         raise MalformedCiphertext(f"reserved flag bits set (flags 0x{flags:02x})")
-    if flags & FLAG_TAG256 and suite is Suite.AES_256_GCM:
-        raise MalformedCiphertext("AES-256-GCM values cannot carry a 256-bit tag flag")
     header = Header(version, suite, key_id, flags)
+    if header.tag_size not in suite.spec.tag_sizes:
+        raise MalformedCiphertext(f"{suite} values {_tag_flag_problem(header.tag_size)}")
     if len(view) < header.overhead:
         raise MalformedCiphertext(
             f"sealed value too short: {len(view)} bytes, {suite} with a {header.tag_size}-byte tag "

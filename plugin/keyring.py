@@ -218,7 +218,7 @@ _CLOSED = _ClosedSlot()
 def _derive_subkey(key: Key, header: bytes, suite: Suite) -> bytearray:
     """HKDF-SHA256(root material, salt=none, info="sealstore/v1/subkey" || header), into a
     bytearray the caller wipes once the cipher holds the key."""
-    length = 32 if suite is Suite.AES_256_GCM else 16
+    length = suite.spec.key_size
     hkdf = HKDF(algorithm=hashes.SHA256(), length=length, salt=None, info=_SUBKEY_INFO + header)
     out = bytearray(length)
     hkdf.derive_into(key._material, out)  # no immutable copy of the subkey
@@ -227,21 +227,7 @@ def _derive_subkey(key: Key, header: bytes, suite: Suite) -> bytearray:
 
 def make_cipher(suite: Suite, subkey: bytes, tag_size: int):
     """The cipher object of ``suite`` keyed with ``subkey`` (columns and objects share it)."""
-    from . import (  # lazy: the package imports us
-        AEGIS128L,
-        AEGIS128X2,
-        AEGIS128X4,
-        AESGCM,
-    )
-
-    if suite is Suite.AES_256_GCM:
-        return AESGCM(subkey)
-    cls = {
-        Suite.AEGIS_128L: AEGIS128L,
-        Suite.AEGIS_128X2: AEGIS128X2,
-        Suite.AEGIS_128X4: AEGIS128X4,
-    }
-    return cls[suite](subkey, tag_size=tag_size)
+    return suite.spec.new_cipher(subkey, tag_size)
 
 
 def _random_material(key_id: int) -> bytes:
@@ -390,7 +376,8 @@ class Keyring(HoldsKey):
     def tag_size_allowed(self, suite: Suite, tag_size: int) -> bool:
         """Whether the tag-size policy lets this keyring open a value of ``suite``/``tag_size``."""
         return (
-            tag_size >= self._tag_size or suite is Suite.AES_256_GCM or self._accept_short_tags
+            tag_size >= Suite.parse(suite).spec.tag_size_for(self._tag_size)
+            or self._accept_short_tags
         )
 
     def check_tag_size(self, suite: Suite, tag_size: int, key_id: int) -> None:
@@ -604,7 +591,7 @@ class Keyring(HoldsKey):
         key = self._keys.get(h.key_id)
         if key is None:
             raise UnknownKeyId(h.key_id)
-        if (key.suite is Suite.AES_256_GCM) is not (h.suite is Suite.AES_256_GCM):
+        if key.suite.spec.family != h.suite.spec.family:
             raise MalformedCiphertext(
                 f"value names suite {h.suite} but key {key.id_hex} is a {key.suite} key"
             )
@@ -666,10 +653,11 @@ class Keyring(HoldsKey):
             for slot in self._derived.values():
                 self._slot(slot.key, Suite(slot.prefix[1]), 32 if slot.prefix[6] & 1 else 16)
             primary = self._primary_key()
-            tag = 16 if primary.suite is Suite.AES_256_GCM else self._tag_size
+            tag = primary.suite.spec.tag_size_for(self._tag_size)
             self._seal = self._slot(primary, primary.suite, tag)
-            if primary.suite in (Suite.AEGIS_128X2, Suite.AEGIS_128X4) and self._adaptive_threshold:
-                self._seal_small = self._slot(primary, Suite.AEGIS_128L, tag)
+            small = primary.suite.spec.small_suite
+            if small is not None and self._adaptive_threshold:
+                self._seal_small = self._slot(primary, small, tag)
                 self._threshold = self._adaptive_threshold
             else:
                 self._seal_small = self._seal

@@ -20,8 +20,12 @@ __all__ = ["KERNELS", "VARIANTS", "info", "kernels", "variant_kernels"]
 
 #: Kernel names, from the least to the most preferred.
 KERNELS = ("portable", "aesni", "avx2", "avx512")
-#: Variant names and their native ids.
-VARIANTS = {"AEGIS-128L": 0, "AEGIS-128X2": 1, "AEGIS-128X4": 2}
+#: Variant names and their native ids, as the C library reports them (the suite registry,
+#: ``sealstore.suites``, names each suite's variant; tests/test_suites.py checks they agree).
+VARIANTS = {
+    ffi.string(lib.sealstore_variant_name(v)).decode("ascii"): v
+    for v in range(lib.SEALSTORE_NVARIANTS)
+}
 
 _FEATURES = (
     "aesni",

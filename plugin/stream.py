@@ -52,7 +52,7 @@ from .errors import (
     TruncatedObject,
     WrongLocation,
 )
-from .format import Suite, context_digest
+from .format import Suite, _tag_flag_problem, context_digest
 from .keyring import make_cipher
 from .segment_log import SegmentLog
 
@@ -99,6 +99,7 @@ _INFO = b"sealstore/v1/object"
 _BOUND_INFO = b"sealstore/v1/object-bound"
 _CHECK_INFO = b"sealstore/v1/object-location"
 _COMMIT_SIZE = 32
+_SEGMENT_NONCE_TAIL = 5  # a segment nonce ends with BE32(segment index) || final flag
 _CHECK_SIZE = 8  # location check: the last bytes of the salt of a bound object
 
 
@@ -192,8 +193,9 @@ def parse_object_header(data) -> ObjectHeader:
         raise MalformedObject(f"unknown suite id 0x{suite_id:02x}") from None
     if flags & ~_KNOWN_FLAGS:
         raise MalformedObject(f"reserved object flag bits set (flags 0x{flags:02x})")
-    if flags & FLAG_TAG256 and suite is Suite.AES_256_GCM:
-        raise MalformedObject("AES-256-GCM objects cannot carry a 256-bit tag flag")
+    tag_size = 32 if flags & FLAG_TAG256 else 16
+    if tag_size not in suite.spec.tag_sizes:
+        raise MalformedObject(f"{suite} objects {_tag_flag_problem(tag_size)}")
     if not MIN_SEGMENT_LOG2 <= seg_log2 <= MAX_SEGMENT_LOG2:
         raise MalformedObject(f"segment size 2**{seg_log2} out of range")
     return ObjectHeader(version, suite, flags, seg_log2, key_id, salt, commit)
@@ -278,10 +280,17 @@ def _usable_key(keyring, key_id: int, allow_retired: bool):
     return key
 
 
+def _key_and_prefix_sizes(suite: Suite) -> tuple[int, int]:
+    """Object key bytes and segment-nonce prefix bytes of ``suite`` (the nonce less the index
+    and final flag)."""
+    nonce_size = suite.spec.nonce_size
+    return suite.spec.key_size, nonce_size - _SEGMENT_NONCE_TAIL
+
+
 def _derive(
     material: bytes, header_head: bytes, salt: bytes, suite: Suite, context
 ) -> tuple:
-    key_len, prefix_len = (32, 7) if suite is Suite.AES_256_GCM else (16, 11)
+    key_len, prefix_len = _key_and_prefix_sizes(suite)
     okm = HKDF(
         algorithm=hashes.SHA256(),
         length=key_len + prefix_len + _COMMIT_SIZE,
@@ -311,7 +320,7 @@ def _derive_bound(
     material: bytes, header_head: bytes, salt: bytes, suite: Suite, context, location
 ) -> tuple:
     """Object key and nonce prefix of a bound object (they depend on the location)."""
-    key_len, prefix_len = (32, 7) if suite is Suite.AES_256_GCM else (16, 11)
+    key_len, prefix_len = _key_and_prefix_sizes(suite)
     okm = HKDF(
         algorithm=hashes.SHA256(),
         length=key_len + prefix_len,
@@ -373,7 +382,7 @@ class ObjectCipher:
         seg_log2 = _segment_log2(segment_size)
         key = keyring.primary
         suite = key.suite
-        tag_size = 16 if suite is Suite.AES_256_GCM else keyring.tag_size
+        tag_size = suite.spec.tag_size_for(keyring.tag_size)
         flags = (FLAG_TAG256 if tag_size == 32 else 0) | (
             0 if location is None else FLAG_LOCATION
         )
@@ -401,7 +410,7 @@ class ObjectCipher:
         sealed for (WrongLocation otherwise) and is ignored for objects that are not bound."""
         h = header if isinstance(header, ObjectHeader) else parse_object_header(header)
         key = _usable_key(keyring, h.key_id, allow_retired)
-        if (key.suite is Suite.AES_256_GCM) is not (h.suite is Suite.AES_256_GCM):
+        if key.suite.spec.family != h.suite.spec.family:
             raise MalformedObject(
                 f"object names suite {h.suite} but key {key.id_hex} is a {key.suite} key"
             )

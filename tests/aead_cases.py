@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from sealstore.suites import by_native_variant, native_variants
+
 VECTORS = Path(__file__).parent / "vectors"
-VARIANTS = ("AEGIS-128L", "AEGIS-128X2", "AEGIS-128X4")
+VARIANTS = native_variants()
 ALL_KERNELS = ("portable", "aesni", "avx2", "avx512")
 
 
@@ -47,13 +49,7 @@ def draft_aead_cases() -> list:
 
 
 def cipher_class(variant: str):
-    import sealstore
-
-    return {
-        "AEGIS-128L": sealstore.AEGIS128L,
-        "AEGIS-128X2": sealstore.AEGIS128X2,
-        "AEGIS-128X4": sealstore.AEGIS128X4,
-    }[variant]
+    return by_native_variant(variant).cipher
 
 
 def kernel_matrix(variant: str) -> list[tuple[str, str | None]]:

@@ -19,8 +19,9 @@ import sealstore.native as native
 from aead_cases import ALL_KERNELS, VARIANTS, cipher_class
 from sealstore import AEGIS128L, AEGIS128X2, AEGIS128X4, AESGCM
 from sealstore.errors import InvalidTag, KernelUnavailable, SealstoreError
+from sealstore.suites import SUITES
 
-AEGIS = [AEGIS128L, AEGIS128X2, AEGIS128X4]
+AEGIS = [s.cipher for s in SUITES if s.native_variant is not None]
 KEY = bytes(range(0x40, 0x50))
 
 

@@ -15,9 +15,10 @@ import sealstore.native as native
 from sealstore import _speedups
 from sealstore.aead import AEGIS128L, AEGIS128X2, AEGIS128X4, AESGCM
 from sealstore.errors import OverlappingBuffers, SealstoreError
+from sealstore.suites import SUITES
 
 KEY = bytes(range(16))
-CIPHERS = [AEGIS128L, AEGIS128X2, AEGIS128X4, AESGCM]
+CIPHERS = [s.cipher for s in SUITES]
 
 
 # ---- contexts cross as capsules ----

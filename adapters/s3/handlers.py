@@ -22,7 +22,6 @@ import threading
 from collections import OrderedDict
 
 from sealstore.errors import UnsealedPath
-from sealstore.format import Suite
 from sealstore.stream import DEFAULT_SEGMENT_SIZE, ObjectCipher
 
 from . import metadata as M
@@ -126,11 +125,7 @@ class S3Sealing(UploadHandlers, DownloadHandlers):
             self._local.depth -= 1
 
     def _tag_size(self) -> int:
-        return (
-            16
-            if self.keyring.primary.suite is Suite.AES_256_GCM
-            else self.keyring.tag_size
-        )
+        return self.keyring.primary.suite.spec.tag_size_for(self.keyring.tag_size)
 
     def _remember_layout(self, bucket, key, header) -> None:
         with self._lock:

@@ -245,7 +245,7 @@ def _rotate_sealed(client, sealing, bucket, key, primary, dry_run, head, header,
         sealing.keyring, header, context=sealing.context, allow_retired=True,
         location=object_location(bucket, key),
     )  # the commitment (and a bound object's location) is checked before anything is decided
-    tag = 16 if str(primary.suite) == "AES-256-GCM" else sealing.keyring.tag_size
+    tag = primary.suite.spec.tag_size_for(sealing.keyring.tag_size)
     if (header.key_id, header.suite, header.tag_size) == (
         primary.key_id,
         primary.suite,

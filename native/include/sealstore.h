@@ -92,6 +92,8 @@ int sealstore_variant_has_kernel(int variant, int kernel);
 int sealstore_force_kernel(int kernel);
 /* The kernel new contexts of a variant get: the forced one if it has it, else its best. */
 int sealstore_selected_kernel(int variant);
+/* The variant's name ("AEGIS-128X4"), or NULL for an unknown variant. */
+const char *sealstore_variant_name(int variant);
 /* The entry points of (variant, kernel), or NULL when unavailable. */
 const sealstore_aead_impl *sealstore_impl(int variant, int kernel);
 

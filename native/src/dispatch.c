@@ -33,6 +33,13 @@ static const sealstore_aead_impl *const impls[SEALSTORE_NVARIANTS][SEALSTORE_NKE
                               X86_IMPL(sealstore_aegis128x4_avx512)},
 };
 
+/* The suite-registry name of each variant (plugin/suites.py native_variant). */
+static const char *const variant_names[SEALSTORE_NVARIANTS] = {
+    [SEALSTORE_AEGIS128L] = "AEGIS-128L",
+    [SEALSTORE_AEGIS128X2] = "AEGIS-128X2",
+    [SEALSTORE_AEGIS128X4] = "AEGIS-128X4",
+};
+
 #if SEALSTORE_X86
 static const sealstore_batch_impl batch_128l_avx512 = {sealstore_aegis128l_encrypt4_avx512,
                                                        sealstore_aegis128l_decrypt4_avx512,
@@ -165,6 +172,14 @@ int sealstore_selected_kernel(int variant)
         }
     }
     return SEALSTORE_KERNEL_PORTABLE;
+}
+
+const char *sealstore_variant_name(int variant)
+{
+    if (variant < 0 || variant >= SEALSTORE_NVARIANTS) {
+        return NULL;
+    }
+    return variant_names[variant];
 }
 
 const sealstore_aead_impl *sealstore_impl(int variant, int kernel)

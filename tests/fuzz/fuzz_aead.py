@@ -22,13 +22,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 
 import sealstore.native  # noqa: E402
-from sealstore import AEGIS128L, AEGIS128X2, AEGIS128X4, AESGCM  # noqa: E402
+from sealstore import AESGCM  # noqa: E402
 from sealstore.errors import InvalidTag  # noqa: E402
+from sealstore.suites import SUITES  # noqa: E402
 
 TARGET = "aead"
 KEY = bytes(range(16))
-CLASSES = (AEGIS128L, AEGIS128X2, AEGIS128X4)
-VARIANT = {AEGIS128L: "AEGIS-128L", AEGIS128X2: "AEGIS-128X2", AEGIS128X4: "AEGIS-128X4"}
+VARIANT = {s.cipher: s.native_variant for s in SUITES if s.native_variant is not None}
+CLASSES = tuple(VARIANT)
 # every (class, tag size) on every kernel it has here; the portable one first
 CIPHERS = {
     (cls, tag): [cls(KEY, tag, kernel=k) for k in sealstore.native.variant_kernels(VARIANT[cls])]
@@ -85,7 +86,7 @@ def refused(call, what: str) -> BaseException:
 def check(data: bytes) -> None:
     fdp = provider(data)
     op = fdp.ConsumeIntInRange(0, 6)
-    cls = CLASSES[fdp.ConsumeIntInRange(0, 2)]
+    cls = CLASSES[fdp.ConsumeIntInRange(0, len(CLASSES) - 1)]
     tag = 32 if fdp.ConsumeBool() else 16
     ciphers = CIPHERS[(cls, tag)]
     nonce_len = 16 if fdp.ConsumeIntInRange(0, 7) else fdp.ConsumeIntInRange(0, 40)
