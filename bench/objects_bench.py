@@ -47,105 +47,135 @@ def _median_rate(fn, nbytes: int, repeats: int) -> tuple[float, float]:
 # ---- part 2: the stream layer without the network ---------------------------------------------
 
 
-def stream_rows(size: int, repeats: int, progress=None) -> list[dict]:
-    import sealstore
-    from sealstore import stream as S
-    from sealstore.keyring import Keyring
+class _StreamWork:
+    """Two objects of ``size`` random bytes, sealed by the stream layer and by the raw kernel in
+    2 MiB messages, and the four timed operations on object ``i`` (0 or 1)."""
 
-    keyring = Keyring.generate("AEGIS-128X4", 32)
-    data = [os.urandom(size), os.urandom(size)]
-    seg = S.DEFAULT_SEGMENT_SIZE
-    batch = S._batch_segments(seg) * seg
-    ciphers = [S.ObjectCipher.create(keyring) for _ in data]
-    sealed = [b"".join(S.seal_stream(d, keyring)) for d in data]
-    openers = [S.ObjectCipher.from_header(keyring, s) for s in sealed]
-    raw = sealstore.AEGIS128X4(os.urandom(16), tag_size=32)
-    nonce = bytes(16)
+    def __init__(self, size: int) -> None:
+        import sealstore
+        from sealstore import stream as S
+        from sealstore.keyring import Keyring
 
-    def raw_seal(i):
+        keyring = Keyring.generate("AEGIS-128X4", 32)
+        self.size = size
+        self.data = [os.urandom(size), os.urandom(size)]
+        self.seg = S.DEFAULT_SEGMENT_SIZE
+        self.batch = S._batch_segments(self.seg) * self.seg
+        self.ciphers = [S.ObjectCipher.create(keyring) for _ in self.data]
+        self.sealed = [b"".join(S.seal_stream(d, keyring)) for d in self.data]
+        self.openers = [S.ObjectCipher.from_header(keyring, s) for s in self.sealed]
+        self.raw = sealstore.AEGIS128X4(os.urandom(16), tag_size=32)
+        self.nonce = bytes(16)
+        self.sealed_batch = S._batch_segments(self.seg) * (self.seg + 32) + 32
+        self.header_size = S.HEADER_SIZE
+        batch = self.batch
+        self.raw_sealed = [
+            [self.raw.encrypt(self.nonce, d[off : off + batch]) for off in range(0, size, batch)]
+            for d in self.data
+        ]
+
+    def raw_seal(self, i: int) -> None:
+        batch, raw, nonce = self.batch, self.raw, self.nonce
         out = bytearray(batch + 32)
-        view = memoryview(data[i])
-        for off in range(0, size, batch):
+        view = memoryview(self.data[i])
+        for off in range(0, self.size, batch):
             raw.encrypt_into(out, nonce, view[off : off + batch])
 
-    raw_sealed = [
-        [raw.encrypt(nonce, d[off : off + batch]) for off in range(0, size, batch)]
-        for d in data
-    ]
-
-    def raw_open(i):
-        out = bytearray(batch)
-        for message in raw_sealed[i]:
+    def raw_open(self, i: int) -> None:
+        raw, nonce = self.raw, self.nonce
+        out = bytearray(self.batch)
+        for message in self.raw_sealed[i]:
             raw.decrypt_into(out, nonce, message)
 
-    def stream_seal(i):
-        out = bytearray(S._batch_segments(seg) * (seg + 32) + 32)
-        reader = ciphers[i].reader(data[i])
+    def stream_seal(self, i: int) -> None:
+        out = bytearray(self.sealed_batch)
+        reader = self.ciphers[i].reader(self.data[i])
         while reader.readinto(out):
             pass
 
-    def stream_open(i):
-        out = bytearray(batch)
-        reader = openers[i].opener(memoryview(sealed[i])[S.HEADER_SIZE :])
+    def stream_open(self, i: int) -> None:
+        out = bytearray(self.batch)
+        reader = self.openers[i].opener(memoryview(self.sealed[i])[self.header_size :])
         while reader.readinto(out):
             pass
 
-    def two(fn):
-        def run():
-            threads = [threading.Thread(target=fn, args=(i,)) for i in (0, 1)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
 
-        return run
+def _on_two_threads(fn):
+    """A call that runs ``fn(0)`` and ``fn(1)`` at once, on two threads."""
 
-    def timed(fn) -> float:
-        t0 = time.perf_counter()
-        fn()
-        return time.perf_counter() - t0
+    def run():
+        threads = [threading.Thread(target=fn, args=(i,)) for i in (0, 1)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
 
+    return run
+
+
+def _timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def _alternating_times(raw_fn, stream_fn, repeats: int) -> dict[str, list[float]]:
+    """Seconds per run of raw and stream, one and two threads.  The runs alternate, so a busy
+    machine slows both alike."""
+    t = {key: [] for key in ("raw1", "st1", "raw2", "st2")}
+    for _ in range(repeats):
+        t["raw1"].append(_timed(lambda: raw_fn(0)))
+        t["st1"].append(_timed(lambda: stream_fn(0)))
+        t["raw2"].append(_timed(_on_two_threads(raw_fn)))
+        t["st2"].append(_timed(_on_two_threads(stream_fn)))
+    return t
+
+
+def _op_rows(op: str, t: dict[str, list[float]], size: int, kernel: str) -> list[dict]:
+    """The raw kernel's and the stream layer's rows for one operation: median rates, and the
+    median of the paired ratios (the stream row's ``vs_raw_*``)."""
+    rows = []
+    for name, one, both in (
+        ("raw kernel", "raw1", "raw2"),
+        ("stream layer", "st1", "st2"),
+    ):
+        r1 = [size / x for x in t[one]]
+        r2 = [2 * size / x for x in t[both]]
+        m1, m2 = statistics.median(r1), statistics.median(r2)
+        rows.append(
+            {
+                "op": op,
+                "path": name,
+                "kernel": kernel,
+                "gb_per_s_1t": m1 / 1e9,
+                "best_1t": max(r1) / 1e9,
+                "spread_1t": (max(r1) - min(r1)) / m1,
+                "gb_per_s_2t": m2 / 1e9,
+                "scaling_2t": statistics.median(
+                    a / b for a, b in zip(t[one], t[both])
+                )
+                * 2,
+            }
+        )
+    rows[-1]["vs_raw_1t"] = statistics.median(
+        a / b for a, b in zip(t["raw1"], t["st1"])
+    )
+    rows[-1]["vs_raw_2t"] = statistics.median(
+        a / b for a, b in zip(t["raw2"], t["st2"])
+    )
+    return rows
+
+
+def stream_rows(size: int, repeats: int, progress=None) -> list[dict]:
+    """Sealing and opening rates of the stream layer next to the raw kernel's (part 2)."""
+    work = _StreamWork(size)
     rows = []
     for op, raw_fn, stream_fn in (
-        ("seal", raw_seal, stream_seal),
-        ("open", raw_open, stream_open),
+        ("seal", work.raw_seal, work.stream_seal),
+        ("open", work.raw_open, work.stream_open),
     ):
-        # raw and stream runs alternate, so a busy machine slows both alike; each row keeps the
-        # median rate and the median of the paired ratios
-        t = {key: [] for key in ("raw1", "st1", "raw2", "st2")}
-        for _ in range(repeats):
-            t["raw1"].append(timed(lambda: raw_fn(0)))
-            t["st1"].append(timed(lambda: stream_fn(0)))
-            t["raw2"].append(timed(two(raw_fn)))
-            t["st2"].append(timed(two(stream_fn)))
-        for name, one, both in (
-            ("raw kernel", "raw1", "raw2"),
-            ("stream layer", "st1", "st2"),
-        ):
-            r1 = [size / x for x in t[one]]
-            r2 = [2 * size / x for x in t[both]]
-            m1, m2 = statistics.median(r1), statistics.median(r2)
-            rows.append(
-                {
-                    "op": op,
-                    "path": name,
-                    "kernel": raw.kernel,
-                    "gb_per_s_1t": m1 / 1e9,
-                    "best_1t": max(r1) / 1e9,
-                    "spread_1t": (max(r1) - min(r1)) / m1,
-                    "gb_per_s_2t": m2 / 1e9,
-                    "scaling_2t": statistics.median(
-                        a / b for a, b in zip(t[one], t[both])
-                    )
-                    * 2,
-                }
-            )
-        rows[-1]["vs_raw_1t"] = statistics.median(
-            a / b for a, b in zip(t["raw1"], t["st1"])
-        )
-        rows[-1]["vs_raw_2t"] = statistics.median(
-            a / b for a, b in zip(t["raw2"], t["st2"])
-        )
+        times = _alternating_times(raw_fn, stream_fn, repeats)
+        rows += _op_rows(op, times, size, work.raw.kernel)
         if progress:
             progress(f"stream layer {op}")
     return rows
