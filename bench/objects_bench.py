@@ -203,33 +203,116 @@ def _client(endpoint: str | None):
     )
 
 
-def s3_rows(
-    endpoint: str | None, sizes: list[int], repeats: int, progress=None
-) -> tuple[list[dict], str]:
-    from boto3.s3.transfer import TransferConfig
+def _start_moto():
+    """(a ThreadedMotoServer on a free port of 127.0.0.1, its URL); Unavailable without moto."""
+    import logging
+    import socket
+
+    try:
+        from moto.server import ThreadedMotoServer
+    except ImportError:
+        from .run import Unavailable
+
+        raise Unavailable("the in-process S3 server needs moto[server]: pip install 'sealstore[bench]' "
+                          "(or point --s3-endpoint at an S3-compatible server)") from None
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    return server, f"http://127.0.0.1:{port}"
+
+
+def _suite_clients(endpoint: str | None, plain) -> dict:
+    """suite -> client: ``plain`` itself, and encrypting clients for AES-256-GCM and AEGIS-128X4."""
     from sealstore.adapters.s3 import encrypt_client
     from sealstore.keyring import Keyring
 
+    return {
+        "plaintext": plain,
+        "AES-256-GCM": encrypt_client(
+            _client(endpoint), Keyring.generate("AES-256-GCM", 16)
+        ),
+        "AEGIS-128X4": encrypt_client(
+            _client(endpoint), Keyring.generate("AEGIS-128X4", 32)
+        ),
+    }
+
+
+def _put_and_get(
+    client, bucket: str, key: str, data: bytes, put_name: str, get_name: str, transfer
+):
+    """The (put, get) calls timed for one object: ``put_object``/``get_object`` (the body read
+    to the end), or ``upload_fileobj``/``download_fileobj`` with ``transfer``."""
+
+    def put():
+        if put_name == "put_object":
+            client.put_object(Bucket=bucket, Key=key, Body=data)
+        else:
+            client.upload_fileobj(io.BytesIO(data), bucket, key, Config=transfer)
+
+    def get():
+        if get_name == "get_object":
+            body = client.get_object(Bucket=bucket, Key=key)["Body"]
+            while body.read(MiB):
+                pass
+        else:
+            client.download_fileobj(bucket, key, _Sink(), Config=transfer)
+
+    return put, get
+
+
+def _size_rows(
+    clients: dict, bucket: str, size: int, repeats: int, transfer, progress
+) -> list[dict]:
+    """Every operation on one ``size`` through every client, each rate also as a ratio to the
+    first client's (plaintext) for the same operation."""
+    data = os.urandom(size)
+    reps = repeats if size <= 16 * MiB else max(2, repeats // 3)
+    ops = [("put_object", "get_object")]
+    if size > 8 * MiB:
+        ops.append(("upload_fileobj", "download_fileobj"))
+    rows = []
+    for put_name, get_name in ops:
+        base = {}
+        for suite, client in clients.items():
+            key = f"{suite}-{size}"
+            put, get = _put_and_get(client, bucket, key, data, put_name, get_name, transfer)
+            for op, fn in ((put_name, put), (get_name, get)):
+                rate, spread = _median_rate(fn, size, reps)
+                base.setdefault(op, rate)
+                rows.append(
+                    {
+                        "size_mib": size / MiB,
+                        "op": op,
+                        "suite": suite,
+                        "mb_per_s": rate / 1e6,
+                        "spread": spread,
+                        "vs_plaintext": rate / base[op],
+                    }
+                )
+                if progress:
+                    progress(f"S3 {size // MiB} MiB {op} {suite}")
+    return rows
+
+
+def _delete_bucket(client, bucket: str) -> None:
+    for obj in client.list_objects_v2(Bucket=bucket).get("Contents", []):
+        client.delete_object(Bucket=bucket, Key=obj["Key"])
+    client.delete_bucket(Bucket=bucket)
+
+
+def s3_rows(
+    endpoint: str | None, sizes: list[int], repeats: int, progress=None
+) -> tuple[list[dict], str]:
+    """Put/get rates through plaintext and encrypting clients, and where they ran (part 1)."""
+    from boto3.s3.transfer import TransferConfig
+
     server = None
     if endpoint is None:
-        import logging
-        import socket
-
-        try:
-            from moto.server import ThreadedMotoServer
-        except ImportError:
-            from .run import Unavailable
-
-            raise Unavailable("the in-process S3 server needs moto[server]: pip install 'sealstore[bench]' "
-                              "(or point --s3-endpoint at an S3-compatible server)") from None
-
-        logging.getLogger("werkzeug").setLevel(logging.ERROR)
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-        server.start()
-        endpoint = f"http://127.0.0.1:{port}"
+        server, endpoint = _start_moto()
         where = "moto (in-process, HTTP on 127.0.0.1)"
     else:
         where = endpoint
@@ -238,65 +321,13 @@ def s3_rows(
         plain = _client(endpoint)
         bucket = f"sealstore-bench-{uuid.uuid4().hex[:12]}"
         plain.create_bucket(Bucket=bucket)
-        clients = {
-            "plaintext": plain,
-            "AES-256-GCM": encrypt_client(
-                _client(endpoint), Keyring.generate("AES-256-GCM", 16)
-            ),
-            "AEGIS-128X4": encrypt_client(
-                _client(endpoint), Keyring.generate("AEGIS-128X4", 32)
-            ),
-        }
+        clients = _suite_clients(endpoint, plain)
         transfer = TransferConfig(
             multipart_threshold=8 * MiB, multipart_chunksize=8 * MiB, max_concurrency=4
         )
         for size in sizes:
-            data = os.urandom(size)
-            reps = repeats if size <= 16 * MiB else max(2, repeats // 3)
-            ops = [("put_object", "get_object")]
-            if size > 8 * MiB:
-                ops.append(("upload_fileobj", "download_fileobj"))
-            for put_name, get_name in ops:
-                base = {}
-                for suite, client in clients.items():
-                    key = f"{suite}-{size}"
-
-                    def put():
-                        if put_name == "put_object":
-                            client.put_object(Bucket=bucket, Key=key, Body=data)
-                        else:
-                            client.upload_fileobj(
-                                io.BytesIO(data), bucket, key, Config=transfer
-                            )
-
-                    def get():
-                        if get_name == "get_object":
-                            body = client.get_object(Bucket=bucket, Key=key)["Body"]
-                            while body.read(MiB):
-                                pass
-                        else:
-                            client.download_fileobj(
-                                bucket, key, _Sink(), Config=transfer
-                            )
-
-                    for op, fn in ((put_name, put), (get_name, get)):
-                        rate, spread = _median_rate(fn, size, reps)
-                        base.setdefault(op, rate)
-                        rows.append(
-                            {
-                                "size_mib": size / MiB,
-                                "op": op,
-                                "suite": suite,
-                                "mb_per_s": rate / 1e6,
-                                "spread": spread,
-                                "vs_plaintext": rate / base[op],
-                            }
-                        )
-                        if progress:
-                            progress(f"S3 {size // MiB} MiB {op} {suite}")
-        for obj in plain.list_objects_v2(Bucket=bucket).get("Contents", []):
-            plain.delete_object(Bucket=bucket, Key=obj["Key"])
-        plain.delete_bucket(Bucket=bucket)
+            rows += _size_rows(clients, bucket, size, repeats, transfer, progress)
+        _delete_bucket(plain, bucket)
     finally:
         if server is not None:
             server.stop()
