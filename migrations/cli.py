@@ -380,30 +380,40 @@ def cmd_reindex(args) -> int:
 @_guard
 def cmd_status(args) -> int:
     """Rows per key id for each column (SQL only, nothing decrypted), NULLs, running jobs."""
-    from datetime import datetime, timezone
-
-    from sealstore.migrations.jobs import LEASE_SECONDS, is_dead
     from sealstore.migrations.keystatus import status
 
     with _setup(args) as env:
         report = status(env.engine, env.columns, env.indexes)
         states = {k.key_id: k.state.value for k in env.keyring.keys}
     if args.json:
-        print(json.dumps({
-            "columns": [{
-                "column": c.name, "kind": c.kind, "rows": c.rows, "nulls": c.nulls,
-                "primary": None if c.primary_key_id is None else f"{c.primary_key_id:08x}",
-                "by_key": {("-" if k is None else f"{k:08x}"): n for k, n in c.by_key.items()},
-                "not_primary": c.not_primary,
-            } for c in report.columns],
-            "jobs": [{
-                "job_id": j.job_id, "kind": j.kind, "column": f"{j.table_name}.{j.column_name}",
-                "target_key_id": f"{j.target_key_id:08x}", "done": j.done, "total_estimate": j.total_estimate,
-                "heartbeat_at": j.heartbeat_at.isoformat() if j.heartbeat_at else None, "worker": j.worker,
-                "dead": is_dead(j),
-            } for j in report.jobs],
-        }, indent=2))  # fmt: skip
+        print(_status_json(report))
         return 0
+    _print_key_table(report, states)
+    _print_jobs(report.jobs)
+    return 0
+
+
+def _status_json(report) -> str:
+    from sealstore.migrations.jobs import is_dead
+
+    return json.dumps({
+        "columns": [{
+            "column": c.name, "kind": c.kind, "rows": c.rows, "nulls": c.nulls,
+            "primary": None if c.primary_key_id is None else f"{c.primary_key_id:08x}",
+            "by_key": {("-" if k is None else f"{k:08x}"): n for k, n in c.by_key.items()},
+            "not_primary": c.not_primary,
+        } for c in report.columns],
+        "jobs": [{
+            "job_id": j.job_id, "kind": j.kind, "column": f"{j.table_name}.{j.column_name}",
+            "target_key_id": f"{j.target_key_id:08x}", "done": j.done, "total_estimate": j.total_estimate,
+            "heartbeat_at": j.heartbeat_at.isoformat() if j.heartbeat_at else None, "worker": j.worker,
+            "dead": is_dead(j),
+        } for j in report.jobs],
+    }, indent=2)  # fmt: skip
+
+
+def _print_key_table(report, states: dict) -> None:
+    """COLUMN / KEY ID / STATE / ROWS, most used key first, then each column's NULLs."""
     table = [("COLUMN", "KEY ID", "STATE", "ROWS")]
     for c in report.columns:
         for k, n in sorted(c.by_key.items(), key=lambda kv: -kv[1]):
@@ -418,8 +428,16 @@ def cmd_status(args) -> int:
     widths = [max(len(r[i]) for r in table) for i in range(4)]
     for row in table:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+
+
+def _print_jobs(jobs) -> None:
+    """One line per running job: progress, last heartbeat, and whether its lease ran out."""
+    from datetime import datetime, timezone
+
+    from sealstore.migrations.jobs import LEASE_SECONDS, is_dead
+
     now = datetime.now(timezone.utc)
-    for j in report.jobs:
+    for j in jobs:
         total = f"/{j.total_estimate}" if j.total_estimate is not None else ""
         beat = "never"
         if j.heartbeat_at is not None:
@@ -437,9 +455,8 @@ def cmd_status(args) -> int:
             f"job {j.job_id}: {j.kind} {j.table_name}.{j.column_name} to {j.target_key_id:08x}: "
             f"{j.done}{total} done, heartbeat {beat}{dead}"
         )
-    if not report.jobs:
+    if not jobs:
         print("no running jobs")
-    return 0
 
 
 @_guard
