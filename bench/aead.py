@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives.ciphers import aead as crypto_aead
 from sealstore import AEGIS128L, AEGIS128X2, AEGIS128X4, native
 
 from .grids import size_name as _size_name
+from .json_output import write_json
 from .timing import measure
 
 SIZES = (64, 1024, 16384, 1 << 20, 16 << 20)
@@ -241,9 +242,7 @@ def main(argv=None) -> int:
     from .run import render_section
 
     render_section("aead", dict(result, status="ok", seconds=0), Console(width=120))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=1)
+    write_json(args.json, result)
     return 0
 
 

@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import functools
 import gc
-import json
 import os
 import random
 import statistics
@@ -50,6 +49,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Session
 
 from sealstore.adapters.sqlalchemy import EncryptedString, EncryptedText
+from sealstore.bench.json_output import write_json
 from sealstore.keyring import Keyring, forget_keyring, use_keyring
 
 SMALL, LARGE = 100, 1024
@@ -358,9 +358,7 @@ def main(argv=None) -> int:
         print(f"columns bench: {exc}", file=sys.stderr)
         return 2
     render(result)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=1)
+    write_json(args.json, result)
     return 0
 
 
