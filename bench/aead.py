@@ -25,6 +25,7 @@ from sealstore import native
 from sealstore.suites import SUITES
 
 from .grids import size_name as _size_name
+from .json_output import write_json
 from .timing import measure
 
 SIZES = (64, 1024, 16384, 1 << 20, 16 << 20)
@@ -243,9 +244,7 @@ def main(argv=None) -> int:
     from .run import render_section
 
     render_section("aead", dict(result, status="ok", seconds=0), Console(width=120))
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=1)
+    write_json(args.json, result)
     return 0
 
 

@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import functools
 import gc
-import json
 import os
 import random
 import statistics
@@ -50,6 +49,7 @@ from sqlalchemy import (
 from sqlalchemy.orm import DeclarativeBase, Session
 
 from sealstore.adapters.sqlalchemy import EncryptedString, EncryptedText
+from sealstore.bench.json_output import write_json
 from sealstore.keyring import Keyring, forget_keyring, use_keyring
 
 SMALL, LARGE = 100, 1024
@@ -184,8 +184,9 @@ def _one_round(engine, table, model, rows) -> dict[str, tuple[float, float]]:
     return out
 
 
-def run(n: int, db_url: str | None = None, repeat: int = 5, variants=VARIANTS, progress=None) -> dict:
-    """Measure every variant and path; returns {"rows": [...], "unavailable": {...}, ...}."""
+def _connect(db_url: str | None):
+    """(engine, temporary directory or None): ``db_url``, or SQLite in a temporary file;
+    NotAvailable when the database cannot be reached."""
     tmp = None
     if db_url is None:
         tmp = tempfile.TemporaryDirectory(prefix="sealstore-columns-bench-")
@@ -199,47 +200,53 @@ def run(n: int, db_url: str | None = None, repeat: int = 5, variants=VARIANTS, p
         if tmp:
             tmp.cleanup()
         raise NotAvailable(f"cannot connect to {engine.url.render_as_string(hide_password=True)}: {exc}") from None
+    return engine, tmp
 
-    rings = {"bench-gcm": Keyring.generate("AES-256-GCM"), "bench-aegis": Keyring.generate()}
-    for name, ring in rings.items():
-        use_keyring(ring, name=name)
+
+def _models(variants) -> tuple[dict, dict[str, str]]:
+    """(variant -> (table, model), variant -> why it cannot run)."""
     models, unavailable = {}, {}
     for i, variant in enumerate(variants):
         try:
             models[variant] = _model(variant, i)
         except NotAvailable as exc:
             unavailable[variant] = str(exc)
-    rows = _data(n)
+    return models, unavailable
+
+
+def _timed_rounds(engine, models: dict, rows, repeat: int, progress) -> dict:
+    """(variant, path) -> [(wall, CPU) per run]: the tables created, one unmeasured warm-up
+    round, then ``repeat`` rounds with the variants' order rotated from round to round."""
     times: dict[tuple[str, str], list[tuple[float, float]]] = {}
     order = list(models)
-    # The input rows (100,000 dicts) and whatever the process held before (other bench
-    # sections) would otherwise be traversed by every full collection inside a timed run:
-    # freeze them, so the collector sees what each run allocates, as in an application.
-    gc.collect()
-    gc.freeze()
-    try:
-        for table, _ in models.values():
-            table.drop(engine, checkfirst=True)
-            table.create(engine)
-        warmup = rows[: max(1, n // 20)]
-        for variant in order:  # compile caches, file growth, connection pool: not measured
-            _one_round(engine, *models[variant], warmup)
-        for rep in range(repeat):
-            for variant in order[rep % len(order):] + order[: rep % len(order)]:  # rotate the order
-                for path, seconds in _one_round(engine, *models[variant], rows).items():
-                    times.setdefault((variant, path), []).append(seconds)
-                if progress:
-                    progress(f"run {rep + 1}/{repeat}: {variant}")
-    finally:
-        gc.unfreeze()
-        for table, _ in models.values():
-            table.drop(engine, checkfirst=True)
-        engine.dispose()
-        for name in rings:
-            forget_keyring(name)
-        if tmp:
-            tmp.cleanup()
+    for table, _ in models.values():
+        table.drop(engine, checkfirst=True)
+        table.create(engine)
+    warmup = rows[: max(1, len(rows) // 20)]
+    for variant in order:  # compile caches, file growth, connection pool: not measured
+        _one_round(engine, *models[variant], warmup)
+    for rep in range(repeat):
+        for variant in order[rep % len(order):] + order[: rep % len(order)]:  # rotate the order
+            for path, seconds in _one_round(engine, *models[variant], rows).items():
+                times.setdefault((variant, path), []).append(seconds)
+            if progress:
+                progress(f"run {rep + 1}/{repeat}: {variant}")
+    return times
 
+
+def _clean_up(engine, models: dict, rings: dict, tmp) -> None:
+    for table, _ in models.values():
+        table.drop(engine, checkfirst=True)
+    engine.dispose()
+    for name in rings:
+        forget_keyring(name)
+    if tmp:
+        tmp.cleanup()
+
+
+def _results(times: dict, n: int) -> list[dict]:
+    """One row per (variant, path): medians, spread, and the ratios to the plaintext, floor
+    and incumbent rows of the same path; in PATHS, then VARIANTS order."""
     results = []
     for (variant, path), runs in times.items():
         secs = [wall for wall, _ in runs]
@@ -259,8 +266,29 @@ def run(n: int, db_url: str | None = None, repeat: int = 5, variants=VARIANTS, p
         r["vs_incumbent"] = r["rows_per_s"] / inc[r["path"]] if r["path"] in inc else None
     order = {v: i for i, v in enumerate(VARIANTS)}
     results.sort(key=lambda r: (PATHS.index(r["path"]), order.get(r["variant"], 99)))
+    return results
+
+
+def run(n: int, db_url: str | None = None, repeat: int = 5, variants=VARIANTS, progress=None) -> dict:
+    """Measure every variant and path; returns {"rows": [...], "unavailable": {...}, ...}."""
+    engine, tmp = _connect(db_url)
+    rings = {"bench-gcm": Keyring.generate("AES-256-GCM"), "bench-aegis": Keyring.generate()}
+    for name, ring in rings.items():
+        use_keyring(ring, name=name)
+    models, unavailable = _models(variants)
+    rows = _data(n)
+    # The input rows (100,000 dicts) and whatever the process held before (other bench
+    # sections) would otherwise be traversed by every full collection inside a timed run:
+    # freeze them, so the collector sees what each run allocates, as in an application.
+    gc.collect()
+    gc.freeze()
+    try:
+        times = _timed_rounds(engine, models, rows, repeat, progress)
+    finally:
+        gc.unfreeze()
+        _clean_up(engine, models, rings, tmp)
     suites = {name: str(ring.suite) for name, ring in rings.items()}
-    return {"rows": results, "unavailable": unavailable, "n": n, "repeat": repeat,
+    return {"rows": _results(times, n), "unavailable": unavailable, "n": n, "repeat": repeat,
             "db": engine.url.render_as_string(hide_password=True) if not tmp else "sqlite (temporary file)",
             "dialect": engine.dialect.name, "suites": suites}  # fmt: skip
 
@@ -330,9 +358,7 @@ def main(argv=None) -> int:
         print(f"columns bench: {exc}", file=sys.stderr)
         return 2
     render(result)
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(result, f, indent=1)
+    write_json(args.json, result)
     return 0
 
 

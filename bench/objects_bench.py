@@ -47,105 +47,135 @@ def _median_rate(fn, nbytes: int, repeats: int) -> tuple[float, float]:
 # ---- part 2: the stream layer without the network ---------------------------------------------
 
 
-def stream_rows(size: int, repeats: int, progress=None) -> list[dict]:
-    import sealstore
-    from sealstore import stream as S
-    from sealstore.keyring import Keyring
+class _StreamWork:
+    """Two objects of ``size`` random bytes, sealed by the stream layer and by the raw kernel in
+    2 MiB messages, and the four timed operations on object ``i`` (0 or 1)."""
 
-    keyring = Keyring.generate("AEGIS-128X4", 32)
-    data = [os.urandom(size), os.urandom(size)]
-    seg = S.DEFAULT_SEGMENT_SIZE
-    batch = S._batch_segments(seg) * seg
-    ciphers = [S.ObjectCipher.create(keyring) for _ in data]
-    sealed = [b"".join(S.seal_stream(d, keyring)) for d in data]
-    openers = [S.ObjectCipher.from_header(keyring, s) for s in sealed]
-    raw = sealstore.AEGIS128X4(os.urandom(16), tag_size=32)
-    nonce = bytes(16)
+    def __init__(self, size: int) -> None:
+        import sealstore
+        from sealstore import stream as S
+        from sealstore.keyring import Keyring
 
-    def raw_seal(i):
+        keyring = Keyring.generate("AEGIS-128X4", 32)
+        self.size = size
+        self.data = [os.urandom(size), os.urandom(size)]
+        self.seg = S.DEFAULT_SEGMENT_SIZE
+        self.batch = S._batch_segments(self.seg) * self.seg
+        self.ciphers = [S.ObjectCipher.create(keyring) for _ in self.data]
+        self.sealed = [b"".join(S.seal_stream(d, keyring)) for d in self.data]
+        self.openers = [S.ObjectCipher.from_header(keyring, s) for s in self.sealed]
+        self.raw = sealstore.AEGIS128X4(os.urandom(16), tag_size=32)
+        self.nonce = bytes(16)
+        self.sealed_batch = S._batch_segments(self.seg) * (self.seg + 32) + 32
+        self.header_size = S.HEADER_SIZE
+        batch = self.batch
+        self.raw_sealed = [
+            [self.raw.encrypt(self.nonce, d[off : off + batch]) for off in range(0, size, batch)]
+            for d in self.data
+        ]
+
+    def raw_seal(self, i: int) -> None:
+        batch, raw, nonce = self.batch, self.raw, self.nonce
         out = bytearray(batch + 32)
-        view = memoryview(data[i])
-        for off in range(0, size, batch):
+        view = memoryview(self.data[i])
+        for off in range(0, self.size, batch):
             raw.encrypt_into(out, nonce, view[off : off + batch])
 
-    raw_sealed = [
-        [raw.encrypt(nonce, d[off : off + batch]) for off in range(0, size, batch)]
-        for d in data
-    ]
-
-    def raw_open(i):
-        out = bytearray(batch)
-        for message in raw_sealed[i]:
+    def raw_open(self, i: int) -> None:
+        raw, nonce = self.raw, self.nonce
+        out = bytearray(self.batch)
+        for message in self.raw_sealed[i]:
             raw.decrypt_into(out, nonce, message)
 
-    def stream_seal(i):
-        out = bytearray(S._batch_segments(seg) * (seg + 32) + 32)
-        reader = ciphers[i].reader(data[i])
+    def stream_seal(self, i: int) -> None:
+        out = bytearray(self.sealed_batch)
+        reader = self.ciphers[i].reader(self.data[i])
         while reader.readinto(out):
             pass
 
-    def stream_open(i):
-        out = bytearray(batch)
-        reader = openers[i].opener(memoryview(sealed[i])[S.HEADER_SIZE :])
+    def stream_open(self, i: int) -> None:
+        out = bytearray(self.batch)
+        reader = self.openers[i].opener(memoryview(self.sealed[i])[self.header_size :])
         while reader.readinto(out):
             pass
 
-    def two(fn):
-        def run():
-            threads = [threading.Thread(target=fn, args=(i,)) for i in (0, 1)]
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
 
-        return run
+def _on_two_threads(fn):
+    """A call that runs ``fn(0)`` and ``fn(1)`` at once, on two threads."""
 
-    def timed(fn) -> float:
-        t0 = time.perf_counter()
-        fn()
-        return time.perf_counter() - t0
+    def run():
+        threads = [threading.Thread(target=fn, args=(i,)) for i in (0, 1)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
 
+    return run
+
+
+def _timed(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
+def _alternating_times(raw_fn, stream_fn, repeats: int) -> dict[str, list[float]]:
+    """Seconds per run of raw and stream, one and two threads.  The runs alternate, so a busy
+    machine slows both alike."""
+    t = {key: [] for key in ("raw1", "st1", "raw2", "st2")}
+    for _ in range(repeats):
+        t["raw1"].append(_timed(lambda: raw_fn(0)))
+        t["st1"].append(_timed(lambda: stream_fn(0)))
+        t["raw2"].append(_timed(_on_two_threads(raw_fn)))
+        t["st2"].append(_timed(_on_two_threads(stream_fn)))
+    return t
+
+
+def _op_rows(op: str, t: dict[str, list[float]], size: int, kernel: str) -> list[dict]:
+    """The raw kernel's and the stream layer's rows for one operation: median rates, and the
+    median of the paired ratios (the stream row's ``vs_raw_*``)."""
+    rows = []
+    for name, one, both in (
+        ("raw kernel", "raw1", "raw2"),
+        ("stream layer", "st1", "st2"),
+    ):
+        r1 = [size / x for x in t[one]]
+        r2 = [2 * size / x for x in t[both]]
+        m1, m2 = statistics.median(r1), statistics.median(r2)
+        rows.append(
+            {
+                "op": op,
+                "path": name,
+                "kernel": kernel,
+                "gb_per_s_1t": m1 / 1e9,
+                "best_1t": max(r1) / 1e9,
+                "spread_1t": (max(r1) - min(r1)) / m1,
+                "gb_per_s_2t": m2 / 1e9,
+                "scaling_2t": statistics.median(
+                    a / b for a, b in zip(t[one], t[both])
+                )
+                * 2,
+            }
+        )
+    rows[-1]["vs_raw_1t"] = statistics.median(
+        a / b for a, b in zip(t["raw1"], t["st1"])
+    )
+    rows[-1]["vs_raw_2t"] = statistics.median(
+        a / b for a, b in zip(t["raw2"], t["st2"])
+    )
+    return rows
+
+
+def stream_rows(size: int, repeats: int, progress=None) -> list[dict]:
+    """Sealing and opening rates of the stream layer next to the raw kernel's (part 2)."""
+    work = _StreamWork(size)
     rows = []
     for op, raw_fn, stream_fn in (
-        ("seal", raw_seal, stream_seal),
-        ("open", raw_open, stream_open),
+        ("seal", work.raw_seal, work.stream_seal),
+        ("open", work.raw_open, work.stream_open),
     ):
-        # raw and stream runs alternate, so a busy machine slows both alike; each row keeps the
-        # median rate and the median of the paired ratios
-        t = {key: [] for key in ("raw1", "st1", "raw2", "st2")}
-        for _ in range(repeats):
-            t["raw1"].append(timed(lambda: raw_fn(0)))
-            t["st1"].append(timed(lambda: stream_fn(0)))
-            t["raw2"].append(timed(two(raw_fn)))
-            t["st2"].append(timed(two(stream_fn)))
-        for name, one, both in (
-            ("raw kernel", "raw1", "raw2"),
-            ("stream layer", "st1", "st2"),
-        ):
-            r1 = [size / x for x in t[one]]
-            r2 = [2 * size / x for x in t[both]]
-            m1, m2 = statistics.median(r1), statistics.median(r2)
-            rows.append(
-                {
-                    "op": op,
-                    "path": name,
-                    "kernel": raw.kernel,
-                    "gb_per_s_1t": m1 / 1e9,
-                    "best_1t": max(r1) / 1e9,
-                    "spread_1t": (max(r1) - min(r1)) / m1,
-                    "gb_per_s_2t": m2 / 1e9,
-                    "scaling_2t": statistics.median(
-                        a / b for a, b in zip(t[one], t[both])
-                    )
-                    * 2,
-                }
-            )
-        rows[-1]["vs_raw_1t"] = statistics.median(
-            a / b for a, b in zip(t["raw1"], t["st1"])
-        )
-        rows[-1]["vs_raw_2t"] = statistics.median(
-            a / b for a, b in zip(t["raw2"], t["st2"])
-        )
+        times = _alternating_times(raw_fn, stream_fn, repeats)
+        rows += _op_rows(op, times, size, work.raw.kernel)
         if progress:
             progress(f"stream layer {op}")
     return rows
@@ -173,33 +203,116 @@ def _client(endpoint: str | None):
     )
 
 
-def s3_rows(
-    endpoint: str | None, sizes: list[int], repeats: int, progress=None
-) -> tuple[list[dict], str]:
-    from boto3.s3.transfer import TransferConfig
+def _start_moto():
+    """(a ThreadedMotoServer on a free port of 127.0.0.1, its URL); Unavailable without moto."""
+    import logging
+    import socket
+
+    try:
+        from moto.server import ThreadedMotoServer
+    except ImportError:
+        from .run import Unavailable
+
+        raise Unavailable("the in-process S3 server needs moto[server]: pip install 'sealstore[bench]' "
+                          "(or point --s3-endpoint at an S3-compatible server)") from None
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    return server, f"http://127.0.0.1:{port}"
+
+
+def _suite_clients(endpoint: str | None, plain) -> dict:
+    """suite -> client: ``plain`` itself, and encrypting clients for AES-256-GCM and AEGIS-128X4."""
     from sealstore.adapters.s3 import encrypt_client
     from sealstore.keyring import Keyring
 
+    return {
+        "plaintext": plain,
+        "AES-256-GCM": encrypt_client(
+            _client(endpoint), Keyring.generate("AES-256-GCM", 16)
+        ),
+        "AEGIS-128X4": encrypt_client(
+            _client(endpoint), Keyring.generate("AEGIS-128X4", 32)
+        ),
+    }
+
+
+def _put_and_get(
+    client, bucket: str, key: str, data: bytes, put_name: str, get_name: str, transfer
+):
+    """The (put, get) calls timed for one object: ``put_object``/``get_object`` (the body read
+    to the end), or ``upload_fileobj``/``download_fileobj`` with ``transfer``."""
+
+    def put():
+        if put_name == "put_object":
+            client.put_object(Bucket=bucket, Key=key, Body=data)
+        else:
+            client.upload_fileobj(io.BytesIO(data), bucket, key, Config=transfer)
+
+    def get():
+        if get_name == "get_object":
+            body = client.get_object(Bucket=bucket, Key=key)["Body"]
+            while body.read(MiB):
+                pass
+        else:
+            client.download_fileobj(bucket, key, _Sink(), Config=transfer)
+
+    return put, get
+
+
+def _size_rows(
+    clients: dict, bucket: str, size: int, repeats: int, transfer, progress
+) -> list[dict]:
+    """Every operation on one ``size`` through every client, each rate also as a ratio to the
+    first client's (plaintext) for the same operation."""
+    data = os.urandom(size)
+    reps = repeats if size <= 16 * MiB else max(2, repeats // 3)
+    ops = [("put_object", "get_object")]
+    if size > 8 * MiB:
+        ops.append(("upload_fileobj", "download_fileobj"))
+    rows = []
+    for put_name, get_name in ops:
+        base = {}
+        for suite, client in clients.items():
+            key = f"{suite}-{size}"
+            put, get = _put_and_get(client, bucket, key, data, put_name, get_name, transfer)
+            for op, fn in ((put_name, put), (get_name, get)):
+                rate, spread = _median_rate(fn, size, reps)
+                base.setdefault(op, rate)
+                rows.append(
+                    {
+                        "size_mib": size / MiB,
+                        "op": op,
+                        "suite": suite,
+                        "mb_per_s": rate / 1e6,
+                        "spread": spread,
+                        "vs_plaintext": rate / base[op],
+                    }
+                )
+                if progress:
+                    progress(f"S3 {size // MiB} MiB {op} {suite}")
+    return rows
+
+
+def _delete_bucket(client, bucket: str) -> None:
+    for obj in client.list_objects_v2(Bucket=bucket).get("Contents", []):
+        client.delete_object(Bucket=bucket, Key=obj["Key"])
+    client.delete_bucket(Bucket=bucket)
+
+
+def s3_rows(
+    endpoint: str | None, sizes: list[int], repeats: int, progress=None
+) -> tuple[list[dict], str]:
+    """Put/get rates through plaintext and encrypting clients, and where they ran (part 1)."""
+    from boto3.s3.transfer import TransferConfig
+
     server = None
     if endpoint is None:
-        import logging
-        import socket
-
-        try:
-            from moto.server import ThreadedMotoServer
-        except ImportError:
-            from .run import Unavailable
-
-            raise Unavailable("the in-process S3 server needs moto[server]: pip install 'sealstore[bench]' "
-                              "(or point --s3-endpoint at an S3-compatible server)") from None
-
-        logging.getLogger("werkzeug").setLevel(logging.ERROR)
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-        server.start()
-        endpoint = f"http://127.0.0.1:{port}"
+        server, endpoint = _start_moto()
         where = "moto (in-process, HTTP on 127.0.0.1)"
     else:
         where = endpoint
@@ -208,65 +321,13 @@ def s3_rows(
         plain = _client(endpoint)
         bucket = f"sealstore-bench-{uuid.uuid4().hex[:12]}"
         plain.create_bucket(Bucket=bucket)
-        clients = {
-            "plaintext": plain,
-            "AES-256-GCM": encrypt_client(
-                _client(endpoint), Keyring.generate("AES-256-GCM", 16)
-            ),
-            "AEGIS-128X4": encrypt_client(
-                _client(endpoint), Keyring.generate("AEGIS-128X4", 32)
-            ),
-        }
+        clients = _suite_clients(endpoint, plain)
         transfer = TransferConfig(
             multipart_threshold=8 * MiB, multipart_chunksize=8 * MiB, max_concurrency=4
         )
         for size in sizes:
-            data = os.urandom(size)
-            reps = repeats if size <= 16 * MiB else max(2, repeats // 3)
-            ops = [("put_object", "get_object")]
-            if size > 8 * MiB:
-                ops.append(("upload_fileobj", "download_fileobj"))
-            for put_name, get_name in ops:
-                base = {}
-                for suite, client in clients.items():
-                    key = f"{suite}-{size}"
-
-                    def put():
-                        if put_name == "put_object":
-                            client.put_object(Bucket=bucket, Key=key, Body=data)
-                        else:
-                            client.upload_fileobj(
-                                io.BytesIO(data), bucket, key, Config=transfer
-                            )
-
-                    def get():
-                        if get_name == "get_object":
-                            body = client.get_object(Bucket=bucket, Key=key)["Body"]
-                            while body.read(MiB):
-                                pass
-                        else:
-                            client.download_fileobj(
-                                bucket, key, _Sink(), Config=transfer
-                            )
-
-                    for op, fn in ((put_name, put), (get_name, get)):
-                        rate, spread = _median_rate(fn, size, reps)
-                        base.setdefault(op, rate)
-                        rows.append(
-                            {
-                                "size_mib": size / MiB,
-                                "op": op,
-                                "suite": suite,
-                                "mb_per_s": rate / 1e6,
-                                "spread": spread,
-                                "vs_plaintext": rate / base[op],
-                            }
-                        )
-                        if progress:
-                            progress(f"S3 {size // MiB} MiB {op} {suite}")
-        for obj in plain.list_objects_v2(Bucket=bucket).get("Contents", []):
-            plain.delete_object(Bucket=bucket, Key=obj["Key"])
-        plain.delete_bucket(Bucket=bucket)
+            rows += _size_rows(clients, bucket, size, repeats, transfer, progress)
+        _delete_bucket(plain, bucket)
     finally:
         if server is not None:
             server.stop()

@@ -203,7 +203,7 @@ def _one_worker_runs(engine, keyring, batch_size: int, rows: int, runs: int):
     return samples[len(samples) // 2]
 
 
-def main(argv=None) -> int:
+def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument(
         "--db", metavar="URL", help="database URL (default: a temporary PostgreSQL)"
@@ -230,26 +230,93 @@ def main(argv=None) -> int:
     p.add_argument("--fsync", choices=("on", "off"), default="on",
                    help="durability settings of the throwaway server (default on)")
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
-    args = p.parse_args(argv)
+    return p
+
+
+def _database(args):
+    """(server or None, URL): ``--db``, else a throwaway PostgreSQL (restarted with durable
+    settings unless ``--fsync off``); (None, None) when there is neither."""
+    if args.db is not None:
+        return None, args.db
+    server, url = _start_postgres()
+    if url is not None and args.fsync == "on":
+        _durable_restart(server)
+    return server, url
+
+
+def _measure_one_worker(engine, keyring, args, rows: int, report: dict) -> float:
+    """The in-process run with its phase split and the crypto-only line; returns its rows/s."""
+    import sqlalchemy as sa
+    from sealstore.format import column_context
+
+    with engine.connect() as conn:
+        old_values = [bytes(v) for (v,) in conn.execute(sa.select(_table().c.v))]
+    one, elapsed, phases = _one_worker_runs(engine, keyring, args.batch_size, rows, args.runs)
+    crypto = crypto_only(keyring, old_values, column_context(TABLE, "v"))
+    report.update(
+        one_worker_rows_per_s=one,
+        seconds=elapsed,
+        phases=phases,
+        crypto_only_rows_per_s=crypto,
+    )
+    print(f"1 worker (in process, median of {args.runs}): {one:,.0f} rows/s ({elapsed:.2f} s)")
+    for name, sec in phases.items():
+        print(f"  {name:<7} {sec:7.3f} s  {100 * sec / elapsed:5.1f}%")
+    kernel = rows / crypto
+    print(
+        f"  crypto alone (open_many + seal_many, no database): {crypto:,.0f} rows/s, "
+        f"{kernel:.3f} s for these rows = {100 * kernel / elapsed:.1f}% of the run "
+        "(the crypto phase above adds the Python around the calls)"
+    )
+    return one
+
+
+def _measure_parallel(url, engine, keyring, args, rows: int) -> list[dict]:
+    """One rotation per ``--workers`` count, by that many worker processes sharing the job."""
+    parallel = []
+    for k in [int(x) for x in args.workers.split(",") if x.strip()]:
+        _vacuum(engine)
+        keyring.rotate()
+        wall, results = run_parallel(url, keyring, k, args.batch_size)
+        done = sum(x["resealed"] for x in results)
+        assert done == rows, (done, rows)
+        total = rows / wall
+        parallel.append({"workers": k, "seconds": wall, "rows_per_s": total, "per_worker": total / k,
+                         "batches": [x["batches"] for x in results]})  # fmt: skip
+        print(f"{k} worker process(es): {total:,.0f} rows/s total, {total / k:,.0f} per worker "
+              f"({wall:.2f} s; batches per worker {[x['batches'] for x in results]})")  # fmt: skip
+    return parallel
+
+
+def _measure(engine, url, args, rows: int, report: dict) -> None:
+    """Fill the table, then the one-worker and the parallel runs, into ``report``."""
+    from sealstore.keyring import Keyring
+
+    keyring = Keyring.generate()
+    print(
+        f"{engine.dialect.name}: {rows:,} rows of {args.value_size}-byte values, batches of {args.batch_size}"
+    )
+    setup(engine, rows, args.value_size, keyring)
+    one = _measure_one_worker(engine, keyring, args, rows, report)
+    report["parallel"] = _measure_parallel(url, engine, keyring, args, rows)
+    report["target_met"] = ok = one >= TARGET
+    print(
+        f"target >= {TARGET:,} rows/s with one worker: {'met' if ok else 'NOT met'} "
+        f"({one:,.0f}; a report, not a failure)"
+    )
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
     rows = args.rows or (50_000 if args.quick else 200_000)
 
     import sealstore.native
     import sqlalchemy as sa
-    from sealstore.format import column_context
-    from sealstore.keyring import Keyring
 
-    server = None
-    url = args.db
+    server, url = _database(args)
     if url is None:
-        server, url = _start_postgres()
-        if url is None:
-            print(
-                "no --db and no PostgreSQL binaries: nothing to measure",
-                file=sys.stderr,
-            )
-            return 2
-    if server is not None and args.fsync == "on":
-        _durable_restart(server)
+        print("no --db and no PostgreSQL binaries: nothing to measure", file=sys.stderr)
+        return 2
     engine = sa.create_engine(url)
     settings = _settings(engine)
     report: dict = {"db": engine.dialect.name, "rows": rows, "value_size": args.value_size,
@@ -258,56 +325,11 @@ def main(argv=None) -> int:
     if settings:
         print("server: " + ", ".join(f"{k}={v}" for k, v in settings.items()))
     try:
-        keyring = Keyring.generate()
-        print(
-            f"{engine.dialect.name}: {rows:,} rows of {args.value_size}-byte values, batches of {args.batch_size}"
-        )
-        setup(engine, rows, args.value_size, keyring)
-        ctx = column_context(TABLE, "v")
-        t = _table()
-        with engine.connect() as conn:
-            old_values = [bytes(v) for (v,) in conn.execute(sa.select(t.c.v))]
-
-        one, elapsed, phases = _one_worker_runs(engine, keyring, args.batch_size, rows, args.runs)
-        crypto = crypto_only(keyring, old_values, ctx)
-        report.update(
-            one_worker_rows_per_s=one,
-            seconds=elapsed,
-            phases=phases,
-            crypto_only_rows_per_s=crypto,
-        )
-        print(f"1 worker (in process, median of {args.runs}): {one:,.0f} rows/s ({elapsed:.2f} s)")
-        for name, sec in phases.items():
-            print(f"  {name:<7} {sec:7.3f} s  {100 * sec / elapsed:5.1f}%")
-        kernel = rows / crypto
-        print(
-            f"  crypto alone (open_many + seal_many, no database): {crypto:,.0f} rows/s, "
-            f"{kernel:.3f} s for these rows = {100 * kernel / elapsed:.1f}% of the run "
-            "(the crypto phase above adds the Python around the calls)"
-        )
-
-        parallel = []
-        for k in [int(x) for x in args.workers.split(",") if x.strip()]:
-            _vacuum(engine)
-            keyring.rotate()
-            wall, results = run_parallel(url, keyring, k, args.batch_size)
-            done = sum(x["resealed"] for x in results)
-            assert done == rows, (done, rows)
-            total = rows / wall
-            parallel.append({"workers": k, "seconds": wall, "rows_per_s": total, "per_worker": total / k,
-                             "batches": [x["batches"] for x in results]})  # fmt: skip
-            print(f"{k} worker process(es): {total:,.0f} rows/s total, {total / k:,.0f} per worker "
-                  f"({wall:.2f} s; batches per worker {[x['batches'] for x in results]})")  # fmt: skip
-        report["parallel"] = parallel
-        report["target_met"] = ok = one >= TARGET
-        print(
-            f"target >= {TARGET:,} rows/s with one worker: {'met' if ok else 'NOT met'} "
-            f"({one:,.0f}; a report, not a failure)"
-        )
+        _measure(engine, url, args, rows, report)
         if args.json:
             with open(args.json, "w") as fh:
                 json.dump(report, fh, indent=1)
-        t.drop(engine, checkfirst=True)
+        _table().drop(engine, checkfirst=True)
         return 0
     finally:
         engine.dispose()

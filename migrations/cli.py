@@ -380,30 +380,40 @@ def cmd_reindex(args) -> int:
 @_guard
 def cmd_status(args) -> int:
     """Rows per key id for each column (SQL only, nothing decrypted), NULLs, running jobs."""
-    from datetime import datetime, timezone
-
-    from sealstore.migrations.jobs import LEASE_SECONDS, is_dead
     from sealstore.migrations.keystatus import status
 
     with _setup(args) as env:
         report = status(env.engine, env.columns, env.indexes)
         states = {k.key_id: k.state.value for k in env.keyring.keys}
     if args.json:
-        print(json.dumps({
-            "columns": [{
-                "column": c.name, "kind": c.kind, "rows": c.rows, "nulls": c.nulls,
-                "primary": None if c.primary_key_id is None else f"{c.primary_key_id:08x}",
-                "by_key": {("-" if k is None else f"{k:08x}"): n for k, n in c.by_key.items()},
-                "not_primary": c.not_primary,
-            } for c in report.columns],
-            "jobs": [{
-                "job_id": j.job_id, "kind": j.kind, "column": f"{j.table_name}.{j.column_name}",
-                "target_key_id": f"{j.target_key_id:08x}", "done": j.done, "total_estimate": j.total_estimate,
-                "heartbeat_at": j.heartbeat_at.isoformat() if j.heartbeat_at else None, "worker": j.worker,
-                "dead": is_dead(j),
-            } for j in report.jobs],
-        }, indent=2))  # fmt: skip
+        print(_status_json(report))
         return 0
+    _print_key_table(report, states)
+    _print_jobs(report.jobs)
+    return 0
+
+
+def _status_json(report) -> str:
+    from sealstore.migrations.jobs import is_dead
+
+    return json.dumps({
+        "columns": [{
+            "column": c.name, "kind": c.kind, "rows": c.rows, "nulls": c.nulls,
+            "primary": None if c.primary_key_id is None else f"{c.primary_key_id:08x}",
+            "by_key": {("-" if k is None else f"{k:08x}"): n for k, n in c.by_key.items()},
+            "not_primary": c.not_primary,
+        } for c in report.columns],
+        "jobs": [{
+            "job_id": j.job_id, "kind": j.kind, "column": f"{j.table_name}.{j.column_name}",
+            "target_key_id": f"{j.target_key_id:08x}", "done": j.done, "total_estimate": j.total_estimate,
+            "heartbeat_at": j.heartbeat_at.isoformat() if j.heartbeat_at else None, "worker": j.worker,
+            "dead": is_dead(j),
+        } for j in report.jobs],
+    }, indent=2)  # fmt: skip
+
+
+def _print_key_table(report, states: dict) -> None:
+    """COLUMN / KEY ID / STATE / ROWS, most used key first, then each column's NULLs."""
     table = [("COLUMN", "KEY ID", "STATE", "ROWS")]
     for c in report.columns:
         for k, n in sorted(c.by_key.items(), key=lambda kv: -kv[1]):
@@ -418,8 +428,16 @@ def cmd_status(args) -> int:
     widths = [max(len(r[i]) for r in table) for i in range(4)]
     for row in table:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+
+
+def _print_jobs(jobs) -> None:
+    """One line per running job: progress, last heartbeat, and whether its lease ran out."""
+    from datetime import datetime, timezone
+
+    from sealstore.migrations.jobs import LEASE_SECONDS, is_dead
+
     now = datetime.now(timezone.utc)
-    for j in report.jobs:
+    for j in jobs:
         total = f"/{j.total_estimate}" if j.total_estimate is not None else ""
         beat = "never"
         if j.heartbeat_at is not None:
@@ -437,9 +455,8 @@ def cmd_status(args) -> int:
             f"job {j.job_id}: {j.kind} {j.table_name}.{j.column_name} to {j.target_key_id:08x}: "
             f"{j.done}{total} done, heartbeat {beat}{dead}"
         )
-    if not report.jobs:
+    if not jobs:
         print("no running jobs")
-    return 0
 
 
 @_guard
@@ -493,39 +510,11 @@ _AFTER = {
 
 
 def _retire_or_destroy(args, action: str) -> int:
-    from sealstore.migrations.retire import (
-        describe,
-        find_references,
-        registered_s3_prefixes,
-    )
-
-    try:
-        key_id = int(args.key_id, 16)
-    except ValueError:
-        raise UsageError(
-            f"KEY_ID must be 8 hex digits (sealstore keys list), not {args.key_id!r}"
-        ) from None
+    key_id = _parse_key_id(args.key_id)
     cfg = _config(args)
-    try:
-        url = _db_url(args, cfg)
-    except UsageError:
-        engine = None
-    else:
-        engine = _engine(url)
-        _connect_check(engine)
-    specs = []
-    if args.models or args.column:
-        if engine is None:
-            raise UsageError(
-                f"--models/--column need a database: pass --db URL or set {DB_ENV}"
-            )
-        columns, indexes = _specs(args, engine, args.keyring)
-        specs = (
-            columns + indexes
-        )  # every column: a key id names one key whatever its keyring
-    urls = list(args.s3 or ())
-    if engine is not None:
-        urls += [u for u in registered_s3_prefixes(engine) if u not in urls]
+    engine = _optional_engine(args, cfg)
+    specs = _reference_specs(args, engine)
+    urls = _s3_urls(args, engine)
     checked = [s.name for s in specs] + urls
     if not checked and not args.force:
         raise UsageError(
@@ -535,39 +524,9 @@ def _retire_or_destroy(args, action: str) -> int:
     keyring = source.load(suite=cfg.suite, tag_size=cfg.tag_size)
     try:
         key = keyring.get(key_id)  # UnknownKeyId -> exit 1
-        client = None
-        if urls:
-            import boto3
-
-            client = boto3.client(
-                "s3", endpoint_url=args.endpoint_url, region_name=args.region
-            )
-        refs = find_references(
-            engine if specs or urls else None,
-            specs,
-            key_id,
-            s3_client=client,
-            s3_urls=urls,
-        )
-        if refs and not args.force:
-            print(
-                f"sealstore: refusing to {action} key {key.id_hex}: {sum(r.count for r in refs)} values "
-                f"still use it ({describe(refs)}); run `sealstore rotate` (and `sealstore s3 rotate`) "
-                "first, or pass --force",
-                file=sys.stderr,
-            )
+        refs = _references(args, engine if specs or urls else None, specs, key_id, urls)
+        if _refused(action, key, refs, checked, args.force):
             return 1
-        if refs:
-            print(
-                f"--force: {_DOING[action]} key {key.id_hex} while {sum(r.count for r in refs)} values "
-                f"still use it ({describe(refs)}): {_AFTER[action]}",
-                file=sys.stderr,
-            )
-        elif not checked:
-            print(
-                f"--force: {_DOING[action]} key {key.id_hex} without checking any column or S3 prefix",
-                file=sys.stderr,
-            )
         getattr(keyring, action)(key_id)
         source.save(keyring)
     finally:
@@ -579,6 +538,90 @@ def _retire_or_destroy(args, action: str) -> int:
     else:
         print(f"key {key.id_hex} {_DONE[action]}; checked {', '.join(checked) or 'nothing'}")
     return 0
+
+
+def _parse_key_id(text: str) -> int:
+    try:
+        return int(text, 16)
+    except ValueError:
+        raise UsageError(
+            f"KEY_ID must be 8 hex digits (sealstore keys list), not {text!r}"
+        ) from None
+
+
+def _optional_engine(args, cfg):
+    """An engine on the database of ``--db`` / the environment / the key source, connected
+    once; None when no database is named."""
+    try:
+        url = _db_url(args, cfg)
+    except UsageError:
+        return None
+    engine = _engine(url)
+    _connect_check(engine)
+    return engine
+
+
+def _reference_specs(args, engine) -> list:
+    """The specs of every column and blind index named by --models/--column (any keyring: a
+    key id names one key whatever its keyring); [] when none is named."""
+    if not (args.models or args.column):
+        return []
+    if engine is None:
+        raise UsageError(
+            f"--models/--column need a database: pass --db URL or set {DB_ENV}"
+        )
+    columns, indexes = _specs(args, engine, args.keyring)
+    return columns + indexes
+
+
+def _s3_urls(args, engine) -> list[str]:
+    """The --s3 prefixes, then those registered in the database that are not among them."""
+    from sealstore.migrations.retire import registered_s3_prefixes
+
+    urls = list(args.s3 or ())
+    if engine is not None:
+        urls += [u for u in registered_s3_prefixes(engine) if u not in urls]
+    return urls
+
+
+def _references(args, engine, specs, key_id: int, urls: list[str]):
+    """The columns and S3 prefixes whose values still use ``key_id``."""
+    from sealstore.migrations.retire import find_references
+
+    client = None
+    if urls:
+        import boto3
+
+        client = boto3.client(
+            "s3", endpoint_url=args.endpoint_url, region_name=args.region
+        )
+    return find_references(engine, specs, key_id, s3_client=client, s3_urls=urls)
+
+
+def _refused(action: str, key, refs, checked: list[str], force: bool) -> bool:
+    """Say why ``action`` must not go ahead (True), or what ``--force`` goes ahead with."""
+    from sealstore.migrations.retire import describe
+
+    if refs and not force:
+        print(
+            f"sealstore: refusing to {action} key {key.id_hex}: {sum(r.count for r in refs)} values "
+            f"still use it ({describe(refs)}); run `sealstore rotate` (and `sealstore s3 rotate`) "
+            "first, or pass --force",
+            file=sys.stderr,
+        )
+        return True
+    if refs:
+        print(
+            f"--force: {_DOING[action]} key {key.id_hex} while {sum(r.count for r in refs)} values "
+            f"still use it ({describe(refs)}): {_AFTER[action]}",
+            file=sys.stderr,
+        )
+    elif not checked:
+        print(
+            f"--force: {_DOING[action]} key {key.id_hex} without checking any column or S3 prefix",
+            file=sys.stderr,
+        )
+    return False
 
 
 @_guard

@@ -140,43 +140,63 @@ def start_job(
                     job = Job.from_row(row)
                     if job.target_key_id == target_key_id:
                         return job, False
-                    conn.execute(
-                        update(jobs_t)
-                        .where(
-                            jobs_t.c.job_id == job.job_id, jobs_t.c.status == RUNNING
-                        )
-                        .values(
-                            status=SUPERSEDED,
-                            active_key=None,
-                            finished_at=now(),
-                            message=f"superseded: the primary key is now {target_key_id:08x}",
-                        )
-                    )
+                    _supersede(conn, job, target_key_id)
                 total = estimate(conn) if estimate is not None else None
-                job_id = conn.execute(
-                    insert(jobs_t)
-                    .values(
-                        kind=kind,
-                        table_name=table,
-                        column_name=column,
-                        target_key_id=target_key_id,
-                        batch_size=batch_size,
-                        checkpoint=None,
-                        batches=0,
-                        total_estimate=total,
-                        rows_resealed=0,
-                        rows_conflicted=0,
-                        rows_failed=0,
-                        status=RUNNING,
-                        active_key=active,
-                        started_at=now(),
-                    )
-                    .returning(jobs_t.c.job_id)
-                ).scalar_one()
+                job_id = _insert_job(
+                    conn, kind, table, column, target_key_id, batch_size, total, active
+                )
                 return get_job(conn, job_id), True
         except IntegrityError:  # another worker created it first: join that one
             continue
     raise InternalError(f"could not start or join the {kind} job on {table}.{column}")
+
+
+def _supersede(conn: Connection, job: Job, target_key_id: int) -> None:
+    """End ``job`` (still running, under an older target key) so a new one can take its place."""
+    conn.execute(
+        update(jobs_t)
+        .where(jobs_t.c.job_id == job.job_id, jobs_t.c.status == RUNNING)
+        .values(
+            status=SUPERSEDED,
+            active_key=None,
+            finished_at=now(),
+            message=f"superseded: the primary key is now {target_key_id:08x}",
+        )
+    )
+
+
+def _insert_job(
+    conn: Connection,
+    kind: str,
+    table: str,
+    column: str,
+    target_key_id: int,
+    batch_size: int,
+    total: int | None,
+    active: str,
+) -> int:
+    """Insert a running job with nothing done yet; its job id.  ``active`` is unique among
+    running jobs: a concurrent insert of the same job raises IntegrityError."""
+    return conn.execute(
+        insert(jobs_t)
+        .values(
+            kind=kind,
+            table_name=table,
+            column_name=column,
+            target_key_id=target_key_id,
+            batch_size=batch_size,
+            checkpoint=None,
+            batches=0,
+            total_estimate=total,
+            rows_resealed=0,
+            rows_conflicted=0,
+            rows_failed=0,
+            status=RUNNING,
+            active_key=active,
+            started_at=now(),
+        )
+        .returning(jobs_t.c.job_id)
+    ).scalar_one()
 
 
 def claim_range(conn: Connection, job: Job, pk_cols) -> tuple[Job, Batch | None]:

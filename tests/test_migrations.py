@@ -3,17 +3,15 @@ on SQLite and PostgreSQL, through a real Alembic environment."""
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
-import alembic
 import pytest
 import sqlalchemy as sa
 from alembic import command
 from alembic.autogenerate import compare_metadata
-from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
+from alembic_project import alembic_project, encrypt_users_ssn
 from sealstore.adapters.sqlalchemy import EncryptedString
 from sealstore.format import HEADER_SIZE, KEY_ID_OFFSET, column_context
 from sealstore.keyring import Keyring, forget_keyring, use_keyring
@@ -63,26 +61,7 @@ def downgrade():
     op.drop_table("users")
 '''
 
-ENCRYPT_REV = '''
-"""encrypt users.ssn"""
-import sqlalchemy as sa
-from alembic import op
-import sealstore.migrations.ops  # noqa: F401
-from sealstore.adapters.sqlalchemy import EncryptedString
-
-revision = "app_0002"
-down_revision = "app_0001"
-branch_labels = None
-depends_on = None
-
-
-def upgrade():
-    op.encrypt_column("users", "ssn", EncryptedString(11), batch_size=7)
-
-
-def downgrade():
-    op.decrypt_column("users", "ssn", EncryptedString(11), plain_type=sa.String(11), batch_size=7)
-'''
+ENCRYPT_REV = encrypt_users_ssn(up=", batch_size=7", down=", batch_size=7")
 
 
 @pytest.fixture
@@ -96,24 +75,8 @@ def keyring():
 def alembic_env(tmp_path, sql_engine):
     """(Config, engine): a user's Alembic environment whose version_locations include
     sealstore's revisions by package resource, on SQLite or PostgreSQL."""
-    root = tmp_path / "alembic"
-    (root / "versions").mkdir(parents=True)
-    (root / "env.py").write_text(ENV_PY)
-    template = os.path.join(
-        os.path.dirname(alembic.__file__), "templates/generic/script.py.mako"
-    )
-    (root / "script.py.mako").write_text(Path(template).read_text())
-    cfg = Config()
-    cfg.set_main_option("script_location", str(root))
-    cfg.set_main_option("path_separator", "space")
-    cfg.set_main_option(
-        "version_locations", f"{root / 'versions'} sealstore.migrations:versions"
-    )
-    url = sql_engine.url.render_as_string(hide_password=False)
-    cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
-    yield cfg, sql_engine, root / "versions"
-    with sql_engine.begin() as conn:
-        conn.exec_driver_sql("DROP TABLE IF EXISTS alembic_version")
+    with alembic_project(tmp_path, sql_engine, ENV_PY) as (cfg, versions):
+        yield cfg, sql_engine, versions
 
 
 def tables(engine) -> set[str]:

@@ -3,13 +3,12 @@ with progress, resumable, and a second run that finds nothing to do (never seali
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 import uuid
 
 import pytest
 import sqlalchemy as sa
+from cli_runner import key_file_project
 from sealstore.cli import main
 from sealstore.config import load_config
 from sealstore.keyring import forget_keyring, use_keyring
@@ -26,15 +25,7 @@ users = sa.Table("cli_conv", metadata, sa.Column("id", sa.Integer, primary_key=T
 
 @pytest.fixture
 def project(tmp_path, monkeypatch, sql_engine):
-    for name in list(os.environ):
-        if name.startswith("SEALSTORE_") and name != "SEALSTORE_KERNEL":
-            monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    (tmp_path / "c.json").write_text(
-        json.dumps({"key_source": {"type": "file", "path": str(tmp_path / "keys.json")}})
-    )
-    assert main(["--config", "c.json", "keys", "init"]) == 0
+    key_file_project(tmp_path, monkeypatch)
     module = f"conv_models_{uuid.uuid4().hex[:8]}"
     (tmp_path / f"{module}.py").write_text(MODELS)
     plain = sa.Table("cli_conv", sa.MetaData(), sa.Column("id", sa.Integer, primary_key=True,

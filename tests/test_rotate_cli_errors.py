@@ -5,12 +5,11 @@ missing driver, missing tables)."""
 from __future__ import annotations
 
 import importlib.util
-import json
-import os
 import sys
 import uuid
 
 import pytest
+from cli_runner import key_file_project
 from sealstore.cli import main
 
 MODELS = """
@@ -25,15 +24,7 @@ people = sa.Table("err_people", metadata, sa.Column("id", sa.Integer, primary_ke
 
 @pytest.fixture
 def project(tmp_path, monkeypatch):
-    for name in list(os.environ):
-        if name.startswith("SEALSTORE_") and name != "SEALSTORE_KERNEL":
-            monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    (tmp_path / "c.json").write_text(
-        json.dumps({"key_source": {"type": "file", "path": str(tmp_path / "keys.json")}})
-    )
-    assert main(["--config", "c.json", "keys", "init"]) == 0
+    key_file_project(tmp_path, monkeypatch)
     tag = uuid.uuid4().hex[:8]
     names = {"ok": f"m_ok_{tag}", "nameerror": f"m_name_{tag}", "syntax": f"m_syn_{tag}"}
     (tmp_path / f"{names['ok']}.py").write_text(MODELS)

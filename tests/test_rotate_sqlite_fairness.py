@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 
 import pytest
 import sqlalchemy as sa
@@ -58,6 +59,27 @@ events = sa.Table(
 )
 
 
+@contextmanager
+def _writer_process(tmp_path, path):
+    """Run WRITER on the database at ``path`` for as long as the block runs (started and ready
+    before it begins).  Yields a dict that holds the writer's report (waits, errors, n) once the
+    block is over and the writer has stopped."""
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER)
+    ready, stop, out = tmp_path / "ready", tmp_path / "stop", tmp_path / "out.json"
+    proc = subprocess.Popen([sys.executable, str(script), str(path), str(ready), str(stop), str(out)])
+    report: dict = {}
+    try:
+        deadline = time.monotonic() + 30
+        while not ready.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        yield report
+    finally:
+        stop.touch()
+        proc.wait(60)
+    report.update(json.loads(out.read_text()))
+
+
 @pytest.mark.parametrize("journal", ["delete", "wal"])
 def test_writer_process_beside_a_rotation_gets_the_lock_in_bounded_time(tmp_path, journal):
     path = tmp_path / "app.db"
@@ -71,21 +93,10 @@ def test_writer_process_beside_a_rotation_gets_the_lock_in_bounded_time(tmp_path
         with engine.begin() as conn:
             conn.execute(sa.insert(secrets), [{"id": i, "body": "v" * 150} for i in range(ROWS)])
         keyring.rotate()
-        script = tmp_path / "writer.py"
-        script.write_text(WRITER)
-        ready, stop, out = tmp_path / "ready", tmp_path / "stop", tmp_path / "out.json"
-        proc = subprocess.Popen([sys.executable, str(script), str(path), str(ready), str(stop), str(out)])
-        try:
-            deadline = time.monotonic() + 30
-            while not ready.exists() and time.monotonic() < deadline:
-                time.sleep(0.01)
+        with _writer_process(tmp_path, path) as report:
             t0 = time.monotonic()
             result = rotate(engine, ColumnSpec.from_column(secrets.c.body), batch_size=600)[0]
             took = time.monotonic() - t0
-        finally:
-            stop.touch()
-            proc.wait(60)
-        report = json.loads(out.read_text())
     finally:
         forget_keyring()
         engine.dispose()
@@ -117,14 +128,7 @@ def test_writer_process_beside_encrypt_column_gets_the_lock_in_bounded_time(tmp_
         events.create(engine)
         with engine.begin() as conn:
             conn.execute(sa.insert(plain), [{"id": i, "body": "v" * 150} for i in range(ROWS)])
-        script = tmp_path / "writer.py"
-        script.write_text(WRITER)
-        ready, stop, out = tmp_path / "ready", tmp_path / "stop", tmp_path / "out.json"
-        proc = subprocess.Popen([sys.executable, str(script), str(path), str(ready), str(stop), str(out)])
-        try:
-            deadline = time.monotonic() + 30
-            while not ready.exists() and time.monotonic() < deadline:
-                time.sleep(0.01)
+        with _writer_process(tmp_path, path) as report:
             t0 = time.monotonic()
             with engine.connect() as conn:
                 ctx = MigrationContext.configure(conn, opts={"transaction_per_migration": True})
@@ -132,10 +136,6 @@ def test_writer_process_beside_encrypt_column_gets_the_lock_in_bounded_time(tmp_
                     Operations(ctx).encrypt_column("secrets", "body", EncryptedString(200),
                                                    batch_size=600)  # fmt: skip
             took = time.monotonic() - t0
-        finally:
-            stop.touch()
-            proc.wait(60)
-        report = json.loads(out.read_text())
     finally:
         forget_keyring()
         engine.dispose()

@@ -30,6 +30,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 NATIVE = ROOT / "native"
 DEFAULT_FLAGS = "-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
+KAT_C = ROOT / "tests" / "native" / "kat.c"
+FUZZ_C = ROOT / "tests" / "native" / "fuzz_open.c"  # linked only with clang and ASan
 
 
 def builder():
@@ -78,42 +80,35 @@ def runtime(cc: str, flags: str) -> str:
     return path
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
     ap.add_argument("--cc", default=os.environ.get("CC", "clang"))
     ap.add_argument("--flags", default=DEFAULT_FLAGS)
     ap.add_argument("--opt", default="-O1", help="optimisation level (default -O1: fast builds)")
-    args = ap.parse_args()
+    return ap
 
-    out = Path(args.out).resolve()
-    objdir = out / "obj"
-    site = out / "site"
-    for d in (objdir, site):
-        shutil.rmtree(d, ignore_errors=True)
-        d.mkdir(parents=True)
-    is_clang = "clang" in Path(args.cc).name
-    debug = "-gline-tables-only" if is_clang else "-g1"
+
+def _cflags(args, fuzzing: bool) -> list[str]:
+    """Compiler flags shared by every object: ``--opt``, line tables, PIC, ``--flags``."""
+    debug = "-gline-tables-only" if "clang" in Path(args.cc).name else "-g1"
     cflags = [args.opt, debug, "-fPIC", "-fvisibility=hidden", *args.flags.split()]
-    inc = [f"-I{NATIVE / 'include'}", f"-I{sysconfig.get_paths()['include']}"]
-
-    ffi_mod = builder()
-    ffi_c = objdir / "_native.c"
-    with contextlib.redirect_stdout(sys.stderr):  # cffi prints "generating ..."
-        ffi_mod.ffibuilder.emit_c_code(str(ffi_c))
-    kernel = [ROOT / p for p in ffi_mod.kernel_sources()]
-    speed = [ROOT / p for p in speedups_sources()]
-    fuzz_c = ROOT / "tests" / "native" / "fuzz_open.c"
-    fuzzing = is_clang and "address" in args.flags
     if fuzzing:
         # coverage for libFuzzer in the same objects, so the C fuzz target links from them
         cflags.append("-fsanitize=fuzzer-no-link")
-    sources = sorted({*kernel, *speed, ffi_c, ROOT / "tests" / "native" / "kat.c",
-                      *([fuzz_c] if fuzzing else [])})
+    return cflags
 
-    def obj(src: Path) -> Path:
-        rel = src.relative_to(out) if src.is_relative_to(out) else src.relative_to(ROOT)
-        return objdir / (str(rel).replace(os.sep, "__") + ".o")
+
+def _object(src: Path, out: Path) -> Path:
+    """Where ``src`` (under the repository or ``out``) compiles to: OUT/obj/<path with __>.o"""
+    rel = src.relative_to(out) if src.is_relative_to(out) else src.relative_to(ROOT)
+    return out / "obj" / (str(rel).replace(os.sep, "__") + ".o")
+
+
+def _compile_all(args, cflags: list[str], sources: list[Path], out: Path) -> None:
+    """Compile every source once, in parallel; SystemExit with each failing command and its
+    errors."""
+    inc = [f"-I{NATIVE / 'include'}", f"-I{sysconfig.get_paths()['include']}"]
 
     def compile_one(src: Path) -> str:
         extra = []
@@ -121,7 +116,7 @@ def main() -> None:
             # UBSan's pointer-overflow checks on the unrolled bitsliced rounds (constant
             # indexes only) make these files compile 4x slower; every other check stays on
             extra = ["-fno-sanitize=pointer-overflow"]
-        cmd = [args.cc, "-c", *cflags, *extra, *inc, str(src), "-o", str(obj(src))]
+        cmd = [args.cc, "-c", *cflags, *extra, *inc, str(src), "-o", str(_object(src, out))]
         r = subprocess.run(cmd, capture_output=True, text=True)
         return "" if r.returncode == 0 else f"{' '.join(cmd)}\n{r.stderr}"
 
@@ -130,31 +125,57 @@ def main() -> None:
     if errors:
         raise SystemExit("\n".join(errors))
 
-    # the package: the mapped directories, without any prebuilt native module
+
+def _copy_package(site: Path) -> None:
+    """The package: the mapped directories, without any prebuilt native module."""
     for directory, name in package_roots().items():
         src = ROOT / directory
         if src.is_dir():
             shutil.copytree(src, site / name.replace(".", os.sep), dirs_exist_ok=True,
                             ignore=shutil.ignore_patterns("*.so", "__pycache__", "*.pyc"))
-    suffix = sysconfig.get_config_var("EXT_SUFFIX")
-    link = [args.cc, "-shared", *args.flags.split()]
-    for name, srcs in (("_native", [ffi_c, *kernel]), ("_speedups", speed)):
-        target = site / "sealstore" / f"{name}{suffix}"
-        r = subprocess.run([*link, *map(str, map(obj, srcs)), "-o", str(target)],
-                           capture_output=True, text=True)
-        if r.returncode:
-            raise SystemExit(r.stderr)
-    kat = [ROOT / "tests" / "native" / "kat.c", *kernel]
-    r = subprocess.run([args.cc, *args.flags.split(), *map(str, map(obj, kat)), "-o",
-                        str(out / "kat")], capture_output=True, text=True)
+
+
+def _link(cmd: list[str]) -> None:
+    r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
         raise SystemExit(r.stderr)
+
+
+def _link_all(args, out: Path, ffi_c: Path, kernel: list[Path], speed: list[Path],
+              fuzzing: bool) -> None:
+    """The two native modules into OUT/site/sealstore, OUT/kat, and OUT/fuzz_open when fuzzing."""
+    flags = args.flags.split()
+
+    def objects(srcs) -> list[str]:
+        return [str(_object(src, out)) for src in srcs]
+
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    for name, srcs in (("_native", [ffi_c, *kernel]), ("_speedups", speed)):
+        target = out / "site" / "sealstore" / f"{name}{suffix}"
+        _link([args.cc, "-shared", *flags, *objects(srcs), "-o", str(target)])
+    _link([args.cc, *flags, *objects([KAT_C, *kernel]), "-o", str(out / "kat")])
     if fuzzing:  # OUT/fuzz_open: the libFuzzer target of the C open/decrypt entry points
-        r = subprocess.run([args.cc, "-fsanitize=fuzzer", *args.flags.split(),
-                            *map(str, map(obj, [fuzz_c, *kernel])), "-o", str(out / "fuzz_open")],
-                           capture_output=True, text=True)
-        if r.returncode:
-            raise SystemExit(r.stderr)
+        _link([args.cc, "-fsanitize=fuzzer", *flags, *objects([FUZZ_C, *kernel]), "-o",
+               str(out / "fuzz_open")])
+
+
+def main() -> None:
+    args = _parser().parse_args()
+    out = Path(args.out).resolve()
+    for d in (out / "obj", out / "site"):
+        shutil.rmtree(d, ignore_errors=True)
+        d.mkdir(parents=True)
+    fuzzing = "clang" in Path(args.cc).name and "address" in args.flags
+    ffi_mod = builder()
+    ffi_c = out / "obj" / "_native.c"
+    with contextlib.redirect_stdout(sys.stderr):  # cffi prints "generating ..."
+        ffi_mod.ffibuilder.emit_c_code(str(ffi_c))
+    kernel = [ROOT / p for p in ffi_mod.kernel_sources()]
+    speed = [ROOT / p for p in speedups_sources()]
+    sources = sorted({*kernel, *speed, ffi_c, KAT_C, *([FUZZ_C] if fuzzing else [])})
+    _compile_all(args, _cflags(args, fuzzing), sources, out)
+    _copy_package(out / "site")
+    _link_all(args, out, ffi_c, kernel, speed, fuzzing)
     print(runtime(args.cc, args.flags))
 
 
