@@ -21,7 +21,8 @@ Date / Time         ISO 8601
 DateTime            ISO 8601; aware datetimes are converted to UTC first
 Interval            whole microseconds, decimal ASCII
 Uuid                the 16 raw bytes
-Enum                the member name (or the string value for string enums)
+Enum                the string SQLAlchemy's Enum persists (``type.enums``): member names, or
+                    the ``values_callable`` values, or the strings of a string enum
 ==================  ==========================================================================
 """
 
@@ -238,21 +239,46 @@ def _uuid_codec(as_uuid: bool, name: str) -> Codec:
 
 
 def _enum_codec(type_: sqltypes.Enum, name: str) -> Codec:
+    """The string SQLAlchemy's own Enum persists (``type_.enums``): the member names of an enum
+    class, or what ``values_callable`` returns for it, or the strings of a string enum.
+
+    A member is encoded as its persisted string (the first one, for aliases, as SQLAlchemy
+    does) and a str only when it is one of the persisted strings, whatever ``validate_strings``
+    says: any other string could be sealed but never read back as a member.
+    """
     enum_class = type_.enum_class
-    allowed = frozenset(type_.enums)
+    persisted = list(type_.enums)
+    by_string = dict(type_._object_lookup)  # SQLAlchemy's own: persisted string -> member
+    to_string = {}
+    for text, member in by_string.items():
+        to_string.setdefault(id(member), text)
+    # enums with values_callable were sealed as member names before: read those back too, when
+    # no name is also a persisted string (else a name could mean another member)
+    legacy = {}
+    if enum_class is not None and type_.values_callable is not None:
+        names = dict(enum_class.__members__)
+        if not set(names) & set(by_string):
+            legacy = names
 
     def encode(value: Any) -> bytes:
         if enum_class is not None and isinstance(value, enum_class):
-            return value.name.encode("utf-8")
-        if isinstance(value, str) and value in allowed:
-            return value.encode("utf-8")
-        raise ValueError(f"{name} value is not one of the enum's members")
+            text = to_string.get(id(value))
+        elif isinstance(value, str):
+            text = value if value in by_string else None
+        else:
+            raise _type_error(name, "an enum member or str", value)
+        if text is None:
+            raise ValueError(f"{name} value is not one of the enum's members")
+        return text.encode("utf-8")
 
     def decode(data: bytes):
         text = data.decode("utf-8")
-        return enum_class[text] if enum_class is not None else text
+        try:
+            return by_string[text]
+        except KeyError:
+            return legacy[text]
 
-    size = max((len(e.encode("utf-8")) for e in type_.enums), default=0)
+    size = max((len(e.encode("utf-8")) for e in persisted), default=0)
     return Codec(encode, decode, size, name)
 
 
