@@ -220,6 +220,11 @@ class EncryptedType(TypeDecorator):
             codec = self._codec_memo = self._make_codec()
         return codec
 
+    def _codec_name(self) -> str:
+        """The name codec errors give: the type, and ``table.column`` once bound."""
+        name = type(self).__name__
+        return f"{self.table}.{self.column} ({name})" if self.bound else name
+
     def _make_codec(self) -> Codec:
         raise TypeError(
             "EncryptedType is abstract: use EncryptedString, EncryptedText, EncryptedBinary, "
@@ -363,7 +368,7 @@ class EncryptedString(EncryptedType):
     _raw = str  # non-ASCII text goes through the codec (UTF-8), then is sealed natively
 
     def _make_codec(self) -> Codec:
-        return string_codec(self.length, type(self).__name__)
+        return string_codec(self.length, self._codec_name())
 
 
 class EncryptedText(EncryptedString):
@@ -381,7 +386,7 @@ class EncryptedBinary(EncryptedType):
     _raw = bytes
 
     def _make_codec(self) -> Codec:
-        return binary_codec(self.length, type(self).__name__)
+        return binary_codec(self.length, self._codec_name())
 
 
 class EncryptedJSON(EncryptedType):
@@ -406,7 +411,7 @@ class EncryptedJSON(EncryptedType):
         super().__init__(None, keyring=keyring, table=table, column=column, bind_row=bind_row)
 
     def _make_codec(self) -> Codec:
-        return json_codec(type(self).__name__)
+        return json_codec(self._codec_name())
 
 
 class Encrypted(EncryptedType):
@@ -436,7 +441,8 @@ class Encrypted(EncryptedType):
         super().__init__(None, keyring=keyring, table=table, column=column, bind_row=bind_row)
 
     def _make_codec(self) -> Codec:
-        return codec_for(self.type_, type(self).__name__)
+        where = f"{self.table}.{self.column}" if self.bound else None
+        return codec_for(self.type_, type(self).__name__, where)
 
     @property
     def python_type(self) -> type:
