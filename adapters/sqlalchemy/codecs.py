@@ -60,10 +60,12 @@ class Codec(NamedTuple):
             return self.decode(plaintext)
         except Exception as exc:  # raised below, outside the handler: no __context__ either
             failed = type(exc).__name__
-        raise UndecodableValue(
+        error = UndecodableValue(
             f"a {self.name} value opened but does not decode ({failed}); was it written by "
             "another column type?"
         )
+        error.failed = failed  # the decoder's exception class name, nothing of its message
+        raise error
 
 
 def _type_error(name: str, expected: str, value: Any) -> TypeError:
