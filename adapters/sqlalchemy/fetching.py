@@ -147,7 +147,7 @@ class _OpeningFetch(ResultFetchStrategy):
     def alternate_cursor_description(self):
         return self.inner.alternate_cursor_description
 
-    def _opened(self, rows, result):
+    def _opened(self, rows, result=None):
         if not rows:
             return rows
         columns = self.columns
@@ -200,41 +200,52 @@ class _OpeningFetch(ResultFetchStrategy):
 
 
 def _reopened(rows, columns, result) -> list:
-    """``rows`` opened one at a time (the failure path): the first row that fails raises its
-    error again, naming the row's primary key when the result holds it."""
+    """``rows`` opened one at a time (the failure path): the first value that fails raises its
+    error again, naming its row's primary key when the result holds it."""
     out = []
     for row in rows:
         try:
             out.append(map_columns((row,), columns)[0])
             continue
-        except SealstoreError as exc:
-            failure = exc
-        key = _primary_key(row, getattr(failure, "table", None), result)
+        except SealstoreError:
+            pass
+        for index, process in columns:  # which column of the row it is
+            try:
+                process(row[index])
+            except SealstoreError as exc:
+                failure = exc
+                break
+        else:  # the row opened this time (a keyring registered meanwhile)
+            out.append(map_columns((row,), columns)[0])
+            continue
+        key = _primary_key(row, index, result)
         raise failure if key is None else with_primary_key(failure, key)
-    return out  # nothing failed this time (a keyring registered meanwhile)
+    return out
 
 
-def _primary_key(row, table, result) -> tuple | None:
-    """The primary key of ``table`` in one raw result row, when every column of it was
-    selected (and none is itself encrypted), converted as the result would; else None."""
-    entries = getattr(getattr(result.context, "compiled", None), "_result_columns", None)
-    if table is None or not entries or len(entries) != len(row):
+def _primary_key(row, index, result) -> tuple | None:
+    """The primary key of the table (or alias) that result column ``index`` comes from, when
+    each of its columns is in the raw ``row`` (and none is itself encrypted), converted as the
+    result would convert it; else None."""
+    context = getattr(result, "context", None)
+    entries = getattr(getattr(context, "compiled", None), "_result_columns", None)
+    if not entries or len(entries) != len(row):
         return None
+    source = next((o.table for o in entries[index][2] if isinstance(o, Column)), None)
+    names = [c.name for c in getattr(source, "primary_key", ())]
     found = {}
     for position, entry in enumerate(entries):
         for obj in entry[2]:
-            if isinstance(obj, Column) and obj.primary_key and getattr(obj.table, "name", None) == table:
+            if isinstance(obj, Column) and obj.table is source and obj.name in names:
                 found.setdefault(obj.name, (position, obj))
-    pk_columns = next(iter(found.values()))[1].table.primary_key.columns if found else ()
-    if not pk_columns or any(c.name not in found for c in pk_columns):
+    if not names or len(found) != len(names):
         return None
-    dialect = result.context.dialect
+    dialect = context.dialect
     values = []
-    for c in pk_columns:
-        position, obj = found[c.name]
+    for name in names:
+        position, obj = found[name]
         if isinstance(obj.type, (EncryptedType, BlindIndex)):
             return None
-        value = row[position]
         process = obj.type.dialect_impl(dialect).result_processor(dialect, None)
-        values.append(process(value) if process is not None else value)
+        values.append(process(row[position]) if process is not None else row[position])
     return tuple(values)

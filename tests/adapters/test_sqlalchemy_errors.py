@@ -218,3 +218,20 @@ def test_read_errors_are_named_on_the_python_path_too(db, keyrings):
         assert str(info.value).startswith("ss_users.ssn (primary key 1)" if names_row else "ss_users.ssn:")
         assert info.value.__context__ is None
         _assert_clean(info.value, bytes(tampered))
+
+
+def test_a_self_join_names_the_row_the_failing_value_belongs_to(db, keyrings):
+    from sqlalchemy.orm import aliased
+
+    with db.begin() as conn:
+        conn.execute(insert(users), [{"id": 1, "ssn": "SECRET-0001", "visits": 2},
+                                     {"id": 2, "ssn": "SECRET-0002", "visits": 1}])  # fmt: skip
+    write_raw(db, "ss_users", "ssn", 2, b"never sealed SECRET-0002")
+    other = aliased(User)
+    stmt = select(User.id, User.notes, other.id, other.ssn).join(other, other.id == User.id + 1)
+    with pytest.raises(MalformedCiphertext) as info, Session(db) as session:
+        session.execute(stmt).all()
+    assert str(info.value).startswith("ss_users.ssn (primary key 2)"), str(info.value)
+    with pytest.raises(MalformedCiphertext) as info, db.connect() as conn:
+        conn.execute(select(users.c.id, users.c.ssn).where(users.c.id == 2)).all()
+    assert str(info.value).startswith("ss_users.ssn (primary key 2)")
