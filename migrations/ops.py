@@ -54,12 +54,13 @@ from sqlalchemy import (
     update,
 )
 
-from ..adapters.sqlalchemy.read_errors import with_primary_key
-from ..errors import ColumnBindingError, SealstoreError
+from ..errors import ColumnBindingError
 from . import ownership
 from .cursor import after
 from . import inplace
 from .transient import RetryPolicy, scrubbed
+from ..adapters.sqlalchemy.read_errors import with_primary_key  # read errors name the row
+from ..errors import SealstoreError
 
 __all__ = ["DecryptColumnOp", "EncryptColumnOp", "rewriter", "shadow_name"]
 
