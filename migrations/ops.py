@@ -59,6 +59,8 @@ from . import ownership
 from .cursor import after
 from . import inplace
 from .transient import RetryPolicy, scrubbed
+from ..adapters.sqlalchemy.read_errors import with_primary_key  # read errors name the row
+from ..errors import SealstoreError
 
 __all__ = ["DecryptColumnOp", "EncryptColumnOp", "rewriter", "shadow_name"]
 
@@ -410,6 +412,22 @@ def _seal_rows(bound, items):
 
 
 def _open_rows(bound, items):
+    try:
+        return _open_batch(bound, items)
+    except SealstoreError:
+        pass  # opened again one by one: the error raised names the column and the row
+    return [_open_one(bound, pk, value) for pk, value in items]
+
+
+def _open_one(bound, pk, value):
+    try:
+        return bound.open(value, pk if bound.bind_row else None)
+    except SealstoreError as exc:
+        failure = exc
+    raise with_primary_key(failure, pk)
+
+
+def _open_batch(bound, items):
     from ..keyring import get_keyring
 
     keyring = get_keyring(bound.keyring_name)

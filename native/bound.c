@@ -13,7 +13,10 @@
  * given (``fallback``), which raises the precise error or serves suites that have no native
  * Context (AES-256-GCM): no registered keyring, a closed one, a header no usable slot has, a
  * value too short, a value that is not exact ASCII str / bytes within the length (the codec's
- * ``encode`` runs then, or the fallback when there is none).  A wrong tag raises InvalidTag.
+ * ``encode`` runs then, or the fallback when there is none).  A value whose tag fails, or whose
+ * plaintext does not decode, goes to the fallback too: it opens the value again and raises the
+ * precise error, naming the column (the failure path is cold; nothing of the plaintext or the
+ * decoder's exception, which would carry it, is kept).
  *
  * ``Keyring._native`` is (open_table, seal): open_table maps 7-byte headers to Context objects,
  * seal is (threshold, Context, prefix, small Context, small prefix) or None.  The keyring
@@ -28,34 +31,6 @@
 #define RAW_STR 2
 
 static PyObject *str_native; /* interned "_native" */
-static PyObject *undecodable_cls; /* sealstore.errors.UndecodableValue */
-
-/* Replace the exception being raised by a decoder with UndecodableValue: a UnicodeDecodeError
-   or a JSON error carries the plaintext in its attributes, so none of it is kept. */
-static void raise_undecodable(void)
-{
-    PyObject *type, *value, *tb;
-    const char *what;
-    PyErr_Fetch(&type, &value, &tb);
-    what = type != NULL ? ((PyTypeObject *)type)->tp_name : "error";
-    if (undecodable_cls == NULL) {
-        PyObject *mod = PyImport_ImportModule("sealstore.errors");
-        if (mod != NULL) {
-            undecodable_cls = PyObject_GetAttrString(mod, "UndecodableValue");
-            Py_DECREF(mod);
-        }
-    }
-    if (undecodable_cls != NULL) {
-        PyErr_Clear();
-        PyErr_Format(undecodable_cls,
-                     "a column value opened but does not decode (%.100s); was it written by "
-                     "another column type?",
-                     what);
-    }
-    Py_XDECREF(type);
-    Py_XDECREF(value);
-    Py_XDECREF(tb);
-}
 
 /* The keyring's published table, or NULL (no exception) when the value must take the
    fallback: no keyring under the name, or not a native-capable one. */
@@ -270,7 +245,8 @@ static int all_ascii(const uint8_t *p, size_t n)
 }
 
 /* Decrypt straight into a new ASCII str; plaintext that turns out not to be ASCII is decoded
-   as strict UTF-8 from there, and that first string is wiped before it is freed. */
+   as strict UTF-8 from there, and that first string is wiped before it is freed.  NULL without
+   an exception when the tag fails or the text is not UTF-8: the fallback decides. */
 static PyObject *open_text(const sealstore_ctx *ctx, const Py_buffer *in, size_t mlen,
                            PyObject *ad)
 {
@@ -291,7 +267,6 @@ static PyObject *open_text(const sealstore_ctx *ctx, const Py_buffer *in, size_t
     nogil_end(ts);
     if (rc != 0) { /* m was wiped */
         Py_DECREF(res);
-        raise_invalid_tag(-1);
         return NULL;
     }
     if (all_ascii(m, mlen)) {
@@ -299,13 +274,14 @@ static PyObject *open_text(const sealstore_ctx *ctx, const Py_buffer *in, size_t
     }
     text = PyUnicode_DecodeUTF8((const char *)m, (Py_ssize_t)mlen, NULL);
     sealstore_memzero(m, mlen);
-    if (text == NULL) {
-        raise_undecodable();
+    if (text == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+        PyErr_Clear(); /* it holds the plaintext in .object */
     }
     Py_DECREF(res);
     return text;
 }
 
+/* Decrypt into new bytes; NULL without an exception when the tag fails. */
 static PyObject *open_bytes(const sealstore_ctx *ctx, const Py_buffer *in, size_t mlen,
                             PyObject *ad)
 {
@@ -324,7 +300,6 @@ static PyObject *open_bytes(const sealstore_ctx *ctx, const Py_buffer *in, size_
     nogil_end(ts);
     if (rc != 0) {
         Py_DECREF(res);
-        raise_invalid_tag(-1);
         return NULL;
     }
     return res;
@@ -382,9 +357,12 @@ static PyObject *Opener_call(OpenerObject *self, PyObject *const *args, size_t n
     Py_DECREF(ctxobj);
     if (res != NULL && self->codec != Py_None) {
         Py_SETREF(res, PyObject_CallOneArg(self->codec, res));
-        if (res == NULL) {
-            raise_undecodable();
+        if (res == NULL && PyErr_ExceptionMatches(PyExc_Exception)) {
+            PyErr_Clear(); /* a decoder's error may carry the plaintext */
         }
+    }
+    if (res == NULL && !PyErr_Occurred()) { /* a failed tag or decode: the fallback names it */
+        return PyObject_CallOneArg(self->fallback, value);
     }
     return res;
 }

@@ -904,11 +904,12 @@ def named_opener(
     """One callable that opens a value sealed by :func:`named_sealer` (or ``Keyring.seal``).
 
     Same result as ``decode(get_keyring(name).open(value, context))`` (None stays None;
-    ``text=True`` decodes the plaintext as UTF-8 first, into a wiped scratch buffer); a wrong
-    tag raises InvalidTag.  Headers of keys the keyring cannot open without asking, values too
-    short to be whole, non-buffer values, AES-256-GCM values and everything
-    :func:`named_sealer` hands to its fallback go to ``fallback(value)``, which raises the
-    precise error.
+    ``text=True`` decodes the plaintext as UTF-8 first, into a wiped scratch buffer).  Headers
+    of keys the keyring cannot open without asking, values too short to be whole, non-buffer
+    values, AES-256-GCM values, everything :func:`named_sealer` hands to its fallback, and
+    values whose tag fails or whose plaintext does not decode go to ``fallback(value)``, which
+    raises the precise error (an encrypted column's names the column); the decoder's own
+    exception, which would carry the plaintext, is dropped.
     """
     from . import _speedups
 

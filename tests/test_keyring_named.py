@@ -59,10 +59,14 @@ def text_encode(value):
 def pair(*, raw=str, max_length=20, encode=text_encode, text=True, decode=None, out=bytes):
     seal_fb = Calls(lambda v: get_keyring(NAME).seal(encode(v), CTX))
 
-    def open_py(v):
+    def open_py(v):  # as an encrypted column's fallback does: no decoder error escapes
         pt = get_keyring(NAME).open(bytes(v), CTX)
-        pt = pt.decode() if text else pt
-        return decode(pt) if decode else pt
+        try:
+            pt = pt.decode() if text else pt
+            return decode(pt) if decode else pt
+        except Exception as exc:
+            failed = type(exc).__name__
+        raise UndecodableValue(f"a value opened but does not decode ({failed})")
 
     open_fb = Calls(open_py)
     sealer = named_sealer(NAME, CTX, seal_fb, raw=raw, max_length=max_length, encode=encode, out=out)
@@ -106,16 +110,19 @@ def test_non_ascii_text_goes_through_encode_then_native(ring):
 
 def test_undecodable_plaintext_raises_without_the_plaintext(ring):
     _, opener, _, open_fb = pair()
+    bad_text = ring.seal(b"secret \xff\xfe", CTX)
     with pytest.raises(UndecodableValue) as info:
-        opener(ring.seal(b"secret \xff\xfe", CTX))
+        opener(bad_text)
     assert "secret" not in str(info.value) and "\\xff" not in str(info.value)
     assert "UnicodeDecodeError" in str(info.value)
     assert info.value.__context__ is None and info.value.__cause__ is None
-    _, json_opener, _, _ = pair(raw=None, text=False, decode=json.loads)
+    _, json_opener, _, json_fb = pair(raw=None, text=False, decode=json.loads)
+    bad_json = ring.seal(b"secret, not json", CTX)
     with pytest.raises(UndecodableValue) as info:
-        json_opener(ring.seal(b"secret, not json", CTX))
+        json_opener(bad_json)
     assert "secret" not in str(info.value) and info.value.__context__ is None
-    assert open_fb.values == []
+    # the native decoder's error is dropped and the fallback raises the precise one
+    assert open_fb.values == [bad_text] and json_fb.values == [bad_json]
 
 
 def test_encode_errors_propagate_and_nothing_is_sealed(ring):
@@ -202,16 +209,23 @@ def test_property_native_equals_python(value):
 def test_wrong_tag_context_and_every_byte_flip_raise_invalid_tag(ring):
     sealer, opener, _, open_fb = pair()
     sealed = sealer("secret value")
+    flipped = []
     for pos in range(HEADER_SIZE, len(sealed)):  # body bytes: the native path decides
         bad = bytearray(sealed)
         bad[pos] ^= 0x01
+        flipped.append(bytes(bad))
         with pytest.raises(InvalidTag) as info:
-            opener(bytes(bad))
+            opener(flipped[-1])
         assert "secret" not in str(info.value)
-    other = named_opener(NAME, column_context("people", "phone"), open_fb, text=True)
+        assert info.value.__context__ is None and info.value.__cause__ is None
+    # each failure went on to the fallback, which opened it again and raised the error itself
+    assert open_fb.values == flipped
+    phone = column_context("people", "phone")
+    phone_fb = Calls(lambda v: get_keyring(NAME).open(bytes(v), phone).decode())
+    other = named_opener(NAME, phone, phone_fb, text=True)
     with pytest.raises(InvalidTag):  # bound to its column
         other(sealed)
-    assert open_fb.values == []
+    assert phone_fb.values == [sealed]
 
 
 def test_header_errors_reach_the_fallback_and_raise_precisely(ring):

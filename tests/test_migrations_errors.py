@@ -47,3 +47,41 @@ def test_failing_decrypt_column_prints_no_plaintext(sql_engine, keyring, commit_
     assert "SECRET" not in text and "parameters" not in text
     assert err.__cause__ is None and err.__context__ is None
     assert "DecryptColumnOp conv_users.ssn" in str(err)
+
+
+@pytest.mark.parametrize("db_url", ["sqlite", "postgresql", "mariadb"], indirect=True)
+def test_decrypt_column_read_errors_name_the_row_and_carry_nothing_of_the_value(sql_engine, keyring):
+    from sealstore.errors import InvalidTag, MalformedCiphertext
+
+    meta = sa.MetaData()
+    users = sa.Table("conv_users", meta, sa.Column("id", sa.Integer, primary_key=True,
+                     autoincrement=False), sa.Column("ssn", sa.String(40)))  # fmt: skip
+    meta.create_all(sql_engine)
+    with sql_engine.begin() as conn:
+        conn.execute(sa.insert(users), [{"id": i, "ssn": f"SECRET-{i:04d}"} for i in range(20)])
+    with sql_engine.connect() as conn:
+        Operations(MigrationContext.configure(conn)).encrypt_column(
+            "conv_users", "ssn", EncryptedString(40), batch_size=7)
+        conn.commit()
+    # (the header CHECK that encrypt_column adds keeps values that were never sealed out)
+    for row, damage, error in ((13, lambda v: v[:30], MalformedCiphertext),  # truncated
+                               (16, lambda v: v[:-1] + bytes([v[-1] ^ 1]), InvalidTag)):  # fmt: skip
+        with sql_engine.begin() as conn:
+            value = conn.execute(sa.text(f"SELECT ssn FROM conv_users WHERE id = {row}")).scalar_one()
+            stored = damage(bytes(value))
+            conn.execute(sa.text("UPDATE conv_users SET ssn = :v WHERE id = :i"), {"v": stored, "i": row})
+        with sql_engine.connect() as conn:
+            op = Operations(MigrationContext.configure(conn))
+            with pytest.raises(error) as caught:
+                op.decrypt_column("conv_users", "ssn", EncryptedString(40), plain_type=sa.String(40),
+                                  batch_size=7, commit_batches=False)  # fmt: skip
+            conn.rollback()
+        err = caught.value
+        text = "".join(traceback.format_exception(err)) + repr(err) + repr(err.args)
+        assert str(err).startswith(f"conv_users.ssn (primary key {row})"), str(err)
+        assert "SECRET" not in text and stored.hex()[:12] not in text
+        assert err.__cause__ is None and err.__context__ is None
+        with sql_engine.begin() as conn:  # the next case starts from a readable value again
+            conn.execute(sa.text("UPDATE conv_users SET ssn = :v WHERE id = :i"),
+                         {"v": EncryptedString(40, table="conv_users", column="ssn").seal("SECRET-x"),
+                          "i": row})  # fmt: skip

@@ -16,12 +16,14 @@ Integer family      decimal ASCII; the range of the declared type is enforced
                     (SmallInteger 16 bits, Integer 32, BigInteger 64)
 Float               ``repr(float)`` (shortest round-tripping form)
 Numeric             fixed-point ``format(d, "f")``; quantized to ``scale`` (half away from
-                    zero, like PostgreSQL), ``precision`` enforced
+                    zero, like PostgreSQL), ``precision`` enforced (without a scale it
+                    counts every digit written); ``NaN``, ``Infinity``, ``-Infinity``
 Date / Time         ISO 8601
 DateTime            ISO 8601; aware datetimes are converted to UTC first
 Interval            whole microseconds, decimal ASCII
 Uuid                the 16 raw bytes
-Enum                the member name (or the string value for string enums)
+Enum                the string SQLAlchemy's Enum persists (``type.enums``): member names, or
+                    the ``values_callable`` values, or the strings of a string enum
 ==================  ==========================================================================
 """
 
@@ -30,6 +32,7 @@ from __future__ import annotations
 import datetime as _dt
 import decimal
 import json
+import math
 import uuid
 from typing import Any, Callable, NamedTuple
 
@@ -57,14 +60,26 @@ class Codec(NamedTuple):
             return self.decode(plaintext)
         except Exception as exc:  # raised below, outside the handler: no __context__ either
             failed = type(exc).__name__
-        raise UndecodableValue(
+        error = UndecodableValue(
             f"a {self.name} value opened but does not decode ({failed}); was it written by "
             "another column type?"
         )
+        error.failed = failed  # the decoder's exception class name, nothing of its message
+        raise error
 
 
 def _type_error(name: str, expected: str, value: Any) -> TypeError:
     return TypeError(f"{name} column expects {expected}, not {type(value).__name__}")
+
+
+def _utf8(text: str, name: str) -> bytes:
+    """``text`` in UTF-8; a lone surrogate raises ValueError without the text (the
+    UnicodeEncodeError would carry it in ``.object``, and chain it as ``__context__``)."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        pass
+    raise ValueError(f"{name} value is not valid Unicode (a lone surrogate): it has no UTF-8 form")
 
 
 def string_codec(length: int | None, name: str = "EncryptedString") -> Codec:
@@ -74,8 +89,8 @@ def string_codec(length: int | None, name: str = "EncryptedString") -> Codec:
         if type(value) is not str and not isinstance(value, str):
             raise _type_error(name, "str", value)
         if length is not None and len(value) > length:
-            raise ValueTooLong(f"{name}({length}) value has {len(value)} characters")
-        return value.encode("utf-8")
+            raise ValueTooLong(f"{name} value has {len(value)} characters, more than {length}")
+        return _utf8(value, name)
 
     def decode(data: bytes) -> str:
         return data.decode("utf-8")
@@ -92,7 +107,7 @@ def binary_codec(length: int | None, name: str = "EncryptedBinary") -> Codec:
                 raise _type_error(name, "bytes", value)
             value = bytes(value)
         if length is not None and len(value) > length:
-            raise ValueTooLong(f"{name}({length}) value has {len(value)} bytes")
+            raise ValueTooLong(f"{name} value has {len(value)} bytes, more than {length}")
         return value
 
     def decode(data: bytes) -> bytes:
@@ -108,9 +123,10 @@ def json_codec(name: str = "EncryptedJSON") -> Codec:
 
     def encode(value: Any) -> bytes:
         try:
-            return dumps(value).encode("utf-8")
+            text = dumps(value)
         except TypeError as exc:
             raise TypeError(f"{name} value is not JSON serializable: {exc}") from None
+        return _utf8(text, name)
 
     return Codec(encode, loads, None, name)
 
@@ -146,42 +162,90 @@ def _float_codec(name: str, asdecimal: bool) -> Codec:
     def encode(value: Any) -> bytes:
         if isinstance(value, bool) or not isinstance(value, (int, float, decimal.Decimal)):
             raise _type_error(name, "float", value)
-        return repr(float(value)).encode("ascii")
+        try:
+            f = float(value)
+        except OverflowError:  # an int beyond a double
+            f = math.inf
+        if math.isinf(f) and not (
+            isinstance(value, float) or isinstance(value, decimal.Decimal) and value.is_infinite()
+        ):
+            raise ValueTooLong(f"{name} value does not fit in a double")
+        return repr(f).encode("ascii")
 
     def decode(data: bytes):
         return decimal.Decimal(data.decode("ascii")) if asdecimal else float(data)
 
+    # repr(): at most 17 significant digits, "-2.2250738585072014e-308"
     return Codec(encode, decode, 24, name)
+
+
+#: digits before the point of an unconstrained Numeric (PostgreSQL's numeric limit)
+_MAX_WHOLE = 131072
+_SPECIALS = {"NaN": b"NaN", "Infinity": b"Infinity", "-Infinity": b"-Infinity"}
+
+
+def numeric_size(precision: int | None, scale: int | None) -> int | None:
+    """The longest ``format(d, "f")`` a ``Numeric(precision, scale)`` codec writes, in bytes.
+
+    With a scale: a sign, the integer digits (at least one ``0``), and a point plus ``scale``
+    digits (a negative scale writes that many zeros instead).  Without one, ``precision``
+    counts every digit written, so a sign, ``0.`` and ``precision`` digits.  ``-Infinity`` is
+    the longest special value.
+    """
+    if precision is None:
+        return None
+    if scale is None:
+        fixed = 1 + 2 + precision
+    else:
+        fixed = 1 + max(precision - scale, 1) + (scale + 1 if scale > 0 else 0)
+    return max(fixed, len(_SPECIALS["-Infinity"]))
+
+
+def _written_digits(d: decimal.Decimal) -> int:
+    """Digits of ``format(d, "f")`` other than the single ``0`` before the point of |d| < 1."""
+    _, digits, exponent = d.as_tuple()
+    if exponent >= 0:
+        return len(digits) + exponent if digits != (0,) else 1
+    return max(len(digits), -exponent)
 
 
 def _numeric_codec(precision: int | None, scale: int | None, asdecimal: bool, name: str) -> Codec:
     quantum = decimal.Decimal(1).scaleb(-scale) if scale is not None else None
+    exact = decimal.Context(prec=decimal.MAX_PREC, rounding=decimal.ROUND_HALF_UP)
+    too_long = f"{name} value does not fit in Numeric({precision}, {scale})"
 
     def encode(value: Any) -> bytes:
         if isinstance(value, bool) or not isinstance(value, (int, float, decimal.Decimal)):
             raise _type_error(name, "Decimal", value)
         d = value if isinstance(value, decimal.Decimal) else decimal.Decimal(str(value))
-        if quantum is not None and d.is_finite():
-            d = d.quantize(quantum, rounding=decimal.ROUND_HALF_UP)
-        if precision is not None and d.is_finite():
-            digits = len(d.as_tuple().digits)
-            if digits > precision and d != 0:
-                raise ValueTooLong(f"{name}({precision}, {scale}) value has {digits} digits")
+        if not d.is_finite():
+            special = _SPECIALS.get("NaN" if d.is_qnan() and not d.as_tuple().digits else str(d))
+            if special is None:  # sNaN, NaN with a payload
+                raise ValueError(f"{name} takes NaN, Infinity and -Infinity, no other special value")
+            return special
+        # bounded before quantizing or formatting: 1E+999999999 must not build a billion digits
+        if d and d.adjusted() >= (precision - (scale or 0) if precision is not None else _MAX_WHOLE):
+            raise ValueTooLong(too_long)
+        if quantum is not None:
+            d = d.quantize(quantum, context=exact)
+            if precision is not None and len(d.as_tuple().digits) > precision and d != 0:
+                raise ValueTooLong(too_long)
+        elif precision is not None and _written_digits(d) > precision:
+            raise ValueTooLong(too_long)
         return format(d, "f").encode("ascii")
 
     def decode(data: bytes):
         d = decimal.Decimal(data.decode("ascii"))
         return d if asdecimal else float(d)
 
-    size = precision + 2 if precision is not None else None
-    return Codec(encode, decode, size, name)
+    return Codec(encode, decode, numeric_size(precision, scale), name)
 
 
 def _date_codec(name: str) -> Codec:
     def encode(value: Any) -> bytes:
         if isinstance(value, _dt.datetime) or not isinstance(value, _dt.date):
             raise _type_error(name, "datetime.date", value)
-        return value.isoformat().encode("ascii")
+        return _dt.date.isoformat(value).encode("ascii")  # a subclass's own isoformat may differ
 
     return Codec(encode, lambda b: _dt.date.fromisoformat(b.decode("ascii")), 10, name)
 
@@ -193,9 +257,15 @@ def _datetime_codec(name: str) -> Codec:
         if not isinstance(value, _dt.datetime):
             raise _type_error(name, "datetime.datetime", value)
         if value.tzinfo is not None and value.utcoffset() is not None:
-            value = value.astimezone(utc)
-        return value.isoformat().encode("ascii")
+            try:
+                value = value.astimezone(utc)
+            except OverflowError:  # 0001-01-01 00:00+01:00 is before year 1 in UTC
+                value = None
+            if value is None:
+                raise ValueTooLong(f"{name} value is out of datetime's range once in UTC")
+        return _dt.datetime.isoformat(value).encode("ascii")
 
+    # "9999-12-31T23:59:59.999999+00:00": aware values are in UTC, so the offset has no seconds
     return Codec(encode, lambda b: _dt.datetime.fromisoformat(b.decode("ascii")), 32, name)
 
 
@@ -203,9 +273,10 @@ def _time_codec(name: str) -> Codec:
     def encode(value: Any) -> bytes:
         if not isinstance(value, _dt.time):
             raise _type_error(name, "datetime.time", value)
-        return value.isoformat().encode("ascii")
+        return _dt.time.isoformat(value).encode("ascii")
 
-    return Codec(encode, lambda b: _dt.time.fromisoformat(b.decode("ascii")), 21, name)
+    # "23:59:59.999999-23:59:59.999999": the offset keeps its seconds and microseconds
+    return Codec(encode, lambda b: _dt.time.fromisoformat(b.decode("ascii")), 31, name)
 
 
 def _interval_codec(name: str) -> Codec:
@@ -216,7 +287,8 @@ def _interval_codec(name: str) -> Codec:
             raise _type_error(name, "datetime.timedelta", value)
         return b"%d" % (value // one)
 
-    return Codec(encode, lambda b: _dt.timedelta(microseconds=int(b)), 25, name)
+    size = len(str(_dt.timedelta.min // one))  # "-86399999999999999999", 21 bytes
+    return Codec(encode, lambda b: _dt.timedelta(microseconds=int(b)), size, name)
 
 
 def _uuid_codec(as_uuid: bool, name: str) -> Codec:
@@ -238,30 +310,58 @@ def _uuid_codec(as_uuid: bool, name: str) -> Codec:
 
 
 def _enum_codec(type_: sqltypes.Enum, name: str) -> Codec:
+    """The string SQLAlchemy's own Enum persists (``type_.enums``): the member names of an enum
+    class, or what ``values_callable`` returns for it, or the strings of a string enum.
+
+    A member is encoded as its persisted string (the first one, for aliases, as SQLAlchemy
+    does) and a str only when it is one of the persisted strings, whatever ``validate_strings``
+    says: any other string could be sealed but never read back as a member.
+    """
     enum_class = type_.enum_class
-    allowed = frozenset(type_.enums)
+    persisted = list(type_.enums)
+    by_string = dict(type_._object_lookup)  # SQLAlchemy's own: persisted string -> member
+    to_string = {}
+    for text, member in by_string.items():
+        to_string.setdefault(id(member), text)
+    # enums with values_callable were sealed as member names before: read those back too, when
+    # no name is also a persisted string (else a name could mean another member)
+    legacy = {}
+    if enum_class is not None and type_.values_callable is not None:
+        names = dict(enum_class.__members__)
+        if not set(names) & set(by_string):
+            legacy = names
 
     def encode(value: Any) -> bytes:
         if enum_class is not None and isinstance(value, enum_class):
-            return value.name.encode("utf-8")
-        if isinstance(value, str) and value in allowed:
-            return value.encode("utf-8")
-        raise ValueError(f"{name} value is not one of the enum's members")
+            text = to_string.get(id(value))
+        elif isinstance(value, str):
+            text = value if value in by_string else None
+        else:
+            raise _type_error(name, "an enum member or str", value)
+        if text is None:
+            raise ValueError(f"{name} value is not one of the enum's members")
+        return text.encode("utf-8")
 
     def decode(data: bytes):
         text = data.decode("utf-8")
-        return enum_class[text] if enum_class is not None else text
+        try:
+            return by_string[text]
+        except KeyError:
+            return legacy[text]
 
-    size = max((len(e.encode("utf-8")) for e in type_.enums), default=0)
+    size = max((len(e.encode("utf-8")) for e in persisted), default=0)
     return Codec(encode, decode, size, name)
 
 
-def codec_for(type_: sqltypes.TypeEngine, name: str = "Encrypted") -> Codec:
-    """The canonical codec for a generic SQLAlchemy type (``Integer``, ``Date``, ``Numeric`` ...).
+def codec_for(type_: sqltypes.TypeEngine, name: str = "Encrypted", where: str | None = None) -> Codec:
+    """The canonical codec for a generic SQLAlchemy type (``Integer``, ``Date``, ``Numeric`` ...);
+    ``where`` (``"table.column"``) is named in its error messages.
 
     Raises TypeError for types without a canonical encoding (user TypeDecorators, ARRAY ...).
     """
     label = f"{name}({type(type_).__name__})"
+    if where is not None:
+        label = f"{where} ({label})"
     # Order matters: Enum is a String, Float is a Numeric, BigInteger/SmallInteger are Integers.
     if isinstance(type_, sqltypes.Enum):
         return _enum_codec(type_, label)

@@ -31,7 +31,7 @@ statements it should not apply to are first run (the decision is kept per compil
 
 from __future__ import annotations
 
-from sqlalchemy import event
+from sqlalchemy import Column, event
 from sqlalchemy.engine import Engine
 from sqlalchemy.engine.cursor import (
     _DEFAULT_FETCH,
@@ -39,7 +39,10 @@ from sqlalchemy.engine.cursor import (
     ResultFetchStrategy,
 )
 
+from ...errors import SealstoreError
 from ...rowmap import map_columns
+from .blind_index import BlindIndex
+from .read_errors import with_primary_key
 from .results import returns_types
 from .types import EncryptedType
 
@@ -144,7 +147,7 @@ class _OpeningFetch(ResultFetchStrategy):
     def alternate_cursor_description(self):
         return self.inner.alternate_cursor_description
 
-    def _opened(self, rows):
+    def _opened(self, rows, result=None):
         if not rows:
             return rows
         columns = self.columns
@@ -152,7 +155,13 @@ class _OpeningFetch(ResultFetchStrategy):
             columns = self.columns = self.plan.columns
             if columns is _NOT_YET:
                 raise RuntimeError("sealstore: result metadata was built without the fetch hook")
-        return map_columns(rows, columns) if columns else rows
+        if not columns:
+            return rows
+        try:
+            return map_columns(rows, columns)
+        except SealstoreError:
+            pass  # raised again below, outside the handler, with the failing row's primary key
+        return _reopened(rows, columns, result)
 
     def soft_close(self, result, dbapi_cursor):
         self.inner.soft_close(result, dbapi_cursor)
@@ -170,10 +179,10 @@ class _OpeningFetch(ResultFetchStrategy):
 
     def fetchone(self, result, dbapi_cursor, hard_close=False):
         row = self.inner.fetchone(result, dbapi_cursor, hard_close)
-        return None if row is None else self._opened((row,))[0]
+        return None if row is None else self._opened((row,), result)[0]
 
     def fetchmany(self, result, dbapi_cursor, size=None):
-        return self._opened(self.inner.fetchmany(result, dbapi_cursor, size))
+        return self._opened(self.inner.fetchmany(result, dbapi_cursor, size), result)
 
     def fetchall(self, result, dbapi_cursor):
         rows, fetchmany = [], self.inner.fetchmany
@@ -182,9 +191,61 @@ class _OpeningFetch(ResultFetchStrategy):
             # (a buffered one does so while it still returns its last rows)
             chunk = fetchmany(result, dbapi_cursor, CHUNK_ROWS)
             try:
-                rows += self._opened(chunk)
+                rows += self._opened(chunk, result)
             except BaseException:  # as after a fetchall: the cursor is done with
                 result._soft_close()
                 raise
             if not chunk or result.cursor_strategy is not self:
                 return rows
+
+
+def _reopened(rows, columns, result) -> list:
+    """``rows`` opened one at a time (the failure path): the first value that fails raises its
+    error again, naming its row's primary key when the result holds it."""
+    out = []
+    for row in rows:
+        try:
+            out.append(map_columns((row,), columns)[0])
+            continue
+        except SealstoreError:
+            pass
+        for index, process in columns:  # which column of the row it is
+            try:
+                process(row[index])
+            except SealstoreError as exc:
+                failure = exc
+                break
+        else:  # the row opened this time (a keyring registered meanwhile)
+            out.append(map_columns((row,), columns)[0])
+            continue
+        key = _primary_key(row, index, result)
+        raise failure if key is None else with_primary_key(failure, key)
+    return out
+
+
+def _primary_key(row, index, result) -> tuple | None:
+    """The primary key of the table (or alias) that result column ``index`` comes from, when
+    each of its columns is in the raw ``row`` (and none is itself encrypted), converted as the
+    result would convert it; else None."""
+    context = getattr(result, "context", None)
+    entries = getattr(getattr(context, "compiled", None), "_result_columns", None)
+    if not entries or len(entries) != len(row):
+        return None
+    source = next((o.table for o in entries[index][2] if isinstance(o, Column)), None)
+    names = [c.name for c in getattr(source, "primary_key", ())]
+    found = {}
+    for position, entry in enumerate(entries):
+        for obj in entry[2]:
+            if isinstance(obj, Column) and obj.table is source and obj.name in names:
+                found.setdefault(obj.name, (position, obj))
+    if not names or len(found) != len(names):
+        return None
+    dialect = context.dialect
+    values = []
+    for name in names:
+        position, obj = found[name]
+        if isinstance(obj.type, (EncryptedType, BlindIndex)):
+            return None
+        process = obj.type.dialect_impl(dialect).result_processor(dialect, None)
+        values.append(process(row[position]) if process is not None else row[position])
+    return tuple(values)

@@ -27,10 +27,11 @@ from sqlalchemy.sql import operators
 from sqlalchemy.sql.elements import BindParameter, ColumnElement, Null
 from sqlalchemy.types import TypeDecorator, to_instance
 
-from ...errors import ColumnBindingError, UnsupportedComparison
+from ...errors import ColumnBindingError, SealstoreError, UnsupportedComparison
 from ...format import Suite, column_context, overhead, tag_sizes
 from ...keyring import get_keyring, named_opener, named_sealer
 from .codecs import Codec, binary_codec, codec_for, json_codec, string_codec
+from .read_errors import read_error
 from .refused import RefusedComparison, check_selected
 
 __all__ = [
@@ -220,6 +221,11 @@ class EncryptedType(TypeDecorator):
             codec = self._codec_memo = self._make_codec()
         return codec
 
+    def _codec_name(self) -> str:
+        """The name codec errors give: the type, and ``table.column`` once bound."""
+        name = type(self).__name__
+        return f"{self.table}.{self.column} ({name})" if self.bound else name
+
     def _make_codec(self) -> Codec:
         raise TypeError(
             "EncryptedType is abstract: use EncryptedString, EncryptedText, EncryptedBinary, "
@@ -301,16 +307,17 @@ class EncryptedType(TypeDecorator):
             from .rows import row_result_processor
 
             return row_result_processor(self)
-        decode, decoded = self.codec.decode, self.codec.decoded
+        decode = self.codec.decode
         ctx = self.context()
         name = self.keyring_name
+        opened = self._opened
 
-        def process(value, _get=get_keyring):
+        def process(value):  # what the native opener leaves to Python, failures included
             if value is None:
                 return None
             if type(value) is not bytes:
                 value = bytes(value)
-            return decoded(_get(name).open(value, ctx))
+            return opened(value, ctx)
 
         if self._raw is str:  # UTF-8 decoded in C
             return named_opener(name, ctx, process, text=True)
@@ -336,8 +343,17 @@ class EncryptedType(TypeDecorator):
         """Open one stored value of this column (``row`` for row-bound columns)."""
         if sealed is None:
             return None
-        plaintext = get_keyring(self.keyring_name).open(bytes(sealed), self.context(row))
-        return self.codec.decoded(plaintext)
+        return self._opened(bytes(sealed), self.context(row), row)
+
+    def _opened(self, sealed: bytes, ctx: bytes, row: Any = None) -> Any:
+        """Open and decode one stored value; a failure raises the keyring's or the codec's
+        error class naming this column (and ``row``), without the stored bytes or plaintext
+        and without ``__cause__``/``__context__`` (``read_errors.py``)."""
+        try:
+            return self.codec.decoded(get_keyring(self.keyring_name).open(sealed, ctx))
+        except SealstoreError as exc:
+            failure = exc
+        raise read_error(failure, self.table, self.column, row)
 
 
 def _bind_type(dialect) -> type:
@@ -363,7 +379,7 @@ class EncryptedString(EncryptedType):
     _raw = str  # non-ASCII text goes through the codec (UTF-8), then is sealed natively
 
     def _make_codec(self) -> Codec:
-        return string_codec(self.length, type(self).__name__)
+        return string_codec(self.length, self._codec_name())
 
 
 class EncryptedText(EncryptedString):
@@ -381,7 +397,7 @@ class EncryptedBinary(EncryptedType):
     _raw = bytes
 
     def _make_codec(self) -> Codec:
-        return binary_codec(self.length, type(self).__name__)
+        return binary_codec(self.length, self._codec_name())
 
 
 class EncryptedJSON(EncryptedType):
@@ -406,7 +422,7 @@ class EncryptedJSON(EncryptedType):
         super().__init__(None, keyring=keyring, table=table, column=column, bind_row=bind_row)
 
     def _make_codec(self) -> Codec:
-        return json_codec(type(self).__name__)
+        return json_codec(self._codec_name())
 
 
 class Encrypted(EncryptedType):
@@ -436,7 +452,8 @@ class Encrypted(EncryptedType):
         super().__init__(None, keyring=keyring, table=table, column=column, bind_row=bind_row)
 
     def _make_codec(self) -> Codec:
-        return codec_for(self.type_, type(self).__name__)
+        where = f"{self.table}.{self.column}" if self.bound else None
+        return codec_for(self.type_, type(self).__name__, where)
 
     @property
     def python_type(self) -> type:
