@@ -34,7 +34,6 @@ from ...format import column_context
 from ...keyring import Keyring, KeyState, get_keyring
 from .lookups import IndexLookup
 from .rows import PreSealed
-from .types import EncryptedType
 
 __all__ = [
     "INDEX_KEYRING",
@@ -144,7 +143,7 @@ class BlindIndex(TypeDecorator):
             raise BlindIndexError(
                 f"BlindIndex source {self.source!r} is not a column of table {table.name}"
             )
-        if not isinstance(col.type, EncryptedType):
+        if not getattr(col.type, "sealstore_encrypted", False):
             raise BlindIndexError(
                 f"BlindIndex source {table.name}.{col.name} is not an encrypted column"
             )
@@ -163,7 +162,7 @@ class BlindIndex(TypeDecorator):
             info = self._info_memo = _INFO + column_context(self.table, self.column)
         return info
 
-    def _keyring(self, source_type: EncryptedType) -> Keyring:
+    def _keyring(self, source_type) -> Keyring:
         keyring = get_keyring(self.keyring)
         if keyring is get_keyring(source_type.keyring_name):
             raise BlindIndexError(

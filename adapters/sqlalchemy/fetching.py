@@ -39,7 +39,7 @@ from sqlalchemy.engine.cursor import (
     ResultFetchStrategy,
 )
 
-from ...errors import SealstoreError
+from ...errors import InternalError, SealstoreError
 from ...rowmap import map_columns
 from .blind_index import BlindIndex
 from .read_errors import with_primary_key
@@ -154,7 +154,7 @@ class _OpeningFetch(ResultFetchStrategy):
         if columns is _NOT_YET:  # metadata reused from the compiled statement's cache
             columns = self.columns = self.plan.columns
             if columns is _NOT_YET:
-                raise RuntimeError("sealstore: result metadata was built without the fetch hook")
+                raise InternalError("sealstore: result metadata was built without the fetch hook")
         if not columns:
             return rows
         try:

@@ -23,16 +23,16 @@ import inspect as _inspect
 from typing import Any
 
 from sqlalchemy import VARBINARY, LargeBinary
-from sqlalchemy.sql import operators
-from sqlalchemy.sql.elements import BindParameter, ColumnElement, Null
 from sqlalchemy.types import TypeDecorator, to_instance
 
-from ...errors import ColumnBindingError, SealstoreError, UnsupportedComparison
-from ...format import Suite, column_context, overhead, tag_sizes
+from ...errors import ColumnBindingError, SealstoreError
+from ...format import column_context
+from ...suites import COLUMN_OVERHEAD
 from ...keyring import get_keyring, named_opener, named_sealer
 from .codecs import Codec, binary_codec, codec_for, json_codec, string_codec
 from .read_errors import read_error
-from .refused import RefusedComparison, check_selected
+from .comparison import EncryptedComparator
+from .refused import check_selected
 
 __all__ = [
     "DEFAULT_KEYRING",
@@ -46,92 +46,14 @@ __all__ = [
 ]
 
 DEFAULT_KEYRING = "default"
-#: The largest overhead a sealed value can have, over every suite and tag size (55 bytes).
-MAX_OVERHEAD = max(overhead(s, t) for s in Suite for t in tag_sizes(s))
+#: The overhead a column's width allows for (55 bytes): the registry pins it, so a new suite
+#: with a larger overhead fails a test instead of silently widening every MySQL column.
+MAX_OVERHEAD = COLUMN_OVERHEAD
 #: MySQL/MariaDB: VARBINARY up to this many bytes, BLOB types above (row size limits),
 #: LONGBLOB when unbounded.
 MYSQL_VARBINARY_LIMIT = 8192
 
 _PUBLIC_MODULE = "sealstore.adapters.sqlalchemy"
-
-
-class _EncryptedComparator(TypeDecorator.Comparator):
-    """Refuses comparisons that cannot work on randomized ciphertext.
-
-    ``IS NULL`` / ``IS NOT NULL`` pass through.  ``==``, ``!=``, ``in_()`` and ``not_in()``
-    with literal values are rewritten to the column's blind index when it has one; ``==`` and
-    ``!=`` with another SQL expression raise UnsupportedComparison when compiled (see
-    ``refused.py``: SQLAlchemy compares columns internally); everything else (ordering,
-    ``LIKE``, arithmetic) raises UnsupportedComparison at once.
-    """
-
-    __slots__ = ()
-
-    def operate(self, op, *other, **kwargs):
-        return _compare(self, op, other, kwargs, reverse=False)
-
-    def reverse_operate(self, op, other, **kwargs):
-        return _compare(self, op, (other,), kwargs, reverse=True)
-
-
-_PASS_THROUGH = frozenset({operators.is_, operators.is_not})
-_EQUALITY = frozenset({operators.eq, operators.ne, operators.in_op, operators.not_in_op})
-
-
-def _compare(comparator, op, other, kwargs, reverse):
-    expr = comparator.expr
-    single = other[0] if len(other) == 1 else None
-    if op in _PASS_THROUGH or (
-        op in (operators.eq, operators.ne)
-        and len(other) == 1
-        # NULL checks; and SQLAlchemy itself compares a column with its annotated copy
-        # (dictionary look-ups of columns fall back to ==): both build the ordinary expression
-        and (single is None or isinstance(single, Null) or _same_column(expr, single))
-    ):
-        parent = super(_EncryptedComparator, comparator)
-        if reverse:
-            return parent.reverse_operate(op, single, **kwargs)
-        return parent.operate(op, *other, **kwargs)
-    name = _describe(expr)
-    if op in (operators.eq, operators.ne) and _is_sql_expression(single):
-        parent = super(_EncryptedComparator, comparator)
-        binary = parent.reverse_operate(op, single, **kwargs) if reverse else parent.operate(op, single, **kwargs)
-        return RefusedComparison(
-            binary,
-            f"{name} is encrypted with random nonces: comparing it with another SQL expression "
-            "cannot work on its ciphertext; compare with a value (through a BlindIndex)",
-        )
-    if op in _EQUALITY:
-        from .blind_index import equality_via_index  # blind_index imports this module
-
-        return equality_via_index(expr, op, single, name)
-    raise UnsupportedComparison(
-        f"{name} is encrypted with random nonces: the {getattr(op, '__name__', op)!s} operator "
-        "cannot work on its ciphertext; compare decrypted values in Python, or add a BlindIndex "
-        "for equality lookups"
-    )
-
-
-def _is_sql_expression(other) -> bool:
-    """True for a column or other SQL expression (not a bound parameter or a Python value)."""
-    if not isinstance(other, ColumnElement) and hasattr(other, "__clause_element__"):
-        other = other.__clause_element__()
-    return isinstance(other, ColumnElement) and not isinstance(other, BindParameter)
-
-
-def _same_column(expr, other) -> bool:
-    if other is expr:
-        return True
-    if not isinstance(other, ColumnElement):
-        return False
-    # an annotated copy hashes like its original; an alias's column does not
-    return hash(other) == hash(expr) and expr.shares_lineage(other)
-
-
-def _describe(expr) -> str:
-    table = getattr(getattr(expr, "table", None), "name", None)
-    col = getattr(expr, "name", None) or getattr(expr, "key", None) or "column"
-    return f"{table}.{col}" if table else str(col)
 
 
 class EncryptedType(TypeDecorator):
@@ -143,7 +65,10 @@ class EncryptedType(TypeDecorator):
 
     impl = LargeBinary
     cache_ok = True
-    comparator_factory = _EncryptedComparator
+    comparator_factory = EncryptedComparator
+    #: what a blind index checks its source column's type by (blind_index.py sits below this
+    #: module, so it cannot import the class)
+    sealstore_encrypted = True
 
     #: the encrypted types' python_type is the one of the values they hold (set by subclasses)
     _python_type: type = object

@@ -1,0 +1,36 @@
+"""``sealstore.errors`` names every exception class it defines, each one a SealstoreError,
+and library code raises no bare RuntimeError (impossible states are InternalError)."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+import sealstore.errors as errors
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_all_lists_every_class_and_only_them():
+    defined = {n for n, v in vars(errors).items() if inspect.isclass(v) and v.__module__ == errors.__name__}
+    assert set(errors.__all__) == defined
+    assert len(errors.__all__) == len(set(errors.__all__))
+
+
+def test_every_class_is_a_sealstore_error():
+    for name in errors.__all__:
+        assert issubclass(getattr(errors, name), errors.SealstoreError), name
+
+
+def test_library_code_raises_no_bare_runtime_error():
+    found = []
+    for folder in ("plugin", "adapters", "migrations"):  # the library (the bench is a program)
+        for path in (ROOT / folder).rglob("*.py"):
+            for n, line in enumerate(path.read_text().splitlines(), 1):
+                if re.search(r"\braise RuntimeError\b", line):
+                    found.append(f"{path.relative_to(ROOT)}:{n}")
+    for path in (ROOT / "native").glob("*.c"):
+        if "PyExc_RuntimeError" in path.read_text():
+            found.append(str(path.relative_to(ROOT)))
+    assert found == []
