@@ -644,7 +644,8 @@ class Keyring(HoldsKey):
         return cls.seal is Keyring.seal and cls.open is Keyring.open
 
     def _publish(self) -> None:
-        """Rebuild the snapshots after a change of keys or states (caller holds the lock)."""
+        """Rebuild the snapshots after a change of keys or states.  Takes the (reentrant) lock:
+        callers that change keys hold it already, the constructor does not."""
         with self._lock:
             self._derived = {
                 h: s for h, s in self._derived.items() if s.key.state is not KeyState.DESTROYED
