@@ -24,15 +24,20 @@ def keyring():
     forget_keyring()
 
 
-@pytest.mark.parametrize("db_url", ["postgresql", "mariadb"], indirect=True)
-@pytest.mark.parametrize("commit_batches", [True, False])
-def test_failing_decrypt_column_prints_no_plaintext(sql_engine, keyring, commit_batches):
+def _plaintext_users(engine) -> None:
+    """Table conv_users: ids 0..19, each with a plaintext ``SECRET-00NN`` in ``ssn``."""
     meta = sa.MetaData()
     users = sa.Table("conv_users", meta, sa.Column("id", sa.Integer, primary_key=True,
                      autoincrement=False), sa.Column("ssn", sa.String(40)))  # fmt: skip
-    meta.create_all(sql_engine)
-    with sql_engine.begin() as conn:
+    meta.create_all(engine)
+    with engine.begin() as conn:
         conn.execute(sa.insert(users), [{"id": i, "ssn": f"SECRET-{i:04d}"} for i in range(20)])
+
+
+@pytest.mark.parametrize("db_url", ["postgresql", "mariadb"], indirect=True)
+@pytest.mark.parametrize("commit_batches", [True, False])
+def test_failing_decrypt_column_prints_no_plaintext(sql_engine, keyring, commit_batches):
+    _plaintext_users(sql_engine)
     with sql_engine.connect() as conn:
         op = Operations(MigrationContext.configure(conn))
         op.encrypt_column("conv_users", "ssn", EncryptedString(40), batch_size=7,
@@ -53,12 +58,7 @@ def test_failing_decrypt_column_prints_no_plaintext(sql_engine, keyring, commit_
 def test_decrypt_column_read_errors_name_the_row_and_carry_nothing_of_the_value(sql_engine, keyring):
     from sealstore.errors import InvalidTag, MalformedCiphertext
 
-    meta = sa.MetaData()
-    users = sa.Table("conv_users", meta, sa.Column("id", sa.Integer, primary_key=True,
-                     autoincrement=False), sa.Column("ssn", sa.String(40)))  # fmt: skip
-    meta.create_all(sql_engine)
-    with sql_engine.begin() as conn:
-        conn.execute(sa.insert(users), [{"id": i, "ssn": f"SECRET-{i:04d}"} for i in range(20)])
+    _plaintext_users(sql_engine)
     with sql_engine.connect() as conn:
         Operations(MigrationContext.configure(conn)).encrypt_column(
             "conv_users", "ssn", EncryptedString(40), batch_size=7)
