@@ -55,18 +55,20 @@ class _StreamWork:
         import sealstore
         from sealstore import stream as S
         from sealstore.keyring import Keyring
+        from sealstore.stream.sources import _batch_segments
 
         keyring = Keyring.generate("AEGIS-128X4", 32)
         self.size = size
         self.data = [os.urandom(size), os.urandom(size)]
         self.seg = S.DEFAULT_SEGMENT_SIZE
-        self.batch = S._batch_segments(self.seg) * self.seg
+        self.sealing_reader, self.opening_reader = S.SealingReader, S.OpeningReader
+        self.batch = _batch_segments(self.seg) * self.seg
         self.ciphers = [S.ObjectCipher.create(keyring) for _ in self.data]
         self.sealed = [b"".join(S.seal_stream(d, keyring)) for d in self.data]
         self.openers = [S.ObjectCipher.from_header(keyring, s) for s in self.sealed]
         self.raw = sealstore.AEGIS128X4(os.urandom(16), tag_size=32)
         self.nonce = bytes(16)
-        self.sealed_batch = S._batch_segments(self.seg) * (self.seg + 32) + 32
+        self.sealed_batch = _batch_segments(self.seg) * (self.seg + 32) + 32
         self.header_size = S.HEADER_SIZE
         batch = self.batch
         self.raw_sealed = [
@@ -89,13 +91,13 @@ class _StreamWork:
 
     def stream_seal(self, i: int) -> None:
         out = bytearray(self.sealed_batch)
-        reader = self.ciphers[i].reader(self.data[i])
+        reader = self.sealing_reader(self.ciphers[i], self.data[i])
         while reader.readinto(out):
             pass
 
     def stream_open(self, i: int) -> None:
         out = bytearray(self.batch)
-        reader = self.openers[i].opener(memoryview(self.sealed[i])[self.header_size :])
+        reader = self.opening_reader(self.openers[i], memoryview(self.sealed[i])[self.header_size :])
         while reader.readinto(out):
             pass
 

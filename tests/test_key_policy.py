@@ -14,6 +14,7 @@ import boto3
 import pytest
 from moto import mock_aws
 from sealstore import stream as S
+from sealstore.stream.object_key import _derive
 from sealstore.config import load_config
 from sealstore.errors import InvalidTag, KeyCommitmentMismatch, KeyNotUsable, ShortTagRefused, WrongLocation
 from sealstore.keyfile import KeyFile
@@ -291,7 +292,7 @@ def test_commitment_mismatch_leaves_no_derived_key_in_any_frame():
     ring = Keyring.generate()
     sealed = b"".join(S.seal_stream(b"secret object", ring, context=b"right"))
     h = S.parse_object_header(sealed[: S.HEADER_SIZE])
-    derived = S._derive(ring.primary.reveal_material(), h.pack()[:12], h.salt, h.suite, b"wrong")
+    derived = _derive(ring.primary.reveal_material(), h.pack()[:12], h.salt, h.suite, b"wrong")
     with pytest.raises(KeyCommitmentMismatch) as info:
         b"".join(S.open_stream(io.BytesIO(sealed), ring, context=b"wrong"))
     secrets = {bytes(x) for x in derived}
@@ -321,7 +322,7 @@ def test_wrong_location_leaves_no_key_material_in_any_frame():
     sealed = b"".join(S.seal_stream(b"secret object", ring, location=b"bucket/alice"))
     h = S.parse_object_header(sealed[: S.HEADER_SIZE])
     material = ring.primary.reveal_material()
-    okey, prefix, _commit = S._derive(material, h.pack()[:12], h.salt, h.suite, b"")
+    okey, prefix, _commit = _derive(material, h.pack()[:12], h.salt, h.suite, b"")
     secrets = {bytes(material), bytes(okey), bytes(prefix)}  # the commitment is public: in the header
     for location in (b"bucket/bob", None):
         with pytest.raises(WrongLocation) as info:
