@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install LocalStack's S3 provider (PyPI localstack-core, no Docker) in a venv of its own, for the
 # tests that run the S3 adapter against a second S3 implementation besides moto
-# (tests/fixtures_s3.py, tests/test_adapters_s3_backends.py).
+# (tests/fixtures_s3.py, tests/adapters/s3/test_s3_backends.py).
 #
 # The venv is $SEALSTORE_LOCALSTACK_VENV (default /opt/sealstore-localstack); the fixtures run
 # its python ($SEALSTORE_LOCALSTACK_PY, default $SEALSTORE_LOCALSTACK_VENV/bin/python).  It is

@@ -292,7 +292,7 @@ def test_copy_above_the_single_request_limit_is_a_multipart_copy(s3_endpoint, ke
     """client.copy of an unbound sealed object (bind_location=False) larger than CopyObject
     takes (5 GiB, scaled down to 6 MiB here): the sealed bytes are copied in order, byte for
     byte, each range conditional on the source's ETag; metadata and headers follow CopyObject's
-    rules.  (Bound objects are re-sealed instead: test_adapters_s3_binding.py.)"""
+    rules.  (Bound objects are re-sealed instead: test_s3_binding.py.)"""
     from sealstore.adapters.s3 import large
 
     s3 = encrypt_client(make_client(s3_endpoint), keyring, bind_location=False)

@@ -295,7 +295,7 @@ def test_frozen_bound_vectors_use_the_s3_encoding():
     import json
     from pathlib import Path
 
-    path = Path(__file__).parent / "vectors" / "objects" / "objects-v1-bound.json"
+    path = Path(__file__).resolve().parents[2] / "vectors" / "objects" / "objects-v1-bound.json"
     for case in json.loads(path.read_text()):
         assert bytes.fromhex(case["location"]) == object_location(
             "vectors-bucket", "alice/report.bin"
@@ -308,7 +308,7 @@ def _golden(name):
 
     from sealstore.keyring import Key
 
-    path = Path(__file__).parent / "vectors" / "objects" / name
+    path = Path(__file__).resolve().parents[2] / "vectors" / "objects" / name
     for case in json.loads(path.read_text()):
         key = Key(int(case["key_id"], 16), case["suite"], bytes.fromhex(case["material"]),
                   state="primary")  # fmt: skip

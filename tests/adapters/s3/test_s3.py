@@ -502,7 +502,7 @@ class TestCopies:
 
     def test_metadata_lost_body_still_opens(self, s3, raw_s3, bucket):
         """Another tool copied the object onto itself and dropped the metadata: the body names
-        everything (a copy to another key fails: test_adapters_s3_binding.py)."""
+        everything (a copy to another key fails: test_s3_binding.py)."""
         data = os.urandom(3 * SEG + 1)
         s3.put_object(Bucket=bucket, Key="bare", Body=data)
         raw_s3.copy_object(

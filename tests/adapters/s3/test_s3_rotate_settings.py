@@ -18,7 +18,7 @@ from sealstore.adapters.s3 import settings
 from sealstore.adapters.s3.rotate import rotate_objects
 from sealstore.errors import UnsupportedOperation
 from sealstore.keyring import Keyring
-from test_adapters_s3_backends import MARK, plaintext
+from test_s3_backends import MARK, plaintext
 
 SEG = 4096
 MiB = 1 << 20
