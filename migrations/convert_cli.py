@@ -117,11 +117,10 @@ def _plain_text_column(engine, table: str, column: str) -> bool:
 
 
 def _convert(args, direction: str) -> int:
+    import sealstore.migrations.ops  # noqa: F401  (registers the operations)
     from alembic.migration import MigrationContext
     from alembic.operations import Operations
     from sealstore.keyring import forget_keyring, use_keyring
-
-    import sealstore.migrations.ops  # noqa: F401  (registers the operations)
 
     _check_batch_size(args)
     table, sep, column = args.target.partition(".")

@@ -20,10 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from sealstore.errors import InternalError
 from sqlalchemy import func, insert, select, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
-from sealstore.errors import InternalError
 
 from .cursor import after, dump_key, load_key
 from .schema import (

@@ -46,21 +46,19 @@ from sqlalchemy import (
     Table,
     and_,
     bindparam,
+    cast,
     func,
     inspect,
-    cast,
     select,
     text,
     update,
 )
 
-from ..errors import ColumnBindingError, InternalError
-from . import ownership
-from .cursor import after
-from . import inplace
-from .transient import RetryPolicy, scrubbed
 from ..adapters.sqlalchemy.read_errors import with_primary_key  # read errors name the row
-from ..errors import SealstoreError
+from ..errors import ColumnBindingError, InternalError, SealstoreError
+from . import inplace, ownership
+from .cursor import after
+from .transient import RetryPolicy, scrubbed
 
 __all__ = ["DecryptColumnOp", "EncryptColumnOp", "rewriter", "shadow_name"]
 

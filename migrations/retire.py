@@ -73,7 +73,7 @@ def _parse(url: str) -> tuple[str, str]:
 def _object_key_id(client, bucket: str, key: str, version: str | None) -> int | None:
     """The keyring key id an object version is sealed under (metadata, else the header), or
     None."""
-    from ..adapters.s3 import metadata as M
+    from ..adapters.objects import metadata as M
     from ..errors import MalformedObject, NotSealedObject
     from ..stream import HEADER_SIZE, parse_object_header
 

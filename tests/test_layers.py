@@ -38,6 +38,11 @@ def test_the_checker_reports_violations_and_cycles():
         "sealstore.migrations.spec": {"sealstore.bench.run"},
     }
     assert len(imports.violations(fake)) == 4
+    shared = {"sealstore.adapters.s3.body": {"sealstore.adapters.objects.ranges"},
+              "sealstore.adapters.objects.ranges": {"sealstore.adapters.s3.body"}}  # fmt: skip
+    assert imports.violations(shared) == [
+        "sealstore.adapters.objects.ranges imports another adapter's sealstore.adapters.s3.body"
+    ]
     assert imports.cycles(fake) == [["sealstore.adapters.s3.body", "sealstore.adapters.sqlalchemy.types",
                                      "sealstore.format"]]  # fmt: skip
 

@@ -4,9 +4,10 @@ layer rules and the import cycles it breaks.
     python tools/imports.py        print violations and cycles; exit 1 if there is one
 
 Layers (docs/CONTRIBUTING.md): the core (``plugin/``, imported as ``sealstore``) imports no
-adapter, no migration and no bench module; an adapter imports no other adapter, no migration,
-no bench module and no kernel binding (``sealstore.native``, ``_native``, ``_speedups``); the
-migrations import no bench module.  tests/test_layers.py runs the same checks.
+adapter, no migration and no bench module; an adapter imports no other adapter (but may use
+``sealstore.adapters.objects``, the storage-neutral base of object-store adapters, which itself
+imports no adapter), no migration, no bench module and no kernel binding (``sealstore.native``,
+``_native``, ``_speedups``); the migrations import no bench module.  tests/test_layers.py runs the same checks.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ PACKAGES = {"plugin": "sealstore", "adapters": "sealstore.adapters",
             "migrations": "sealstore.migrations", "bench": "sealstore.bench"}  # fmt: skip
 EXTENSIONS = ("sealstore._native", "sealstore._speedups")
 KERNELS = ("sealstore.native", *EXTENSIONS)
+#: the adapters' shared base: any adapter may import it
+SHARED_ADAPTER = "objects"
 
 
 def modules(root: Path = ROOT) -> dict[str, Path]:
@@ -79,7 +82,8 @@ def violations(g: dict[str, set[str]]) -> list[str]:
                 bad.append(f"{a} (core) imports {b} ({other})")
             elif layer == "adapters" and other in ("migrations", "bench"):
                 bad.append(f"{a} (adapter) imports {b} ({other})")
-            elif layer == "adapters" and adapter and other_adapter and other_adapter != adapter:
+            elif (layer == "adapters" and adapter and other_adapter
+                  and other_adapter not in (adapter, SHARED_ADAPTER)):
                 bad.append(f"{a} imports another adapter's {b}")
             elif layer == "adapters" and b in KERNELS:
                 bad.append(f"{a} (adapter) imports the kernel binding {b}")

@@ -31,9 +31,10 @@ from botocore.awsrequest import AWSResponse
 from sealstore.errors import NotSealedObject, UnsupportedOperation
 from sealstore.stream import HEADER_SIZE
 
-from . import metadata as M
-from .body import parse_range, read_exactly
+from ..objects import metadata as M
+from ..objects.ranges import parse_range
 from . import large
+from .body import read_exactly
 from .sizes import size_of
 from .transfer import part_size
 

@@ -19,13 +19,13 @@ from sealstore.stream import (
     plan_range,
 )
 
-from . import metadata as M
+from ..objects import metadata as M
+from ..objects.ranges import parse_range
 from .body import (
     Prepended,
     Resuming,
     Window,
     invalid_range,
-    parse_range,
     read_exactly,
     streaming_body,
 )

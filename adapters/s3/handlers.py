@@ -24,7 +24,7 @@ from collections import OrderedDict
 from sealstore.errors import UnsealedPath
 from sealstore.stream import DEFAULT_SEGMENT_SIZE, ObjectCipher
 
-from . import metadata as M
+from ..objects import metadata as M
 from .copying import copy_source as _copy_source
 from .copying import reseal_copy, reseal_part_copy
 from .downloads import DownloadHandlers

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from sealstore.errors import TruncatedObject
 
-from . import metadata as M
+from ..objects import metadata as M
 from .body import read_exactly
 from .transfer import MAX_PARTS, MIN_PART, part_size
 

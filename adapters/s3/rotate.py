@@ -33,9 +33,9 @@ from botocore.exceptions import ClientError
 from sealstore.errors import NotSealedObject, SealstoreError
 from sealstore.stream import HEADER_SIZE, ObjectCipher, parse_object_header
 
-from . import metadata as M
-from .location import object_location
+from ..objects import metadata as M
 from .large import MAX_SINGLE_REQUEST, copy_multipart, needs_multipart, put_multipart
+from .location import object_location
 from .settings import for_copy, object_settings
 
 __all__ = ["RotationReport", "parse_s3_url", "rotate_objects"]

@@ -27,7 +27,7 @@ from urllib.parse import urlencode
 from botocore.exceptions import ClientError
 from sealstore.errors import UnsupportedOperation
 
-from .metadata import kept_headers
+from ..objects.metadata import kept_headers
 
 __all__ = ["for_copy", "object_settings"]
 

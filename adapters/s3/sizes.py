@@ -14,7 +14,7 @@ from sealstore.stream import (
 )
 from sealstore.stream import plaintext_size as _from_stored
 
-from . import metadata as M
+from ..objects import metadata as M
 from .body import read_exactly
 
 __all__ = ["plaintext_size", "size_of"]

@@ -31,7 +31,7 @@ from botocore.compat import HAS_CRT
 from sealstore.errors import UnsealedPath, UnsupportedOperation
 from sealstore.stream import source_length
 
-from . import metadata as M
+from ..objects import metadata as M
 
 if HAS_CRT:
     import boto3.crt as boto3_crt

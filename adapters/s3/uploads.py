@@ -19,7 +19,7 @@ from sealstore.stream import (
     source_length,
 )
 
-from . import metadata as M
+from ..objects import metadata as M
 from .body import (
     read_exactly,
 )

@@ -27,11 +27,11 @@ from sqlalchemy.types import TypeDecorator, to_instance
 
 from ...errors import ColumnBindingError, SealstoreError
 from ...format import column_context
-from ...suites import COLUMN_OVERHEAD
 from ...keyring import get_keyring, named_opener, named_sealer
+from ...suites import COLUMN_OVERHEAD
 from .codecs import Codec, binary_codec, codec_for, json_codec, string_codec
-from .read_errors import read_error
 from .comparison import EncryptedComparator
+from .read_errors import read_error
 from .refused import check_selected
 
 __all__ = [

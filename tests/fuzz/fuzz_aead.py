@@ -20,7 +20,6 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import harness  # noqa: E402
-
 import sealstore.native  # noqa: E402
 from sealstore import AESGCM  # noqa: E402
 from sealstore.errors import InvalidTag  # noqa: E402

@@ -23,7 +23,6 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import harness  # noqa: E402
-
 from sealstore import Keyring  # noqa: E402
 from sealstore.errors import ConfigError, InvalidKeyring, KeySourceError  # noqa: E402
 from sealstore.keyfile import KeyFile  # noqa: E402

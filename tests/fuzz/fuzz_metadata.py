@@ -1,5 +1,5 @@
 """Fuzz target: the ``x-amz-meta-sealstore-*`` fields of a sealed S3 object
-(``sealstore.adapters.s3.metadata``), as a reader gets them back from S3.
+(``sealstore.adapters.objects.metadata``), as a reader gets them back from S3.
 
 The input is decoded as metadata: lines of ``name=value`` (Latin-1, so every byte string is a
 valid input; S3 metadata is ASCII but a hostile store or proxy can return anything).
@@ -22,8 +22,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import harness  # noqa: E402
-
-from sealstore.adapters.s3 import metadata as md  # noqa: E402
+from sealstore.adapters.objects import metadata as md  # noqa: E402
 from sealstore.errors import MalformedObject, UnsupportedOperation  # noqa: E402
 from sealstore.stream import ObjectHeader  # noqa: E402
 

@@ -21,7 +21,6 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import harness  # noqa: E402
-
 from sealstore.errors import (  # noqa: E402
     InvalidTag,
     KeyNotUsable,
