@@ -8,12 +8,16 @@ concurrent write won): those are re-read, never overwritten.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 
 from sqlalchemy import LargeBinary, bindparam, column, func, select, tuple_, update
 from sqlalchemy.engine import Connection
 
-__all__ = ["compare_and_swap"]
+__all__ = ["ROUNDS", "compare_and_swap", "keys_in", "swap_until_settled"]
+
+#: how many times a batch re-reads and rewrites the rows a concurrent writer changed
+ROUNDS = 4
 
 
 def compare_and_swap(
@@ -128,3 +132,50 @@ def _cas_generic(conn, table, pk_cols, target, guards, rows) -> list[int]:
         if (None if value is None else bytes(value)) != new:
             missed.append(i)
     return missed
+
+
+def keys_in(pk_cols: Sequence, keys: list[tuple]):
+    """``pk IN keys`` for a one-column or a composite primary key."""
+    if len(pk_cols) == 1:
+        return pk_cols[0].in_([k[0] for k in keys])
+    return tuple_(*pk_cols).in_(keys)
+
+
+def swap_until_settled(
+    conn: Connection,
+    table,
+    pk_cols: Sequence,
+    target,
+    guards: Sequence,
+    todo: list,
+    stats,
+    *,
+    rewrite: Callable[[list, object], list[tuple]],
+    reread: Callable[[list[tuple]], list],
+    emit=None,
+    timings: dict | None = None,
+) -> None:
+    """The loop rotation and re-indexing share: ``rewrite(todo, stats)`` the rows read stale
+    into ``(pk, guards, new value)``, compare-and-swap them, and ``reread(keys)`` the rows a
+    concurrent writer changed meanwhile, to rewrite them again, up to ``ROUNDS`` times.
+    ``stats.resealed`` and ``stats.conflicted`` count what was written and what was missed;
+    ``timings`` (when given) adds the seconds spent in ``rewrite`` ("crypto") and in the
+    writes ("write")."""
+    clock = time.perf_counter
+    for _ in range(ROUNDS):
+        if not todo:
+            return
+        t0 = clock()
+        rows = rewrite(todo, stats)
+        t1 = clock()
+        if emit is not None:
+            emit("sealed", count=len(rows))
+        missed = compare_and_swap(conn, table, pk_cols, target, guards, rows)
+        if timings is not None:
+            timings["crypto"] = timings.get("crypto", 0.0) + t1 - t0
+            timings["write"] = timings.get("write", 0.0) + clock() - t1
+        stats.resealed += len(rows) - len(missed)
+        stats.conflicted += len(missed)
+        if not missed:
+            return
+        todo = reread([rows[i][0] for i in missed])

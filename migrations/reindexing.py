@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import time
 
-from sqlalchemy import and_, func, or_, select, tuple_
+from sqlalchemy import and_, func, or_, select
 from sqlalchemy.engine import Connection, Engine
 
 from ..errors import SealstoreError
 from . import worker
-from .cas import compare_and_swap
+from .cas import keys_in, swap_until_settled
 from .cursor import in_range
 from .rotation import key_id_bytes, key_id_sql
 from .spec import IndexSpec, specs_from_metadata
@@ -25,7 +25,6 @@ from .worker import BatchStats, WorkerResult
 
 __all__ = ["ReindexTask", "reindex"]
 
-_ROUNDS = 4
 
 
 class ReindexTask:
@@ -121,25 +120,11 @@ class ReindexTask:
         todo = self._read(conn, stale if rng is None else and_(rng, stale))
         if profile is not None:
             profile["read"] = profile.get("read", 0.0) + clock() - t0
-        for _ in range(_ROUNDS):
-            if not todo:
-                break
-            rows = self._compute(todo, stats)
-            if emit is not None:
-                emit("sealed", count=len(rows))
-            missed = compare_and_swap(
-                conn, self.table, self.pk_cols, self.idx, [self.src, self.idx], rows
-            )
-            stats.resealed += len(rows) - len(missed)
-            stats.conflicted += len(missed)
-            if not missed:
-                break
-            keys = [rows[i][0] for i in missed]
-            if len(self.pk_cols) == 1:
-                where = self.pk_cols[0].in_([k[0] for k in keys])
-            else:
-                where = tuple_(*self.pk_cols).in_(keys)
-            todo = self._read(conn, and_(where, stale), lock=True)
+        swap_until_settled(
+            conn, self.table, self.pk_cols, self.idx, [self.src, self.idx], todo, stats,
+            rewrite=self._compute, emit=emit,
+            reread=lambda keys: self._read(conn, and_(keys_in(self.pk_cols, keys), stale), lock=True),
+        )  # fmt: skip
 
 
 def as_index_specs(indexes) -> list[IndexSpec]:

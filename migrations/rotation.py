@@ -11,24 +11,22 @@ overwritten.  Values that fail to open are left as they are and reported by prim
 from __future__ import annotations
 
 import struct
+import time
 from collections.abc import Iterable
 
-from sqlalchemy import and_, func, literal_column, select, tuple_
+from sqlalchemy import and_, func, literal_column, select
 from sqlalchemy.engine import Connection, Engine
 
 from ..errors import SealstoreError
 from ..format import KEY_ID_OFFSET, KEY_ID_SIZE
 from . import worker
-from .cas import compare_and_swap
+from .cas import keys_in, swap_until_settled
 from .cursor import in_range
 from .spec import ColumnSpec, specs_from_metadata
 from .worker import BatchStats, WorkerResult
 
 __all__ = ["ResealTask", "as_column_specs", "key_id_sql", "rotate"]
 
-_ROUNDS = (
-    4  # re-read and retry rows a concurrent writer changed this many times per batch
-)
 _KID = struct.Struct(">I")
 
 
@@ -155,51 +153,27 @@ class ResealTask:
         self, conn, lo, hi, stats: BatchStats, *, emit=None, profile=None
     ) -> None:
         """Re-seal the stale values of ``lo < pk <= hi`` (inside the caller's transaction)."""
-        import time
-
         clock = time.perf_counter
-        target = self.target_key_id()
-        kb = key_id_bytes(target)
+        kb = key_id_bytes(self.target_key_id())
         t0 = clock()
         rng = in_range(self.pk_cols, lo, hi)
-        stale = self._stale(target)
+        stale = self._stale(self.target_key_id())
         todo = self._read(conn, stale if rng is None else and_(rng, stale))
         t1 = clock()
-        t_crypto = t_write = 0.0
-        for _ in range(_ROUNDS):
-            if not todo:
-                break
-            t2 = clock()
-            rows = self._reseal(todo, stats)
-            t3 = clock()
-            if emit is not None:
-                emit("sealed", count=len(rows))
-            missed = compare_and_swap(
-                conn, self.table, self.pk_cols, self.col, [self.col], rows
-            )
-            t_crypto += t3 - t2
-            t_write += clock() - t3
-            stats.resealed += len(rows) - len(missed)
-            stats.conflicted += len(missed)
-            if not missed:
-                break
-            keys = [rows[i][0] for i in missed]
-            todo = [
-                (pk, v)
-                for pk, v in self._reread(conn, keys)
-                if v[KEY_ID_OFFSET : KEY_ID_OFFSET + KEY_ID_SIZE] != kb
-            ]
+
+        def reread(keys):  # what a writer changed meanwhile, unless it is current already
+            rows = self._read(conn, and_(keys_in(self.pk_cols, keys), self.col.is_not(None)), lock=True)
+            return [(pk, v) for pk, v in rows if v[KEY_ID_OFFSET : KEY_ID_OFFSET + KEY_ID_SIZE] != kb]
+
+        timings: dict = {}
+        swap_until_settled(
+            conn, self.table, self.pk_cols, self.col, [self.col], todo, stats,
+            rewrite=self._reseal, reread=reread, emit=emit, timings=timings,
+        )  # fmt: skip
         if profile is not None:
             profile["read"] = profile.get("read", 0.0) + t1 - t0
-            profile["crypto"] = profile.get("crypto", 0.0) + t_crypto
-            profile["write"] = profile.get("write", 0.0) + t_write
-
-    def _reread(self, conn, keys: list[tuple]) -> list[tuple]:
-        if len(self.pk_cols) == 1:
-            where = self.pk_cols[0].in_([k[0] for k in keys])
-        else:
-            where = tuple_(*self.pk_cols).in_(keys)
-        return self._read(conn, and_(where, self.col.is_not(None)), lock=True)
+            profile["crypto"] = profile.get("crypto", 0.0) + timings.get("crypto", 0.0)
+            profile["write"] = profile.get("write", 0.0) + timings.get("write", 0.0)
 
 
 def rotate(
