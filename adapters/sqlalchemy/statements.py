@@ -31,6 +31,7 @@ from sqlalchemy.sql.compiler import _CompileLabel
 from sqlalchemy.sql.elements import (
     BinaryExpression,
     Cast,
+    ClauseList,
     Grouping,
     Label,
     Tuple,
@@ -98,6 +99,15 @@ def ciphertext_source(expr):
     return None
 
 
+def _flat(exprs):
+    """``exprs`` with the clause lists SQLAlchemy wraps some GROUP BY entries in opened."""
+    for expr in exprs:
+        if isinstance(expr, ClauseList) and not isinstance(expr, Tuple):
+            yield from _flat(expr.clauses)
+        else:
+            yield expr
+
+
 def _resolve(expr, stmt):
     """An ``order_by("name")`` label reference as the selected column it names."""
     inner = _unwrap(expr)
@@ -117,14 +127,14 @@ def _row_key_in(src, exprs) -> bool:
 
 
 def _check_order(stmt) -> None:
-    for expr in stmt._order_by_clauses:
+    for expr in _flat(stmt._order_by_clauses):
         src = ciphertext_source(_resolve(expr, stmt))
         if src is not None:
             raise _refuse(_name(src), "ORDER BY")
 
 
 def _check_grouping(exprs, what: str, stmt) -> None:
-    exprs = [_resolve(e, stmt) for e in exprs]
+    exprs = [_resolve(e, stmt) for e in _flat(exprs)]
     for expr in exprs:
         src = ciphertext_source(expr)
         if src is not None and not _row_key_in(src, exprs):
