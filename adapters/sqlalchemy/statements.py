@@ -5,12 +5,13 @@ The column's comparator cannot see these: a bare ``order_by(col)``, ``group_by(c
 ``distinct()`` or a UNION never call it, and ``cast(col, String) == x``,
 ``func.lower(col) == x`` or ``tuple_(col, ...).in_(...)`` compare with another type's
 comparator.  So sealstore registers compilers (``sqlalchemy.ext.compiler.compiles``) for
-``Select``, ``CompoundSelect``, ``Cast``, ``Tuple`` and ``BinaryExpression`` that check the
-clauses that matter, then hand the element to SQLAlchemy's own ``visit_*`` method:
+``Select``, ``CompoundSelect``, ``Cast``, ``Tuple``, ``BinaryExpression``, ``UnaryExpression``,
+``Over``, ``AggregateOrderBy`` and ``WithinGroup`` that check the clauses that matter, then hand
+the element to SQLAlchemy's own ``visit_*`` method:
 
-- ORDER BY an expression computed from a ciphertext (the column, a cast, a function of it):
-  the order is random;
-- GROUP BY, DISTINCT and DISTINCT ON an encrypted column, unless its table's whole primary key
+- ORDER BY an expression computed from a ciphertext (the column, a cast, a function of it),
+  in a SELECT, a window (``over(order_by=...)``) or an aggregate: the order is random;
+- GROUP BY, DISTINCT, DISTINCT ON and ``over(partition_by=...)`` an encrypted column, unless its table's whole primary key
   is grouped (or selected) too: two rows with one plaintext have two ciphertexts, so grouping
   by value cannot work, while grouping by row can;
 - a UNION/INTERSECT/EXCEPT whose column at one position is encrypted in one SELECT and not
@@ -18,7 +19,8 @@ clauses that matter, then hand the element to SQLAlchemy's own ``visit_*`` metho
   row with the first SELECT's context;
 - CAST of an encrypted column to anything but a binary or encrypted type (``cast(col,
   LargeBinary)`` reads the stored bytes, and stays allowed);
-- a tuple holding an encrypted column; a comparison of a function of one (``count`` aside).
+- a tuple holding an encrypted column; a comparison of a function of one (``count`` aside);
+  ``distinct(col)`` inside a function (``count(distinct(col))`` counts ciphertexts).
 
 A refused statement raises each time it is compiled; SQLAlchemy caches only what compiled.
 """
@@ -29,14 +31,17 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import operators
 from sqlalchemy.sql.compiler import _CompileLabel
 from sqlalchemy.sql.elements import (
+    AggregateOrderBy,
     BinaryExpression,
     Cast,
     ClauseList,
     Grouping,
     Label,
+    Over,
     Tuple,
     TypeCoerce,
     UnaryExpression,
+    WithinGroup,
     _textual_label_reference,
 )
 from sqlalchemy.sql.functions import FunctionElement
@@ -63,11 +68,11 @@ def _refuse(name: str, what: str) -> UnsupportedComparison:
 
 
 def _name(expr) -> str:
-    table = getattr(getattr(expr, "table", None), "name", None)
-    col = getattr(expr, "name", None) or getattr(expr, "key", None)
-    if isinstance(expr.type, EncryptedType) and expr.type.bound and not col:
-        return f"{expr.type.table}.{expr.type.column}"
-    return f"{table}.{col}" if table and col else str(col or "an encrypted column")
+    """``table.column`` the encrypted expression reads (the type's binding, aliases aside)."""
+    kind = expr.type
+    if isinstance(kind, EncryptedType) and kind.bound:
+        return f"{kind.table}.{kind.column}"
+    return "an encrypted column"
 
 
 def _unwrap(expr):
@@ -111,7 +116,7 @@ def _flat(exprs):
 def _resolve(expr, stmt):
     """An ``order_by("name")`` label reference as the selected column it names."""
     inner = _unwrap(expr)
-    if isinstance(inner, _textual_label_reference):
+    if stmt is not None and isinstance(inner, _textual_label_reference):
         cols = stmt.selected_columns
         return cols[inner.element] if inner.element in cols else inner
     return expr
@@ -126,14 +131,14 @@ def _row_key_in(src, exprs) -> bool:
     )
 
 
-def _check_order(stmt) -> None:
-    for expr in _flat(stmt._order_by_clauses):
+def _check_order(exprs, what: str = "ORDER BY", stmt=None) -> None:
+    for expr in _flat(exprs):
         src = ciphertext_source(_resolve(expr, stmt))
         if src is not None:
-            raise _refuse(_name(src), "ORDER BY")
+            raise _refuse(_name(src), what)
 
 
-def _check_grouping(exprs, what: str, stmt) -> None:
+def _check_grouping(exprs, what: str, stmt=None) -> None:
     exprs = [_resolve(e, stmt) for e in _flat(exprs)]
     for expr in exprs:
         src = ciphertext_source(expr)
@@ -143,7 +148,7 @@ def _check_grouping(exprs, what: str, stmt) -> None:
 
 def check_select(stmt) -> None:
     """Refuse ORDER BY, GROUP BY, DISTINCT (ON) of a SELECT over ciphertext (see above)."""
-    _check_order(stmt)
+    _check_order(stmt._order_by_clauses, stmt=stmt)
     if stmt._group_by_clauses:
         _check_grouping(stmt._group_by_clauses, "GROUP BY", stmt)
     if stmt._distinct_on:
@@ -173,8 +178,8 @@ def check_compound(stmt) -> None:
             a, b = first.type, other[position].type
             if (isinstance(a, EncryptedType) or isinstance(b, EncryptedType)) and not _same_binding(a, b):
                 enc = first if isinstance(a, EncryptedType) else other[position]
-                raise _refuse(_name(enc), f"{stmt.keyword.name} with a column sealed otherwise")
-    _check_order(stmt)
+                raise _refuse(_name(enc), f"{stmt.keyword.value} with a column sealed otherwise")
+    _check_order(stmt._order_by_clauses, stmt=stmt)
     if stmt._group_by_clauses:
         _check_grouping(stmt._group_by_clauses, "GROUP BY", stmt)
 
@@ -190,6 +195,20 @@ def _check_tuple(element) -> None:
         src = ciphertext_source(expr)
         if src is not None:
             raise _refuse(_name(src), "a tuple comparison")
+
+
+def _check_window(over) -> None:
+    if over.order_by is not None:
+        _check_order(over.order_by, "OVER (ORDER BY ...)")
+    if over.partition_by is not None:
+        _check_grouping(over.partition_by, "OVER (PARTITION BY ...)")
+
+
+def _check_unary(unary) -> None:
+    if unary.operator is operators.distinct_op:  # count(distinct(col)): distinct ciphertexts
+        src = ciphertext_source(unary.element)
+        if src is not None:
+            raise _refuse(_name(src), "DISTINCT")
 
 
 def _check_binary(binary) -> None:
@@ -231,3 +250,27 @@ def _compile_tuple(element, compiler, **kw):
 def _compile_binary(element, compiler, **kw):
     _check_binary(element)
     return compiler.visit_binary(element, **kw)
+
+
+@compiles(Over)
+def _compile_over(element, compiler, **kw):
+    _check_window(element)
+    return compiler.visit_over(element, **kw)
+
+
+@compiles(AggregateOrderBy)
+def _compile_aggregate_order_by(element, compiler, **kw):
+    _check_order(element.order_by, "an aggregate's ORDER BY")
+    return compiler.visit_aggregateorderby(element, **kw)
+
+
+@compiles(WithinGroup)
+def _compile_within_group(element, compiler, **kw):
+    _check_order(element.order_by, "WITHIN GROUP (ORDER BY ...)")
+    return compiler.visit_withingroup(element, **kw)
+
+
+@compiles(UnaryExpression)
+def _compile_unary(element, compiler, **kw):
+    _check_unary(element)
+    return compiler.visit_unary(element, **kw)
