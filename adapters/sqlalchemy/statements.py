@@ -123,12 +123,11 @@ def _resolve(expr, stmt):
 
 
 def _row_key_in(src, exprs) -> bool:
-    """True when ``exprs`` hold the whole primary key of ``src``'s table (one group per row)."""
+    """True when ``exprs`` hold the whole primary key of ``src``'s table (one group per row):
+    that table's own key columns or proxies of them, not another alias's of the same table."""
     pk = list(getattr(getattr(src, "table", None), "primary_key", None) or ())
     cols = [_unwrap(e) for e in exprs]
-    return bool(pk) and all(
-        any(hasattr(c, "proxy_set") and key.shares_lineage(c) for c in cols) for key in pk
-    )
+    return bool(pk) and all(any(key in getattr(c, "proxy_set", ()) for c in cols) for key in pk)
 
 
 def _check_order(exprs, what: str = "ORDER BY", stmt=None) -> None:

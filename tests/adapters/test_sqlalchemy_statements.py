@@ -56,6 +56,7 @@ REFUSED = {
     "group_by_other_table_key": lambda: select(Vault.id, User.ssn).join(User, User.id == Vault.id)
     .group_by(Vault.id, User.ssn),
     "distinct": lambda: select(User.ssn).distinct(),
+    "distinct_other_alias_key": lambda: _self_join().distinct(),
     "distinct_with_plain": lambda: select(User.name, User.email).distinct(),
     "distinct_subquery_without_key": lambda: select(select(User.ssn).subquery().c.ssn).distinct(),
     "cast_eq": lambda: select(User).where(cast(User.ssn, String) == PLAIN),
@@ -82,6 +83,11 @@ REFUSED = {
     "update_where_function": lambda: update(users).where(func.lower(users.c.ssn) == PLAIN).values(name="x"),
     "delete_where_cast": lambda: delete(users).where(cast(users.c.ssn, String) == PLAIN),
 }
+
+def _self_join():
+    other = aliased(User)
+    return select(User.id, other.ssn).join(other, other.id == User.id)
+
 
 _DB_ONLY = {"update_where_function", "delete_where_cast"}
 
@@ -173,6 +179,9 @@ def test_allowed_statements_work(db):
         per_row = session.execute(select(User.id, User.ssn).group_by(User.id, User.ssn).order_by(User.id))
         assert per_row.all() == [(1, PLAIN), (2, PLAIN), (3, PLAIN)]
         assert [u.id for u in session.scalars(select(User).distinct().order_by(User.id))] == [1, 2, 3]
+        other = aliased(User)
+        mine = select(other.id, other.ssn).join(User, other.id == User.id).distinct().order_by(other.id)
+        assert session.execute(mine).all() == [(1, PLAIN), (2, PLAIN), (3, PLAIN)]
         assert session.execute(select(User.id, User.ssn).distinct().order_by(User.id)).all()[0] == (1, PLAIN)
         same = session.scalars(union_all(select(User.ssn), select(User.ssn).where(User.id > 1))).all()
         assert same == [PLAIN] * 5
