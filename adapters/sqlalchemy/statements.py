@@ -11,9 +11,9 @@ the element to SQLAlchemy's own ``visit_*`` method:
 
 - ORDER BY an expression computed from a ciphertext (the column, a cast, a function of it),
   in a SELECT, a window (``over(order_by=...)``) or an aggregate: the order is random;
-- GROUP BY, DISTINCT, DISTINCT ON and ``over(partition_by=...)`` an encrypted column, unless its table's whole primary key
-  is grouped (or selected) too: two rows with one plaintext have two ciphertexts, so grouping
-  by value cannot work, while grouping by row can;
+- GROUP BY, DISTINCT, DISTINCT ON and ``over(partition_by=...)`` an encrypted column, unless
+  its table's whole primary key is grouped (or selected) too: two rows with one plaintext have
+  two ciphertexts, so grouping by value cannot work, while grouping by row can;
 - a UNION/INTERSECT/EXCEPT whose column at one position is encrypted in one SELECT and not
   encrypted the same way (table, column, keyring, type) in another: the result opens every
   row with the first SELECT's context;
@@ -51,7 +51,7 @@ from sqlalchemy.types import _Binary
 from ...errors import UnsupportedComparison
 from .types import EncryptedType
 
-__all__ = ["check_compound", "check_select"]
+__all__ = ["check_compound", "check_select", "ciphertext_source"]
 
 _ORDERING = frozenset(
     {operators.asc_op, operators.desc_op, operators.nulls_first_op, operators.nulls_last_op}
@@ -161,7 +161,8 @@ def _same_binding(a, b) -> bool:
     return (
         isinstance(a, EncryptedType)
         and type(a) is type(b)
-        and (a.table, a.column, a.keyring_name, a.bind_row) == (b.table, b.column, b.keyring_name, b.bind_row)
+        and (a.table, a.column, a.keyring_name, a.bind_row)
+        == (b.table, b.column, b.keyring_name, b.bind_row)
         and repr(a) == repr(b)
     )
 
@@ -175,7 +176,8 @@ def check_compound(stmt) -> None:
             if position >= len(other):
                 continue  # SQLAlchemy's own error about the column counts
             a, b = first.type, other[position].type
-            if (isinstance(a, EncryptedType) or isinstance(b, EncryptedType)) and not _same_binding(a, b):
+            encrypted = isinstance(a, EncryptedType) or isinstance(b, EncryptedType)
+            if encrypted and not _same_binding(a, b):
                 enc = first if isinstance(a, EncryptedType) else other[position]
                 raise _refuse(_name(enc), f"{stmt.keyword.value} with a column sealed otherwise")
     _check_order(stmt._order_by_clauses, stmt=stmt)

@@ -52,9 +52,12 @@ REFUSED = {
     "order_by_in_subquery": lambda: select(select(User.id).order_by(User.ssn).limit(2).subquery()),
     "group_by": lambda: select(func.count()).select_from(User).group_by(User.ssn),
     "group_by_core_selected": lambda: select(users.c.email, func.count()).group_by(users.c.email),
-    "group_by_function": lambda: select(func.count()).select_from(User).group_by(func.lower(User.ssn)),
-    "group_by_other_table_key": lambda: select(Vault.id, User.ssn).join(User, User.id == Vault.id)
-    .group_by(Vault.id, User.ssn),
+    "group_by_function": lambda: (
+        select(func.count()).select_from(User).group_by(func.lower(User.ssn))
+    ),
+    "group_by_other_table_key": lambda: (
+        select(Vault.id, User.ssn).join(User, User.id == Vault.id).group_by(Vault.id, User.ssn)
+    ),
     "distinct": lambda: select(User.ssn).distinct(),
     "distinct_other_alias_key": lambda: _self_join().distinct(),
     "distinct_with_plain": lambda: select(User.name, User.email).distinct(),
@@ -77,12 +80,17 @@ REFUSED = {
     "window_order_by": lambda: select(func.row_number().over(order_by=User.ssn)),
     "window_partition_by": lambda: select(func.count().over(partition_by=User.email)),
     "count_distinct": lambda: select(func.count(distinct(User.ssn))),
-    "having_function": lambda: select(User.name).group_by(User.name).having(func.upper(User.ssn) == PLAIN),
+    "having_function": lambda: (
+        select(User.name).group_by(User.name).having(func.upper(User.ssn) == PLAIN)
+    ),
     "aggregate_order_by": lambda: select(func.count(User.id).aggregate_order_by(User.ssn)),
     "within_group": lambda: select(func.percentile_disc(0.5).within_group(User.visits)),
-    "update_where_function": lambda: update(users).where(func.lower(users.c.ssn) == PLAIN).values(name="x"),
+    "update_where_function": lambda: (
+        update(users).where(func.lower(users.c.ssn) == PLAIN).values(name="x")
+    ),
     "delete_where_cast": lambda: delete(users).where(cast(users.c.ssn, String) == PLAIN),
 }
+
 
 def _self_join():
     other = aliased(User)
@@ -172,22 +180,50 @@ def test_allowed_statements_work(db):
     with Session(db) as session:
         by_index = session.scalars(select(User).order_by(User.email_index, User.id)).all()
         assert sorted(u.id for u in by_index) == [1, 2, 3]
-        assert [u.id for u in session.scalars(select(User).order_by(User.name, desc(User.id)))] == [2, 3, 1]
-        assert session.scalars(select(User.id).order_by(User.ssn.is_(None), User.id)).all() == [1, 2, 3]
-        groups = session.execute(select(User.name, func.count(User.ssn)).group_by(User.name).order_by(User.name))
+        assert [u.id for u in session.scalars(select(User).order_by(User.name, desc(User.id)))] == [
+            2,
+            3,
+            1,
+        ]
+        assert session.scalars(select(User.id).order_by(User.ssn.is_(None), User.id)).all() == [
+            1,
+            2,
+            3,
+        ]
+        groups = session.execute(
+            select(User.name, func.count(User.ssn)).group_by(User.name).order_by(User.name)
+        )
         assert groups.all() == [("n0", 1), ("n1", 2)]
-        per_row = session.execute(select(User.id, User.ssn).group_by(User.id, User.ssn).order_by(User.id))
+        per_row = session.execute(
+            select(User.id, User.ssn).group_by(User.id, User.ssn).order_by(User.id)
+        )
         assert per_row.all() == [(1, PLAIN), (2, PLAIN), (3, PLAIN)]
-        assert [u.id for u in session.scalars(select(User).distinct().order_by(User.id))] == [1, 2, 3]
+        assert [u.id for u in session.scalars(select(User).distinct().order_by(User.id))] == [
+            1,
+            2,
+            3,
+        ]
         other = aliased(User)
-        mine = select(other.id, other.ssn).join(User, other.id == User.id).distinct().order_by(other.id)
+        mine = (
+            select(other.id, other.ssn)
+            .join(User, other.id == User.id)
+            .distinct()
+            .order_by(other.id)
+        )
         assert session.execute(mine).all() == [(1, PLAIN), (2, PLAIN), (3, PLAIN)]
-        assert session.execute(select(User.id, User.ssn).distinct().order_by(User.id)).all()[0] == (1, PLAIN)
-        same = session.scalars(union_all(select(User.ssn), select(User.ssn).where(User.id > 1))).all()
+        assert session.execute(select(User.id, User.ssn).distinct().order_by(User.id)).all()[0] == (
+            1,
+            PLAIN,
+        )
+        same = session.scalars(
+            union_all(select(User.ssn), select(User.ssn).where(User.id > 1))
+        ).all()
         assert same == [PLAIN] * 5
         assert session.scalar(select(func.count(User.ssn))) == 3
         assert session.scalar(select(func.count(distinct(User.name)))) == 2
-        ranked = select(User.id, func.row_number().over(partition_by=User.name, order_by=User.id).label("r"))
+        ranked = select(
+            User.id, func.row_number().over(partition_by=User.name, order_by=User.id).label("r")
+        )
         assert session.execute(ranked.order_by(User.id)).all() == [(1, 1), (2, 1), (3, 2)]
         per_row = select(User.id, func.count().over(partition_by=(User.id, User.ssn)))
         assert session.execute(per_row.order_by(User.id)).all() == [(1, 1), (2, 1), (3, 1)]
@@ -196,7 +232,9 @@ def test_allowed_statements_work(db):
         assert session.execute(select(sub.c.ssn).where(sub.c.id == 3)).scalar_one() == PLAIN
         cte = select(User.ssn).where(User.id == 1).cte()
         assert session.scalars(select(cte.c.ssn)).all() == [PLAIN]
-        assert session.scalars(select(User.id).where(tuple_(User.id, User.name).in_([(2, "n0")]))).all() == [2]
+        assert session.scalars(
+            select(User.id).where(tuple_(User.id, User.name).in_([(2, "n0")]))
+        ).all() == [2]
         stored = session.scalar(select(cast(User.ssn, LargeBinary)).where(User.id == 1))
         assert bytes(stored) == raw(db, "ss_users", "ssn", 1)  # the stored bytes, not a plaintext
         assert session.scalars(select(User).where(User.email == "u2@x.org")).one().id == 2
@@ -229,7 +267,9 @@ def test_insert_returning_model_still_compiles(db):
 def test_label_references_of_plain_columns_still_order(db):
     _seed(db)
     with db.connect() as conn:
-        rows = conn.execute(select(users.c.id, users.c.name.label("n")).order_by(desc("n"), "id")).all()
+        rows = conn.execute(
+            select(users.c.id, users.c.name.label("n")).order_by(desc("n"), "id")
+        ).all()
         assert [r.id for r in rows] == [1, 3, 2]
         assert conn.execute(select(literal_column("1").label("one")).order_by("one")).scalar() == 1
 
@@ -240,9 +280,17 @@ def test_checked_expressions_keep_their_result_types(db):
     _seed(db)
     with db.connect() as conn:
         row = conn.execute(
-            select(User.id == 1, cast(User.id, String(10)), tuple_(User.id, User.name) == tuple_(1, "n1"))
-            .where(User.id == 1)
+            select(
+                User.id == 1,
+                cast(User.id, String(10)),
+                tuple_(User.id, User.name) == tuple_(1, "n1"),
+            ).where(User.id == 1)
         ).one()
         assert row == (True, "1", True) and type(row[0]) is bool and type(row[2]) is bool
-        assert sorted(conn.execute(union(select(User.id == 1), select(User.id == 2))).scalars()) == [False, True]
-        assert conn.execute(select(cast(User.name, String(5))).where(User.id == 2)).scalar_one() == "n0"
+        assert sorted(
+            conn.execute(union(select(User.id == 1), select(User.id == 2))).scalars()
+        ) == [False, True]
+        assert (
+            conn.execute(select(cast(User.name, String(5))).where(User.id == 2)).scalar_one()
+            == "n0"
+        )
