@@ -25,6 +25,7 @@ from . import fetching as _fetching  # noqa: F401  (opens encrypted columns as r
 from . import orm as _orm  # noqa: F401  (registers the mapper hooks)
 from . import results as _results  # noqa: F401  (binary results on psycopg 3)
 from . import schema as _schema  # noqa: F401  (registers the Column attach listener)
+from . import statements as _statements  # noqa: F401  (refuses ORDER BY, GROUP BY... over ciphertext)
 from . import writes as _writes  # noqa: F401  (checks every INSERT/UPDATE, keeps indexes in step)
 from .blind_index import INDEX_KEYRING, BlindIndex
 from .codecs import Codec, codec_for
