@@ -1,7 +1,7 @@
 """Developer sessions: ``nox -l`` lists them, ``nox -s NAME`` runs one in a fresh virtualenv.
 
-    lint         ruff check (pyflakes rules, pyproject's [tool.ruff]) and the layer rules
-                 (tools/imports.py: no upper-layer import, no import cycle)
+    lint         ruff check (pyflakes rules, pyproject's [tool.ruff]), ruff format --check
+                 and the layer rules (tools/imports.py: no upper-layer import, no import cycle)
     tests        the suite without the toolchain tests (compilers, sanitizers, whole bench runs)
     tests-full   the whole suite, as the README's test command runs it (CI=true: a missing
                  database or S3 server fails instead of skipping)
@@ -20,13 +20,16 @@ import os
 import nox
 
 nox.options.sessions = ["lint", "tests"]
+#: pinned: a new ruff may format differently, and CI (.ci/run) checks the same version
+RUFF = "ruff==0.17.6"
 nox.options.reuse_existing_virtualenvs = True
 
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    session.install("ruff")
+    session.install(RUFF)
     session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
     session.run("python", "tools/imports.py")
 
 

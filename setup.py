@@ -10,8 +10,13 @@ sys.path.insert(0, os.path.join(HERE, "native"))
 from build_ffi import compile_args  # noqa: E402
 
 # top-level directory -> import name (pyproject's package-dir says the same)
-ROOTS = {"plugin": "sealstore", "adapters": "sealstore.adapters",
-         "migrations": "sealstore.migrations", "bench": "sealstore.bench", "native": "sealstore._csrc"}
+ROOTS = {
+    "plugin": "sealstore",
+    "adapters": "sealstore.adapters",
+    "migrations": "sealstore.migrations",
+    "bench": "sealstore.bench",
+    "native": "sealstore._csrc",
+}
 
 
 def packages():
@@ -31,7 +36,13 @@ setup(
     ext_modules=[
         Extension(
             "sealstore._speedups",
-            sources=["native/speedups.c", "native/bound.c", "native/rowmap.c", "native/src/util.c", "native/src/calls.c"],
+            sources=[
+                "native/speedups.c",
+                "native/bound.c",
+                "native/rowmap.c",
+                "native/src/util.c",
+                "native/src/calls.c",
+            ],
             include_dirs=["native/include"],
             extra_compile_args=compile_args(),
         )

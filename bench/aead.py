@@ -82,7 +82,11 @@ def run(quick: bool = False, all_kernels: bool = False, progress=None) -> dict:
             add(name, "openssl", "encrypt", size, lambda: aead.encrypt(nonce, data, ad), budget)
             add(name, "openssl", "decrypt", size, lambda: aead.decrypt(nonce, ct, ad), budget)
         for variant, cls in CLASSES.items():
-            kernels = native.variant_kernels(variant) if all_kernels else [native.selected_kernel(variant)]
+            kernels = (
+                native.variant_kernels(variant)
+                if all_kernels
+                else [native.selected_kernel(variant)]
+            )
             for kernel in kernels:
                 if kernel == "portable" and size > 16384:
                     continue  # about 0.1 GB/s: minutes for nothing
@@ -91,13 +95,33 @@ def run(quick: bool = False, all_kernels: bool = False, progress=None) -> dict:
                 ct = c.encrypt(nonce, data, ad)
                 out = bytearray(size + 16)
                 add(variant, kernel, "encrypt", size, lambda: c.encrypt(nonce, data, ad), budget)
-                add(variant, kernel, "encrypt_into", size, lambda: c.encrypt_into(out, nonce, data, ad), budget)
+                add(
+                    variant,
+                    kernel,
+                    "encrypt_into",
+                    size,
+                    lambda: c.encrypt_into(out, nonce, data, ad),
+                    budget,
+                )
                 add(variant, kernel, "decrypt", size, lambda: c.decrypt(nonce, ct, ad), budget)
-                add(variant, kernel, "decrypt_into", size, lambda: c.decrypt_into(out, nonce, ct, ad), budget)
+                add(
+                    variant,
+                    kernel,
+                    "decrypt_into",
+                    size,
+                    lambda: c.decrypt_into(out, nonce, ct, ad),
+                    budget,
+                )
                 if size == 64:
                     ctx = c._ctx
-                    add(variant, kernel, "encrypt (cffi path)", size,
-                        lambda: native.cffi_encrypt(ctx, nonce, data, ad), budget)
+                    add(
+                        variant,
+                        kernel,
+                        "encrypt (cffi path)",
+                        size,
+                        lambda: native.cffi_encrypt(ctx, nonce, data, ad),
+                        budget,
+                    )
         dst = bytearray(size)
         src = memoryview(data)
 
@@ -110,8 +134,11 @@ def run(quick: bool = False, all_kernels: bool = False, progress=None) -> dict:
 
 
 def _add_ratios(rows):
-    base = {(r["op"].split("_")[0], r["size"]): r["seconds_per_call"]
-            for r in rows if r["algorithm"] == BASELINE}
+    base = {
+        (r["op"].split("_")[0], r["size"]): r["seconds_per_call"]
+        for r in rows
+        if r["algorithm"] == BASELINE
+    }
     for r in rows:
         op = "encrypt" if r["op"].startswith("encrypt") else "decrypt"
         b = base.get((op, r["size"])) if r["algorithm"] != "memcpy" else None  # a copy is no AEAD
@@ -142,9 +169,14 @@ def _kernel_sources() -> Path:
 
         root = Path(str(files("sealstore._csrc")))
     except ModuleNotFoundError:
-        raise HarnessUnavailable("this sealstore was installed without its kernel sources "
-                                 "(sealstore._csrc); reinstall it from the sdist or the source tree") from None
-    if not (root / "src" / "dispatch.c").is_file() or not (root / "include" / "sealstore.h").is_file():
+        raise HarnessUnavailable(
+            "this sealstore was installed without its kernel sources "
+            "(sealstore._csrc); reinstall it from the sdist or the source tree"
+        ) from None
+    if (
+        not (root / "src" / "dispatch.c").is_file()
+        or not (root / "include" / "sealstore.h").is_file()
+    ):
         raise HarnessUnavailable(f"the kernel sources are incomplete in {root}")
     return root
 
@@ -152,13 +184,21 @@ def _kernel_sources() -> Path:
 def _compiler() -> str:
     import sysconfig
 
-    candidates = [os.environ.get("CC"), (sysconfig.get_config_var("CC") or "").split(" ")[0], "cc", "gcc", "clang"]
+    candidates = [
+        os.environ.get("CC"),
+        (sysconfig.get_config_var("CC") or "").split(" ")[0],
+        "cc",
+        "gcc",
+        "clang",
+    ]
     for name in filter(None, candidates):
         path = shutil.which(name)
         if path:
             return path
-    raise HarnessUnavailable("no C compiler found (tried $CC, Python's CC, cc, gcc, clang); "
-                             "install gcc or clang, or set CC")
+    raise HarnessUnavailable(
+        "no C compiler found (tried $CC, Python's CC, cc, gcc, clang); "
+        "install gcc or clang, or set CC"
+    )
 
 
 def c_harness(seconds: float = 0.3) -> dict:
@@ -170,10 +210,15 @@ def c_harness(seconds: float = 0.3) -> dict:
     sources = [str(p) for p in sorted((src / "src").rglob("*.c"))]
     with tempfile.TemporaryDirectory() as tmp:
         exe = os.path.join(tmp, "kernel_bench")
-        build = subprocess.run([cc, "-O3", "-I", str(src / "include"), "-o", exe, str(bench_c), *sources],
-                               capture_output=True, text=True)
+        build = subprocess.run(
+            [cc, "-O3", "-I", str(src / "include"), "-o", exe, str(bench_c), *sources],
+            capture_output=True,
+            text=True,
+        )
         if build.returncode != 0:
-            raise HarnessUnavailable(f"{cc} failed to build kernel_bench.c: {build.stderr.strip()[-400:]}")
+            raise HarnessUnavailable(
+                f"{cc} failed to build kernel_bench.c: {build.stderr.strip()[-400:]}"
+            )
         out = subprocess.run([exe, str(seconds)], check=True, capture_output=True, text=True)
     return json.loads(out.stdout)
 
@@ -194,16 +239,34 @@ def versus_libaegis(quick: bool = False) -> list[dict] | None:
         budget = _budget(size, quick)
         for variant in CLASSES:
             f = getattr(alib, variant.lower().replace("-", "") + "_encrypt")
-            c, mp, kp, np_ = aff.new("uint8_t[]", size + 16), aff.from_buffer(m), aff.from_buffer(key), aff.from_buffer(npub)
+            c, mp, kp, np_ = (
+                aff.new("uint8_t[]", size + 16),
+                aff.from_buffer(m),
+                aff.from_buffer(key),
+                aff.from_buffer(npub),
+            )
             theirs = measure(lambda: f(c, 16, mp, size, aff.NULL, 0, np_, kp), budget=budget)
             ctx = native.new_ctx(variant, memoryview(key), 16, None)
-            c2, mp2, np2 = native.ffi.new("uint8_t[]", size + 16), native.ffi.from_buffer(m), native.ffi.from_buffer(npub)
-            ours = measure(lambda: native.lib.sealstore_encrypt(ctx, c2, mp2, size, native.ffi.NULL, 0, np2),
-                           budget=budget)
-            rows.append({"variant": variant, "kernel": native.ctx_kernel(ctx), "size": size,
-                         "size_name": _size_name(size), "libaegis_gbps": size / theirs.median / 1e9,
-                         "sealstore_gbps": size / ours.median / 1e9,
-                         "ratio": theirs.median / ours.median})
+            c2, mp2, np2 = (
+                native.ffi.new("uint8_t[]", size + 16),
+                native.ffi.from_buffer(m),
+                native.ffi.from_buffer(npub),
+            )
+            ours = measure(
+                lambda: native.lib.sealstore_encrypt(ctx, c2, mp2, size, native.ffi.NULL, 0, np2),
+                budget=budget,
+            )
+            rows.append(
+                {
+                    "variant": variant,
+                    "kernel": native.ctx_kernel(ctx),
+                    "size": size,
+                    "size_name": _size_name(size),
+                    "libaegis_gbps": size / theirs.median / 1e9,
+                    "sealstore_gbps": size / ours.median / 1e9,
+                    "ratio": theirs.median / ours.median,
+                }
+            )
     return rows
 
 
@@ -211,7 +274,9 @@ def section(opts) -> dict:
     """The AEAD section of ``sealstore bench`` (its tables: ``sealstore.bench.grids.aead``)."""
     quick = bool(getattr(opts, "quick", False))
     progress = getattr(opts, "progress", None)
-    result = run(quick=quick, all_kernels=getattr(opts, "kernels", "selected") == "all", progress=progress)
+    result = run(
+        quick=quick, all_kernels=getattr(opts, "kernels", "selected") == "all", progress=progress
+    )
     notes = []
     try:
         result["c_harness"] = c_harness(0.01 if quick else 0.2)
@@ -221,7 +286,9 @@ def section(opts) -> dict:
         notes.append(f"C kernel harness: not run: {e}")
     lib_rows = versus_libaegis(quick)
     if lib_rows is None:
-        notes.append("libaegis comparison: not run (pip install 'sealstore[bench]' adds the aeg package)")
+        notes.append(
+            "libaegis comparison: not run (pip install 'sealstore[bench]' adds the aeg package)"
+        )
     else:
         result["versus_libaegis"] = lib_rows
     result["notes"] = notes
@@ -229,14 +296,19 @@ def section(opts) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m sealstore.bench.aead", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python -m sealstore.bench.aead", description=__doc__.split("\n\n")[0]
+    )
     ap.add_argument("--quick", action="store_true", help="smaller sizes and budgets")
     ap.add_argument("--kernels", choices=("selected", "all"), default="selected")
     ap.add_argument("--json", metavar="PATH", help="write every measurement as JSON")
     ap.add_argument("--c-harness", action="store_true", help="also build and run the C harness")
     args = ap.parse_args(argv)
-    result = run(quick=args.quick, all_kernels=args.kernels == "all",
-                 progress=lambda s: print(f"  measured {s}", file=sys.stderr))
+    result = run(
+        quick=args.quick,
+        all_kernels=args.kernels == "all",
+        progress=lambda s: print(f"  measured {s}", file=sys.stderr),
+    )
     if args.c_harness:
         result["c_harness"] = c_harness(0.02 if args.quick else 0.3)
     from rich.console import Console

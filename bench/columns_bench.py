@@ -133,7 +133,10 @@ def _data(n: int, seed: int = 4):
     alphabet = string.ascii_letters + string.digits
     pool_small = ["".join(rnd.choices(alphabet, k=SMALL)) for _ in range(512)]
     pool_large = ["".join(rnd.choices(alphabet, k=LARGE)) for _ in range(512)]
-    return [{"id": i, "small": pool_small[i % 512], "large": pool_large[(i * 7) % 512]} for i in range(n)]
+    return [
+        {"id": i, "small": pool_small[i % 512], "large": pool_large[(i * 7) % 512]}
+        for i in range(n)
+    ]
 
 
 def _timed(fn) -> tuple[float, float]:
@@ -199,7 +202,9 @@ def _connect(db_url: str | None):
         engine.dispose()
         if tmp:
             tmp.cleanup()
-        raise NotAvailable(f"cannot connect to {engine.url.render_as_string(hide_password=True)}: {exc}") from None
+        raise NotAvailable(
+            f"cannot connect to {engine.url.render_as_string(hide_password=True)}: {exc}"
+        ) from None
     return engine, tmp
 
 
@@ -226,7 +231,7 @@ def _timed_rounds(engine, models: dict, rows, repeat: int, progress) -> dict:
     for variant in order:  # compile caches, file growth, connection pool: not measured
         _one_round(engine, *models[variant], warmup)
     for rep in range(repeat):
-        for variant in order[rep % len(order):] + order[: rep % len(order)]:  # rotate the order
+        for variant in order[rep % len(order) :] + order[: rep % len(order)]:  # rotate the order
             for path, seconds in _one_round(engine, *models[variant], rows).items():
                 times.setdefault((variant, path), []).append(seconds)
             if progress:
@@ -269,7 +274,9 @@ def _results(times: dict, n: int) -> list[dict]:
     return results
 
 
-def run(n: int, db_url: str | None = None, repeat: int = 5, variants=VARIANTS, progress=None) -> dict:
+def run(
+    n: int, db_url: str | None = None, repeat: int = 5, variants=VARIANTS, progress=None
+) -> dict:
     """Measure every variant and path; returns {"rows": [...], "unavailable": {...}, ...}."""
     engine, tmp = _connect(db_url)
     rings = {"bench-gcm": Keyring.generate("AES-256-GCM"), "bench-aegis": Keyring.generate()}
@@ -300,11 +307,23 @@ def targets(result: dict) -> list[dict]:
         if r["variant"] != "sealstore AEGIS":
             continue
         need = TARGETS[r["path"]]
-        items.append({"what": f"{r['path']}: rows/s x plaintext", "measured": f"x{r['vs_plaintext']:.2f}",
-                      "goal": f">= x{need:.2f}", "reached": r["vs_plaintext"] >= need})
+        items.append(
+            {
+                "what": f"{r['path']}: rows/s x plaintext",
+                "measured": f"x{r['vs_plaintext']:.2f}",
+                "goal": f">= x{need:.2f}",
+                "reached": r["vs_plaintext"] >= need,
+            }
+        )
         if r["vs_incumbent"] is not None:
-            items.append({"what": f"{r['path']}: rows/s x {INCUMBENT}", "measured": f"x{r['vs_incumbent']:.2f}",
-                          "goal": f">= x{INCUMBENT_FACTOR:.2f}", "reached": r["vs_incumbent"] >= INCUMBENT_FACTOR})
+            items.append(
+                {
+                    "what": f"{r['path']}: rows/s x {INCUMBENT}",
+                    "measured": f"x{r['vs_incumbent']:.2f}",
+                    "goal": f">= x{INCUMBENT_FACTOR:.2f}",
+                    "reached": r["vs_incumbent"] >= INCUMBENT_FACTOR,
+                }
+            )
     return items
 
 
@@ -330,8 +349,12 @@ def section(opts) -> dict:
     quick = getattr(opts, "quick", False)
     n = 10_000 if quick else 100_000
     try:
-        result = run(n, getattr(opts, "db", None), repeat=3 if quick else 5,
-                     progress=getattr(opts, "progress", None))
+        result = run(
+            n,
+            getattr(opts, "db", None),
+            repeat=3 if quick else 5,
+            progress=getattr(opts, "progress", None),
+        )
     except NotAvailable as exc:
         raise RuntimeError(str(exc)) from None
     result["targets"] = targets(result)
@@ -339,12 +362,20 @@ def section(opts) -> dict:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python bench/columns_bench.py", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(
+        prog="python bench/columns_bench.py", description=__doc__.split("\n\n")[0]
+    )
     ap.add_argument("--quick", action="store_true", help="10,000 rows instead of 100,000")
     ap.add_argument("--rows", type=int, help="number of rows (overrides --quick)")
-    ap.add_argument("--db", metavar="URL", help="SQLAlchemy URL (default: SQLite in a temporary file)")
+    ap.add_argument(
+        "--db", metavar="URL", help="SQLAlchemy URL (default: SQLite in a temporary file)"
+    )
     ap.add_argument("--repeat", type=int, default=5, help="runs per measurement (median reported)")
-    ap.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated subset of: " + ", ".join(VARIANTS))
+    ap.add_argument(
+        "--variants",
+        default=",".join(VARIANTS),
+        help="comma-separated subset of: " + ", ".join(VARIANTS),
+    )
     ap.add_argument("--json", metavar="PATH", help="write the measurements as JSON")
     args = ap.parse_args(argv)
     n = args.rows or (10_000 if args.quick else 100_000)
@@ -353,7 +384,9 @@ def main(argv=None) -> int:
     if unknown or "plaintext" not in variants:
         ap.error(f"--variants must include plaintext and come from: {', '.join(VARIANTS)}")
     try:
-        result = run(n, args.db, args.repeat, variants, progress=lambda s: print(s, file=sys.stderr))
+        result = run(
+            n, args.db, args.repeat, variants, progress=lambda s: print(s, file=sys.stderr)
+        )
     except NotAvailable as exc:
         print(f"columns bench: {exc}", file=sys.stderr)
         return 2

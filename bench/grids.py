@@ -33,8 +33,10 @@ class Grid:
 
     def flag_note(self) -> None:
         if any(FLAG in cell for row in self.rows for cell in row):
-            self.notes.append(f"{FLAG} spread above {NOISY:.0%} between repeats: a noisy machine, "
-                              "rerun before trusting that figure")
+            self.notes.append(
+                f"{FLAG} spread above {NOISY:.0%} between repeats: a noisy machine, "
+                "rerun before trusting that figure"
+            )
 
 
 def _noisy(spread) -> str:
@@ -43,8 +45,13 @@ def _noisy(spread) -> str:
 
 def size_name(size: int) -> str:
     return SIZES.get(size) or next(
-        (f"{size // d} {u}" for u, d in (("MiB", 1 << 20), ("KiB", 1 << 10)) if size >= d and size % d == 0),
-        f"{size} B")
+        (
+            f"{size // d} {u}"
+            for u, d in (("MiB", 1 << 20), ("KiB", 1 << 10))
+            if size >= d and size % d == 0
+        ),
+        f"{size} B",
+    )
 
 
 def _label(algorithm: str, kernel: str) -> str:
@@ -64,21 +71,44 @@ def aead(sec: dict) -> list[Grid]:
     grids = []
     for op in ("encrypt", "decrypt"):
         g = Grid(f"{op}, GB/s (x AES-256-GCM of this run)", [op] + [size_name(s) for s in sizes])
-        algos = sorted({(r["algorithm"], r["kernel"]) for r in rows
-                        if r["op"] == op and r["algorithm"] != "memcpy"}, key=_order)
+        algos = sorted(
+            {
+                (r["algorithm"], r["kernel"])
+                for r in rows
+                if r["op"] == op and r["algorithm"] != "memcpy"
+            },
+            key=_order,
+        )
         for algo, kernel in algos:
             cells = []
             for s in sizes:
-                r = next((r for r in rows if (r["algorithm"], r["kernel"], r["op"], r["size"])
-                          == (algo, kernel, op, s)), None)
+                r = next(
+                    (
+                        r
+                        for r in rows
+                        if (r["algorithm"], r["kernel"], r["op"], r["size"])
+                        == (algo, kernel, op, s)
+                    ),
+                    None,
+                )
                 ratio = r and r.get("speedup_vs_aes256gcm")
-                cells.append("-" if r is None else f"{r['gbps']:.2f}" + (f" (x{ratio:.2f})" if ratio else "")
-                             + _noisy(r["spread"]))
+                cells.append(
+                    "-"
+                    if r is None
+                    else f"{r['gbps']:.2f}"
+                    + (f" (x{ratio:.2f})" if ratio else "")
+                    + _noisy(r["spread"])
+                )
             g.rows.append([_label(algo, kernel)] + cells)
         if op == "encrypt":
             copy = {r["size"]: r for r in rows if r["algorithm"] == "memcpy"}
-            g.rows.append(["memory copy (no ratio)"] + [
-                f"{copy[s]['gbps']:.2f}{_noisy(copy[s]['spread'])}" if s in copy else "-" for s in sizes])
+            g.rows.append(
+                ["memory copy (no ratio)"]
+                + [
+                    f"{copy[s]['gbps']:.2f}{_noisy(copy[s]['spread'])}" if s in copy else "-"
+                    for s in sizes
+                ]
+            )
         g.flag_note()
         grids.append(g)
     grids.append(_small_calls(rows))
@@ -90,37 +120,69 @@ def aead(sec: dict) -> list[Grid]:
 
 
 def _small_calls(rows: list[dict]) -> Grid:
-    ops = list(dict.fromkeys(r["op"] for r in rows if r["size"] == 64 and r["algorithm"] != "memcpy"))
+    ops = list(
+        dict.fromkeys(r["op"] for r in rows if r["size"] == 64 and r["algorithm"] != "memcpy")
+    )
     g = Grid("64-byte messages, ns per call", ["algorithm"] + ops)
-    for algo, kernel in sorted({(r["algorithm"], r["kernel"]) for r in rows
-                                if r["size"] == 64 and r["algorithm"] != "memcpy"}, key=_order):
-        get = {r["op"]: r for r in rows if (r["algorithm"], r["kernel"], r["size"]) == (algo, kernel, 64)}
-        g.rows.append([_label(algo, kernel)] + [
-            f"{get[o]['ns_per_call']:.0f}{_noisy(get[o]['spread'])}" if o in get else "-" for o in ops])
+    for algo, kernel in sorted(
+        {
+            (r["algorithm"], r["kernel"])
+            for r in rows
+            if r["size"] == 64 and r["algorithm"] != "memcpy"
+        },
+        key=_order,
+    ):
+        get = {
+            r["op"]: r
+            for r in rows
+            if (r["algorithm"], r["kernel"], r["size"]) == (algo, kernel, 64)
+        }
+        g.rows.append(
+            [_label(algo, kernel)]
+            + [
+                f"{get[o]['ns_per_call']:.0f}{_noisy(get[o]['spread'])}" if o in get else "-"
+                for o in ops
+            ]
+        )
     g.flag_note()
     return g
 
 
 def _libaegis(lib: list[dict]) -> Grid:
     sizes = list(dict.fromkeys(r["size_name"] for r in lib))
-    g = Grid("encrypt through cffi with prepared pointers, GB/s: sealstore (x libaegis of this run)",
-             ["variant"] + sizes)
+    g = Grid(
+        "encrypt through cffi with prepared pointers, GB/s: sealstore (x libaegis of this run)",
+        ["variant"] + sizes,
+    )
     for variant in dict.fromkeys((r["variant"], r["kernel"]) for r in lib):
         get = {r["size_name"]: r for r in lib if (r["variant"], r["kernel"]) == variant}
-        g.rows.append([_label(*variant)] + [
-            f"{get[s]['sealstore_gbps']:.2f} (x{get[s]['ratio']:.2f})" if s in get else "-" for s in sizes])
+        g.rows.append(
+            [_label(*variant)]
+            + [
+                f"{get[s]['sealstore_gbps']:.2f} (x{get[s]['ratio']:.2f})" if s in get else "-"
+                for s in sizes
+            ]
+        )
     return g
 
 
 def _harness(results: list[dict]) -> Grid:
-    g = Grid("C kernels alone (kernel_bench.c), 16 KiB",
-             ["kernel", "encrypt GB/s", "decrypt GB/s", "encrypt TSC cycles/byte"])
+    g = Grid(
+        "C kernels alone (kernel_bench.c), 16 KiB",
+        ["kernel", "encrypt GB/s", "decrypt GB/s", "encrypt TSC cycles/byte"],
+    )
     for key in sorted({(r["variant"], r["kernel"]) for r in results}, key=_order):
         e = {r["op"]: r for r in results if (r["variant"], r["kernel"], r["size"]) == (*key, 16384)}
         if "encrypt" in e and "decrypt" in e:
             cpb = e["encrypt"].get("tsc_cycles_per_byte")
-            g.rows.append([_label(*key), f"{e['encrypt']['gbps_median']:.2f}",
-                           f"{e['decrypt']['gbps_median']:.2f}", "-" if cpb is None else f"{cpb:.3f}"])
+            g.rows.append(
+                [
+                    _label(*key),
+                    f"{e['encrypt']['gbps_median']:.2f}",
+                    f"{e['decrypt']['gbps_median']:.2f}",
+                    "-" if cpb is None else f"{cpb:.3f}",
+                ]
+            )
     return g
 
 
@@ -128,15 +190,23 @@ def keyring(sec: dict) -> list[Grid]:
     grids = []
     rows = sec["rows"]
     for size in sorted({r["size"] for r in rows}):
-        g = Grid(f"{size_name(size)} values, values/s (x AES-256-GCM of this run)",
-                 ["suite", "seal", "open", "seal_many", "open_many"])
+        g = Grid(
+            f"{size_name(size)} values, values/s (x AES-256-GCM of this run)",
+            ["suite", "seal", "open", "seal_many", "open_many"],
+        )
         for suite in dict.fromkeys(r["suite"] for r in rows):
             get = {r["op"]: r for r in rows if r["suite"] == suite and r["size"] == size}
-            g.rows.append([suite] + [
-                f"{get[o]['values_per_s']:,.0f}" + (f" (x{get[o]['vs_aes256gcm']:.2f})"
-                                                    if suite != "AES-256-GCM" else "")
-                + _noisy(get[o].get("spread")) if o in get else "-"
-                for o in ("seal", "open", "seal_many", "open_many")])
+            g.rows.append(
+                [suite]
+                + [
+                    f"{get[o]['values_per_s']:,.0f}"
+                    + (f" (x{get[o]['vs_aes256gcm']:.2f})" if suite != "AES-256-GCM" else "")
+                    + _noisy(get[o].get("spread"))
+                    if o in get
+                    else "-"
+                    for o in ("seal", "open", "seal_many", "open_many")
+                ]
+            )
         g.flag_note()
         grids.append(g)
     if sec.get("targets"):
@@ -147,14 +217,20 @@ def keyring(sec: dict) -> list[Grid]:
 def columns(sec: dict) -> list[Grid]:
     rows = sec["rows"]
     paths = list(dict.fromkeys(r["path"] for r in rows))
-    g = Grid(f"{sec['n']:,} rows (100 B + 1 KiB), {sec['db']}, median of {sec['repeat']}: "
-             "rows/s (x plaintext of this run)", ["variant"] + paths)
+    g = Grid(
+        f"{sec['n']:,} rows (100 B + 1 KiB), {sec['db']}, median of {sec['repeat']}: "
+        "rows/s (x plaintext of this run)",
+        ["variant"] + paths,
+    )
     for variant in dict.fromkeys(r["variant"] for r in rows):
         cells = []
         for p in paths:
             r = next((r for r in rows if r["variant"] == variant and r["path"] == p), None)
-            cells.append("-" if r is None else f"{r['rows_per_s']:,.0f} (x{r['vs_plaintext']:.2f})"
-                         + _noisy(r["spread"]))
+            cells.append(
+                "-"
+                if r is None
+                else f"{r['rows_per_s']:,.0f} (x{r['vs_plaintext']:.2f})" + _noisy(r["spread"])
+            )
         g.rows.append([variant] + cells)
     g.notes += [f"{variant}: {reason}" for variant, reason in sec.get("unavailable", {}).items()]
     g.flag_note()
@@ -169,22 +245,41 @@ def objects(sec: dict) -> list[Grid]:
     grids = []
     if data.get("s3"):
         suites = list(dict.fromkeys(r["suite"] for r in data["s3"]))
-        g = Grid(f"S3 through {data.get('s3_endpoint')}, MB/s (x plaintext of this run)",
-                 ["object", "op"] + suites)
+        g = Grid(
+            f"S3 through {data.get('s3_endpoint')}, MB/s (x plaintext of this run)",
+            ["object", "op"] + suites,
+        )
         for key in dict.fromkeys((r["size_mib"], r["op"]) for r in data["s3"]):
             get = {r["suite"]: r for r in data["s3"] if (r["size_mib"], r["op"]) == key}
-            g.rows.append([f"{key[0]:g} MiB", key[1]] + [
-                f"{get[s]['mb_per_s']:.0f}" + ("" if s == "plaintext" else f" (x{get[s]['vs_plaintext']:.2f})")
-                + _noisy(get[s]["spread"]) if s in get else "-" for s in suites])
+            g.rows.append(
+                [f"{key[0]:g} MiB", key[1]]
+                + [
+                    f"{get[s]['mb_per_s']:.0f}"
+                    + ("" if s == "plaintext" else f" (x{get[s]['vs_plaintext']:.2f})")
+                    + _noisy(get[s]["spread"])
+                    if s in get
+                    else "-"
+                    for s in suites
+                ]
+            )
         g.flag_note()
         grids.append(g)
-    g = Grid("stream layer without the network, GB/s", ["op", "path", "1 thread", "x raw kernel",
-                                                         "2 threads", "2t / 1t"])
+    g = Grid(
+        "stream layer without the network, GB/s",
+        ["op", "path", "1 thread", "x raw kernel", "2 threads", "2t / 1t"],
+    )
     for r in data.get("stream", []):
         vs_raw = f"x{r['vs_raw_1t']:.2f}" if "vs_raw_1t" in r else "-"
-        g.rows.append([f"{r['op']} ({r['kernel']})", r["path"],
-                       f"{r['gb_per_s_1t']:.2f}{_noisy(r.get('spread_1t'))}", vs_raw,
-                       f"{r['gb_per_s_2t']:.2f}", f"x{r['scaling_2t']:.2f}"])
+        g.rows.append(
+            [
+                f"{r['op']} ({r['kernel']})",
+                r["path"],
+                f"{r['gb_per_s_1t']:.2f}{_noisy(r.get('spread_1t'))}",
+                vs_raw,
+                f"{r['gb_per_s_2t']:.2f}",
+                f"x{r['scaling_2t']:.2f}",
+            ]
+        )
     g.flag_note()
     grids.append(g)
     return [g for g in grids if g.rows]
@@ -194,7 +289,9 @@ def targets(items: list[dict]) -> Grid:
     """The goals docs/BENCH.md sets, next to what this run measured (figures, not verdicts)."""
     g = Grid("goals (docs/BENCH.md) and this run", ["measure", "this run", "goal", ""])
     for t in items:
-        g.rows.append([t["what"], t["measured"], t["goal"], "reached" if t["reached"] else "not reached"])
+        g.rows.append(
+            [t["what"], t["measured"], t["goal"], "reached" if t["reached"] else "not reached"]
+        )
     return g
 
 

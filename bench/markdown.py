@@ -22,9 +22,12 @@ def _table(g: grids.Grid) -> list[str]:
 
 def render(report: dict) -> str:
     nat = report["environment"]["native"]
-    lines = [f"Run of `{report['command']}` on {report['started'][:10]}, CPU {nat['cpu']} "
-             f"({', '.join(nat['features'])}), kernels " + ", ".join(
-                 f"{v}: {k}" for v, k in nat["selected"].items()) + "."]
+    lines = [
+        f"Run of `{report['command']}` on {report['started'][:10]}, CPU {nat['cpu']} "
+        f"({', '.join(nat['features'])}), kernels "
+        + ", ".join(f"{v}: {k}" for v, k in nat["selected"].items())
+        + "."
+    ]
     for name, sec in report["sections"].items():
         if sec.get("status") != "ok":
             lines += ["", f"**{name}**: {sec.get('status')} ({sec.get('reason')})"]

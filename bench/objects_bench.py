@@ -97,7 +97,9 @@ class _StreamWork:
 
     def stream_open(self, i: int) -> None:
         out = bytearray(self.batch)
-        reader = self.opening_reader(self.openers[i], memoryview(self.sealed[i])[self.header_size :])
+        reader = self.opening_reader(
+            self.openers[i], memoryview(self.sealed[i])[self.header_size :]
+        )
         while reader.readinto(out):
             pass
 
@@ -153,18 +155,11 @@ def _op_rows(op: str, t: dict[str, list[float]], size: int, kernel: str) -> list
                 "best_1t": max(r1) / 1e9,
                 "spread_1t": (max(r1) - min(r1)) / m1,
                 "gb_per_s_2t": m2 / 1e9,
-                "scaling_2t": statistics.median(
-                    a / b for a, b in zip(t[one], t[both])
-                )
-                * 2,
+                "scaling_2t": statistics.median(a / b for a, b in zip(t[one], t[both])) * 2,
             }
         )
-    rows[-1]["vs_raw_1t"] = statistics.median(
-        a / b for a, b in zip(t["raw1"], t["st1"])
-    )
-    rows[-1]["vs_raw_2t"] = statistics.median(
-        a / b for a, b in zip(t["raw2"], t["st2"])
-    )
+    rows[-1]["vs_raw_1t"] = statistics.median(a / b for a, b in zip(t["raw1"], t["st1"]))
+    rows[-1]["vs_raw_2t"] = statistics.median(a / b for a, b in zip(t["raw2"], t["st2"]))
     return rows
 
 
@@ -215,8 +210,10 @@ def _start_moto():
     except ImportError:
         from .run import Unavailable
 
-        raise Unavailable("the in-process S3 server needs moto[server]: pip install 'sealstore[bench]' "
-                          "(or point --s3-endpoint at an S3-compatible server)") from None
+        raise Unavailable(
+            "the in-process S3 server needs moto[server]: pip install 'sealstore[bench]' "
+            "(or point --s3-endpoint at an S3-compatible server)"
+        ) from None
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     with socket.socket() as s:
@@ -234,12 +231,8 @@ def _suite_clients(endpoint: str | None, plain) -> dict:
 
     return {
         "plaintext": plain,
-        "AES-256-GCM": encrypt_client(
-            _client(endpoint), Keyring.generate("AES-256-GCM", 16)
-        ),
-        "AEGIS-128X4": encrypt_client(
-            _client(endpoint), Keyring.generate("AEGIS-128X4", 32)
-        ),
+        "AES-256-GCM": encrypt_client(_client(endpoint), Keyring.generate("AES-256-GCM", 16)),
+        "AEGIS-128X4": encrypt_client(_client(endpoint), Keyring.generate("AEGIS-128X4", 32)),
     }
 
 
@@ -364,21 +357,24 @@ class _Sink(io.RawIOBase):
 # ---- entry points ------------------------------------------------------------------------------
 
 
-def run(quick: bool = False, endpoint: str | None = None, network: bool = True, progress=None) -> dict:
+def run(
+    quick: bool = False, endpoint: str | None = None, network: bool = True, progress=None
+) -> dict:
     sizes = [MiB, 16 * MiB] if quick else [MiB, 256 * MiB]
     stream = stream_rows(32 * MiB if quick else 128 * MiB, 5 if quick else 9, progress)
     result = {"stream": stream, "s3": [], "s3_endpoint": None}
     if network:
-        result["s3"], result["s3_endpoint"] = s3_rows(
-            endpoint, sizes, 3 if quick else 7, progress
-        )
+        result["s3"], result["s3_endpoint"] = s3_rows(endpoint, sizes, 3 if quick else 7, progress)
     return result
 
 
 def section(opts) -> dict:
     """The objects section of ``sealstore bench`` (its tables: ``sealstore.bench.grids.objects``)."""
-    result = run(getattr(opts, "quick", False), getattr(opts, "s3_endpoint", None),
-                 progress=getattr(opts, "progress", None))
+    result = run(
+        getattr(opts, "quick", False),
+        getattr(opts, "s3_endpoint", None),
+        progress=getattr(opts, "progress", None),
+    )
     return {
         "rows": result,
         "notes": [
@@ -416,9 +412,7 @@ def main(argv=None) -> int:
         metavar="URL",
         help="a real S3-compatible endpoint (default: moto)",
     )
-    p.add_argument(
-        "--no-network", action="store_true", help="only the stream layer part"
-    )
+    p.add_argument("--no-network", action="store_true", help="only the stream layer part")
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     args = p.parse_args(argv)
     result = run(args.quick, args.s3_endpoint, network=not args.no_network)

@@ -15,8 +15,11 @@ def plot(report: dict, path: str) -> None:
     import matplotlib.pyplot as plt
 
     sections = report["sections"]
-    panels = [name for name in ("aead", "columns", "objects")
-              if sections.get(name, {}).get("status") == "ok"]
+    panels = [
+        name
+        for name in ("aead", "columns", "objects")
+        if sections.get(name, {}).get("status") == "ok"
+    ]
     if not panels:
         raise ValueError("nothing to plot: no section of aead, columns, objects ran")
     fig, axes = plt.subplots(1, len(panels), figsize=(6.5 * len(panels), 5), squeeze=False)
@@ -34,7 +37,11 @@ def _aead(ax, sec):
     for r in sec["rows"]:
         if r["op"] != "encrypt" or r["algorithm"] == "memcpy":
             continue
-        label = r["algorithm"] if r["kernel"] in ("openssl", "-") else f"{r['algorithm']} ({r['kernel']})"
+        label = (
+            r["algorithm"]
+            if r["kernel"] in ("openssl", "-")
+            else f"{r['algorithm']} ({r['kernel']})"
+        )
         series.setdefault(label, []).append((r["size"], r["gbps"]))
     for label, points in sorted(series.items()):
         points.sort()

@@ -30,8 +30,13 @@ class Reporter:
         if self.live:
             from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-            self._progress = Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
-                                      console=self.console, transient=True)
+            self._progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TimeElapsedColumn(),
+                console=self.console,
+                transient=True,
+            )
             self._progress.start()
             self._task = self._progress.add_task("benchmark", total=self.sections)
         return self

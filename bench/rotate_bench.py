@@ -69,9 +69,7 @@ def _keys_of(keyring) -> list[dict]:
 def _keyring_from(keys):
     from sealstore.keyring import Key, Keyring
 
-    return Keyring(
-        [Key(k["id"], k["suite"], k["material"], state=k["state"]) for k in keys]
-    )
+    return Keyring([Key(k["id"], k["suite"], k["material"], state=k["state"]) for k in keys])
 
 
 def setup(engine, rows: int, value_size: int, keyring) -> None:
@@ -89,9 +87,7 @@ def setup(engine, rows: int, value_size: int, keyring) -> None:
         for start in range(0, rows, chunk):
             n = min(chunk, rows - start)
             sealed = keyring.seal_many([os.urandom(value_size) for _ in range(n)], ctx)
-            conn.execute(
-                t.insert(), [{"id": start + i, "v": v} for i, v in enumerate(sealed)]
-            )
+            conn.execute(t.insert(), [{"id": start + i, "v": v} for i, v in enumerate(sealed)])
     _vacuum(engine)
 
 
@@ -118,9 +114,7 @@ def _worker(url, keys, batch_size, ready, go, out) -> None:
     engine.dispose()
 
 
-def run_parallel(
-    url, keyring, workers: int, batch_size: int
-) -> tuple[float, list[dict]]:
+def run_parallel(url, keyring, workers: int, batch_size: int) -> tuple[float, list[dict]]:
     ctx = mp.get_context("spawn")
     ready, out, go = ctx.Queue(), ctx.Queue(), ctx.Event()
     keys = _keys_of(keyring)
@@ -171,7 +165,9 @@ _DURABILITY = ("fsync", "synchronous_commit", "full_page_writes")
 def _durable_restart(server) -> None:
     """Restart the throwaway server (started like the test fixture, with fsync, synchronous
     commit and full-page writes off) with the three at their durable defaults."""
-    options = f"-p {server.port} -k {server.root} -c listen_addresses=127.0.0.1 -c max_connections=50"
+    options = (
+        f"-p {server.port} -k {server.root} -c listen_addresses=127.0.0.1 -c max_connections=50"
+    )
     server._run("pg_ctl", "-D", str(server.data), "-l", str(server.log), "-o", options,
                 "-w", "-t", "60", "restart")  # fmt: skip
 
@@ -205,15 +201,9 @@ def _one_worker_runs(engine, keyring, batch_size: int, rows: int, runs: int):
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument(
-        "--db", metavar="URL", help="database URL (default: a temporary PostgreSQL)"
-    )
-    p.add_argument(
-        "--rows", type=int, help="rows in the table (default 200,000; --quick 50,000)"
-    )
-    p.add_argument(
-        "--batch-size", type=int, default=2000, help="rows per batch (default 2000)"
-    )
+    p.add_argument("--db", metavar="URL", help="database URL (default: a temporary PostgreSQL)")
+    p.add_argument("--rows", type=int, help="rows in the table (default 200,000; --quick 50,000)")
+    p.add_argument("--batch-size", type=int, default=2000, help="rows per batch (default 2000)")
     p.add_argument(
         "--workers",
         default="1,2,4",
@@ -226,9 +216,15 @@ def _parser() -> argparse.ArgumentParser:
         help="plaintext bytes per value (default 100)",
     )
     p.add_argument("--quick", action="store_true", help="50,000 rows")
-    p.add_argument("--runs", type=int, default=3, help="one-worker runs; the median counts (default 3)")
-    p.add_argument("--fsync", choices=("on", "off"), default="on",
-                   help="durability settings of the throwaway server (default on)")
+    p.add_argument(
+        "--runs", type=int, default=3, help="one-worker runs; the median counts (default 3)"
+    )
+    p.add_argument(
+        "--fsync",
+        choices=("on", "off"),
+        default="on",
+        help="durability settings of the throwaway server (default on)",
+    )
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     return p
 

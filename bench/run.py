@@ -42,16 +42,33 @@ class Unavailable(Exception):
 
 def build_parser() -> argparse.ArgumentParser:
     paragraphs = __doc__.split("\n\n")
-    p = argparse.ArgumentParser(prog="sealstore bench", description=paragraphs[0] + "\n\n" + paragraphs[2],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--quick", action="store_true", help="small sizes and short budgets (about a minute)")
-    p.add_argument("--only", default=",".join(SECTIONS),
-                   help=f"comma-separated sections to run (default: all of {', '.join(SECTIONS)})")
-    p.add_argument("--kernels", choices=("selected", "all"), default="selected",
-                   help="AEAD section: the selected kernel per variant, or every runnable one")
-    p.add_argument("--db", metavar="URL", help="columns section: a SQLAlchemy URL (default: SQLite)")
-    p.add_argument("--s3-endpoint", metavar="URL",
-                   help="objects section: an S3-compatible endpoint (default: in-process moto)")
+    p = argparse.ArgumentParser(
+        prog="sealstore bench",
+        description=paragraphs[0] + "\n\n" + paragraphs[2],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument(
+        "--quick", action="store_true", help="small sizes and short budgets (about a minute)"
+    )
+    p.add_argument(
+        "--only",
+        default=",".join(SECTIONS),
+        help=f"comma-separated sections to run (default: all of {', '.join(SECTIONS)})",
+    )
+    p.add_argument(
+        "--kernels",
+        choices=("selected", "all"),
+        default="selected",
+        help="AEAD section: the selected kernel per variant, or every runnable one",
+    )
+    p.add_argument(
+        "--db", metavar="URL", help="columns section: a SQLAlchemy URL (default: SQLite)"
+    )
+    p.add_argument(
+        "--s3-endpoint",
+        metavar="URL",
+        help="objects section: an S3-compatible endpoint (default: in-process moto)",
+    )
     p.add_argument("--json", metavar="PATH", help="write every measurement as JSON")
     p.add_argument("--plot", metavar="PATH", help="write a PNG of the results (needs matplotlib)")
     return p
@@ -62,13 +79,17 @@ def _preflight(opts) -> list[str]:
     wanted = [s.strip() for s in opts.only.split(",") if s.strip()]
     unknown = [s for s in wanted if s not in SECTIONS]
     if unknown or not wanted:
-        raise SystemExit(f"sealstore bench: error: unknown section(s) {', '.join(unknown) or '(none given)'}; "
-                         f"choose from {', '.join(SECTIONS)}")
+        raise SystemExit(
+            f"sealstore bench: error: unknown section(s) {', '.join(unknown) or '(none given)'}; "
+            f"choose from {', '.join(SECTIONS)}"
+        )
     if opts.plot:
         try:
             import matplotlib  # noqa: F401
         except ImportError:
-            raise SystemExit(f"sealstore bench: error: --plot needs matplotlib: {EXTRA_HINT}") from None
+            raise SystemExit(
+                f"sealstore bench: error: --plot needs matplotlib: {EXTRA_HINT}"
+            ) from None
     return wanted
 
 
@@ -116,7 +137,8 @@ def run(opts, reporter: Reporter | None = None, on_start=None, on_section=None) 
     report = {
         "schema": SCHEMA,
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "command": "sealstore bench " + " ".join(sys.argv[2:] if sys.argv[1:2] == ["bench"] else sys.argv[1:]),
+        "command": "sealstore bench "
+        + " ".join(sys.argv[2:] if sys.argv[1:2] == ["bench"] else sys.argv[1:]),
         "quick": bool(opts.quick),
         "environment": environment(),
         "sections": {},
@@ -143,9 +165,14 @@ def render_header(report: dict, console) -> None:
     env = report["environment"]
     nat = env["native"]
     console.print(f"[bold]sealstore bench[/bold]  {report['started']}  `{report['command']}`")
-    console.print(f"CPU: {nat['cpu']} ({nat['machine']}), features: {', '.join(nat['features']) or 'none'}")
-    console.print("kernels: " + ", ".join(f"{v} -> {k}" for v, k in nat["selected"].items())
-                  + (f"  (forced {nat['forced']})" if nat["forced"] else ""))
+    console.print(
+        f"CPU: {nat['cpu']} ({nat['machine']}), features: {', '.join(nat['features']) or 'none'}"
+    )
+    console.print(
+        "kernels: "
+        + ", ".join(f"{v} -> {k}" for v, k in nat["selected"].items())
+        + (f"  (forced {nat['forced']})" if nat["forced"] else "")
+    )
     console.print("versions: " + ", ".join(f"{k} {v}" for k, v in env["versions"].items() if v))
 
 
@@ -172,7 +199,9 @@ def render_section(name: str, sec: dict, console) -> None:
 def render_summary(report: dict, console) -> None:
     parts = []
     for name, sec in report["sections"].items():
-        parts.append(f"{name} {sec['status']}" + ("" if sec["status"] == "ok" else f" ({sec['reason']})"))
+        parts.append(
+            f"{name} {sec['status']}" + ("" if sec["status"] == "ok" else f" ({sec['reason']})")
+        )
     console.print("\nsections: " + "; ".join(parts))
 
 
@@ -198,7 +227,9 @@ def main(argv=None) -> int:
         if opts.json:
             _write_json(report, opts.json)
 
-    report = run(opts, reporter, on_start=lambda r: render_header(r, console), on_section=on_section)
+    report = run(
+        opts, reporter, on_start=lambda r: render_header(r, console), on_section=on_section
+    )
     render_summary(report, console)
     ok = all(sec["status"] == "ok" for sec in report["sections"].values())
     if opts.plot:

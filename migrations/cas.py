@@ -46,14 +46,10 @@ def _cas_postgresql(conn, table, pk_cols, target, guards, rows) -> list[int]:
     names, arrays = [], []
     for i, col in enumerate(pk_cols):
         names.append(column(f"k{i}", col.type))
-        arrays.append(
-            bindparam(f"k{i}", [r[0][i] for r in rows], type_=ARRAY(col.type))
-        )
+        arrays.append(bindparam(f"k{i}", [r[0][i] for r in rows], type_=ARRAY(col.type)))
     for i, col in enumerate(guards):
         names.append(column(f"g{i}", col.type))
-        arrays.append(
-            bindparam(f"g{i}", [r[1][i] for r in rows], type_=ARRAY(col.type))
-        )
+        arrays.append(bindparam(f"g{i}", [r[1][i] for r in rows], type_=ARRAY(col.type)))
     names.append(column("v", target.type))
     arrays.append(bindparam("v", [r[2] for r in rows], type_=ARRAY(LargeBinary)))
     src = func.unnest(*arrays).table_valued(*names).render_derived(name="cas_rows")
@@ -79,12 +75,8 @@ def _execute_binary(conn, stmt) -> set[tuple]:
     params = {}
     for name, value in compiled.params.items():
         sql = sql.replace(f"%({name})s", f"%({name})b")
-        proc = (
-            processors.get(name) if name.startswith("k") else None
-        )  # keys: SQLAlchemy's
-        params[name] = (
-            proc(value) if proc is not None else value
-        )  # bytes go as they are
+        proc = processors.get(name) if name.startswith("k") else None  # keys: SQLAlchemy's
+        params[name] = proc(value) if proc is not None else value  # bytes go as they are
     cursor = conn.connection.driver_connection.cursor(binary=True)
     try:
         cursor.execute(sql, params)
@@ -95,13 +87,8 @@ def _execute_binary(conn, stmt) -> set[tuple]:
 
 def _cas_generic(conn, table, pk_cols, target, guards, rows) -> list[int]:
     cond = [c == bindparam(f"k{i}", type_=c.type) for i, c in enumerate(pk_cols)]
-    cond += [
-        c.is_not_distinct_from(bindparam(f"g{i}", type_=c.type))
-        for i, c in enumerate(guards)
-    ]
-    stmt = (
-        update(table).where(*cond).values({target: bindparam("v", type_=target.type)})
-    )
+    cond += [c.is_not_distinct_from(bindparam(f"g{i}", type_=c.type)) for i, c in enumerate(guards)]
+    stmt = update(table).where(*cond).values({target: bindparam("v", type_=target.type)})
     params = []
     for pk, olds, new in rows:
         p = {f"k{i}": v for i, v in enumerate(pk)}
@@ -118,9 +105,7 @@ def _cas_generic(conn, table, pk_cols, target, guards, rows) -> list[int]:
     current = {}
     for start in range(0, len(keys), 500):
         chunk = keys[start : start + 500]
-        q = (
-            select(*pk_cols, target).where(key.in_(chunk)).with_for_update()
-        )  # latest values
+        q = select(*pk_cols, target).where(key.in_(chunk)).with_for_update()  # latest values
         for rec in conn.execute(q):
             current[tuple(rec[: len(pk_cols)])] = rec[-1]
     missed = []

@@ -64,9 +64,7 @@ def _load_models(spec: str):
     from sqlalchemy import MetaData
 
     if os.getcwd() not in sys.path:
-        sys.path.insert(
-            0, os.getcwd()
-        )  # like alembic: models of the project in this directory
+        sys.path.insert(0, os.getcwd())  # like alembic: models of the project in this directory
     module_name, _, attr = spec.partition(":")
     module, failure = None, None
     try:
@@ -83,20 +81,14 @@ def _load_models(spec: str):
         try:
             return getattr(module, attr)
         except AttributeError:
-            raise UsageError(
-                f"--models {spec}: {module_name} has no attribute {attr}"
-            ) from None
+            raise UsageError(f"--models {spec}: {module_name} has no attribute {attr}") from None
     found = []
     for value in vars(module).values():
-        meta = (
-            value if isinstance(value, MetaData) else getattr(value, "metadata", None)
-        )
+        meta = value if isinstance(value, MetaData) else getattr(value, "metadata", None)
         if isinstance(meta, MetaData) and not any(meta is m for m in found):
             found.append(meta)
     if not found:
-        raise UsageError(
-            f"--models {spec}: no MetaData or declarative base in {module_name}"
-        )
+        raise UsageError(f"--models {spec}: no MetaData or declarative base in {module_name}")
     return found
 
 
@@ -115,14 +107,10 @@ def _specs(args, engine, keyring_name: str):
             raise UsageError(f"--column {name}: expected TABLE.COLUMN")
         schema, _, table = table.rpartition(".")
         columns.append(
-            ColumnSpec.reflect(
-                engine, table, column, keyring=keyring_name, schema=schema or None
-            )
+            ColumnSpec.reflect(engine, table, column, keyring=keyring_name, schema=schema or None)
         )
     if not args.models and not args.column:
-        raise UsageError(
-            "name the columns: --models MODULE[:ATTR] or --column TABLE.COLUMN"
-        )
+        raise UsageError("name the columns: --models MODULE[:ATTR] or --column TABLE.COLUMN")
     if args.table:
         tables = sorted({s.table for s in columns} | {s.table for s in indexes})
         columns = [s for s in columns if s.table == args.table]
@@ -151,7 +139,12 @@ def _engine(url: str, *, must_exist: bool = True):
         ) from None
     if must_exist and parsed.get_backend_name() == "sqlite":
         path = parsed.database
-        if path and path != ":memory:" and not path.startswith("file:") and not os.path.exists(path):
+        if (
+            path
+            and path != ":memory:"
+            and not path.startswith("file:")
+            and not os.path.exists(path)
+        ):
             raise RuntimeFailure(f"--db: no SQLite database at {path}")
     failure = None
     try:
@@ -567,9 +560,7 @@ def _reference_specs(args, engine) -> list:
     if not (args.models or args.column):
         return []
     if engine is None:
-        raise UsageError(
-            f"--models/--column need a database: pass --db URL or set {DB_ENV}"
-        )
+        raise UsageError(f"--models/--column need a database: pass --db URL or set {DB_ENV}")
     columns, indexes = _specs(args, engine, args.keyring)
     return columns + indexes
 
@@ -592,9 +583,7 @@ def _references(args, engine, specs, key_id: int, urls: list[str]):
     if urls:
         import boto3
 
-        client = boto3.client(
-            "s3", endpoint_url=args.endpoint_url, region_name=args.region
-        )
+        client = boto3.client("s3", endpoint_url=args.endpoint_url, region_name=args.region)
     return find_references(engine, specs, key_id, s3_client=client, s3_urls=urls)
 
 
@@ -645,9 +634,7 @@ def cmd_db_init(args) -> int:
 
 
 def _columns_args(p, *, progress: bool = True, json_output: bool = True) -> None:
-    p.add_argument(
-        "--db", metavar="URL", help=f"SQLAlchemy database URL (default ${DB_ENV})"
-    )
+    p.add_argument("--db", metavar="URL", help=f"SQLAlchemy database URL (default ${DB_ENV})")
     p.add_argument(
         "--models",
         action="append",
@@ -705,20 +692,14 @@ def add_commands(commands) -> None:
         metavar="PATH",
         help="sealstore config of the index keyring",
     )
-    p.add_argument(
-        "--dry-run", action="store_true", help="only count what would change"
-    )
+    p.add_argument("--dry-run", action="store_true", help="only count what would change")
     p.set_defaults(func=cmd_reindex)
 
-    p = commands.add_parser(
-        "status", help="rows per key id per column (SQL only), running jobs"
-    )
+    p = commands.add_parser("status", help="rows per key id per column (SQL only), running jobs")
     _columns_args(p, progress=False)
     p.set_defaults(func=cmd_status)
 
-    p = commands.add_parser(
-        "verify", help="open every value; report failing rows by primary key"
-    )
+    p = commands.add_parser("verify", help="open every value; report failing rows by primary key")
     _columns_args(p)
     p.set_defaults(func=cmd_verify)
 
@@ -743,9 +724,7 @@ def add_keys_commands(keys) -> None:
 
 
 def _retire_parser(p, func) -> None:
-    p.add_argument(
-        "key_id", metavar="KEY_ID", help="8 hex digits (sealstore keys list)"
-    )
+    p.add_argument("key_id", metavar="KEY_ID", help="8 hex digits (sealstore keys list)")
     _columns_args(p, progress=False, json_output=False)
     p.add_argument(
         "--s3",
@@ -755,7 +734,5 @@ def _retire_parser(p, func) -> None:
     )
     p.add_argument("--endpoint-url", help="S3-compatible endpoint (default: AWS)")
     p.add_argument("--region", help="S3 region (default: boto3's)")
-    p.add_argument(
-        "--force", action="store_true", help="go ahead even if values still use the key"
-    )
+    p.add_argument("--force", action="store_true", help="go ahead even if values still use the key")
     p.set_defaults(func=func)

@@ -45,7 +45,11 @@ def _simple_type(text: str, *, encrypted: bool):
         "text": (EncryptedText, sa.Text),
         "binary": (EncryptedBinary, sa.LargeBinary),
     }
-    if name not in kinds or (length is not None and length < 1) or (name == "string" and not length):
+    if (
+        name not in kinds
+        or (length is not None and length < 1)
+        or (name == "string" and not length)
+    ):
         raise UsageError(f"type {text!r}: expected string:N, text, binary or binary:N")
     cls = kinds[name][0 if encrypted else 1]
     return cls(length) if length is not None else cls()
@@ -94,7 +98,8 @@ def _state(engine, table: str, column: str, keyring) -> tuple[int, bool | None]:
         if shadow_name(column) in cols:
             return total, None
         text_type = any(
-            x["name"] == column and isinstance(x["type"], sa.String) for x in insp.get_columns(table)
+            x["name"] == column and isinstance(x["type"], sa.String)
+            for x in insp.get_columns(table)
         )
         if not total or text_type:
             return total, False
@@ -179,19 +184,47 @@ def cmd_decrypt_column(args) -> int:
 def add_convert_commands(commands) -> None:
     """Add ``encrypt-column`` and ``decrypt-column``."""
     for name, func, what in (
-        ("encrypt-column", cmd_encrypt_column, "seal a plaintext column in place (online, resumable)"),
-        ("decrypt-column", cmd_decrypt_column, "open an encrypted column in place (online, resumable)"),
+        (
+            "encrypt-column",
+            cmd_encrypt_column,
+            "seal a plaintext column in place (online, resumable)",
+        ),
+        (
+            "decrypt-column",
+            cmd_decrypt_column,
+            "open an encrypted column in place (online, resumable)",
+        ),
     ):
         p = commands.add_parser(name, help=what)
         p.add_argument("target", metavar="TABLE.COLUMN")
-        p.add_argument("--db", metavar="URL", help="SQLAlchemy database URL (default $SEALSTORE_DATABASE_URL)")
-        p.add_argument("--models", metavar="MODULE[:ATTR]", help="models declaring the encrypted column")
-        p.add_argument("--type", metavar="T", help="encrypted type without models: string:N, text, binary[:N]")
-        p.add_argument("--plain-type", metavar="P", help="plaintext type: string:N, text, binary[:N]")
-        p.add_argument("--keyring", default="default", help="keyring name of --type (default: default)")
-        p.add_argument("--batch-size", type=int, default=1000, metavar="N", help="rows per batch (default 1000)")
-        p.add_argument("--retry-budget", type=float, default=60.0, metavar="SECONDS",
-                       help="how long to retry deadlocks and lost connections (default 60)")
+        p.add_argument(
+            "--db", metavar="URL", help="SQLAlchemy database URL (default $SEALSTORE_DATABASE_URL)"
+        )
+        p.add_argument(
+            "--models", metavar="MODULE[:ATTR]", help="models declaring the encrypted column"
+        )
+        p.add_argument(
+            "--type", metavar="T", help="encrypted type without models: string:N, text, binary[:N]"
+        )
+        p.add_argument(
+            "--plain-type", metavar="P", help="plaintext type: string:N, text, binary[:N]"
+        )
+        p.add_argument(
+            "--keyring", default="default", help="keyring name of --type (default: default)"
+        )
+        p.add_argument(
+            "--batch-size",
+            type=int,
+            default=1000,
+            metavar="N",
+            help="rows per batch (default 1000)",
+        )
+        p.add_argument(
+            "--retry-budget",
+            type=float,
+            default=60.0,
+            metavar="SECONDS",
+            help="how long to retry deadlocks and lost connections (default 60)",
+        )
         p.add_argument("--progress", choices=("auto", "bar", "log", "none"), default="auto")
         p.set_defaults(func=func, json=False)
-

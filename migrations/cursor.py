@@ -70,9 +70,7 @@ def load_key(text: str | None) -> tuple | None:
 
 def _cmp(cols, key: tuple, op: str) -> ColumnElement:
     if len(cols) != len(key):
-        raise ValueError(
-            f"primary key has {len(cols)} columns, checkpoint has {len(key)}"
-        )
+        raise ValueError(f"primary key has {len(cols)} columns, checkpoint has {len(key)}")
     if len(cols) == 1:
         left, right = cols[0], key[0]
     else:  # row-value comparison: indexed on PostgreSQL, supported by SQLite >= 3.15
@@ -94,9 +92,7 @@ def at_most(cols, key: tuple) -> ColumnElement:
 def in_range(cols, lo: tuple | None, hi: tuple | None) -> ColumnElement | None:
     """``lo < pk <= hi`` with either bound optional."""
     parts = [
-        c
-        for c in (after(cols, lo), None if hi is None else at_most(cols, hi))
-        if c is not None
+        c for c in (after(cols, lo), None if hi is None else at_most(cols, hi)) if c is not None
     ]
     if not parts:
         return None

@@ -133,9 +133,7 @@ def start_job(
     for _ in range(5):
         try:
             with engine.begin() as conn:
-                row = conn.execute(
-                    select(jobs_t).where(jobs_t.c.active_key == active)
-                ).first()
+                row = conn.execute(select(jobs_t).where(jobs_t.c.active_key == active)).first()
                 if row is not None:
                     job = Job.from_row(row)
                     if job.target_key_id == target_key_id:
@@ -214,10 +212,7 @@ def claim_range(conn: Connection, job: Job, pk_cols) -> tuple[Job, Batch | None]
     hi = conn.execute(q.offset(current.batch_size - 1).limit(1)).first()
     if hi is None:  # fewer than batch_size keys left: the range ends at the last one
         hi = conn.execute(
-            select(*pk_cols)
-            .where(*conds)
-            .order_by(*[c.desc() for c in pk_cols])
-            .limit(1)
+            select(*pk_cols).where(*conds).order_by(*[c.desc() for c in pk_cols]).limit(1)
         ).first()
     if hi is None:
         return current, None
@@ -253,11 +248,7 @@ def begin_write(conn: Connection, job: Job) -> None:
     lock rows, not the database: nothing to do.
     """
     if conn.dialect.name == "sqlite":
-        conn.execute(
-            update(jobs_t)
-            .where(jobs_t.c.job_id == job.job_id)
-            .values(heartbeat_at=now())
-        )
+        conn.execute(update(jobs_t).where(jobs_t.c.job_id == job.job_id).values(heartbeat_at=now()))
 
 
 def take_pending(conn: Connection, job: Job) -> Batch | None:
@@ -297,9 +288,7 @@ def finish_batch(
     ts = now()
     conn.execute(
         update(batches_t)
-        .where(
-            batches_t.c.job_id == batch.job_id, batches_t.c.batch_no == batch.batch_no
-        )
+        .where(batches_t.c.job_id == batch.job_id, batches_t.c.batch_no == batch.batch_no)
         .values(
             state=DONE,
             rows_resealed=resealed,
@@ -321,9 +310,7 @@ def finish_batch(
     conn.execute(update(jobs_t).where(jobs_t.c.job_id == batch.job_id).values(**values))
 
 
-def finish_job(
-    conn: Connection, job: Job, status: str = DONE, message: str | None = None
-) -> None:
+def finish_job(conn: Connection, job: Job, status: str = DONE, message: str | None = None) -> None:
     """Close a running job (idempotent: a job that is no longer running is left alone)."""
     values = {"status": status, "active_key": None, "finished_at": now()}
     if message is not None:

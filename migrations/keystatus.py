@@ -80,9 +80,7 @@ def column_status(conn: Connection, spec: ColumnSpec | IndexSpec) -> ColumnStatu
     kid = key_id_sql(col, offset)
     by_key: dict[int | None, int] = {}
     rows = nulls = 0
-    for raw, n in conn.execute(
-        select(kid, func.count()).select_from(table).group_by(kid)
-    ):
+    for raw, n in conn.execute(select(kid, func.count()).select_from(table).group_by(kid)):
         rows += n
         if raw is None:
             nulls += n
@@ -123,9 +121,7 @@ def references(engine: Engine, specs, key_id: int) -> list[Reference]:
             q = (
                 select(func.count())
                 .select_from(table)
-                .where(
-                    col.is_not(None), key_id_sql(col, offset) == key_id_bytes(key_id)
-                )
+                .where(col.is_not(None), key_id_sql(col, offset) == key_id_bytes(key_id))
             )
             n = conn.execute(q).scalar_one()
             if n:

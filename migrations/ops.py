@@ -203,21 +203,15 @@ class _Converter:
         insp = inspect(conn)
         cols = {c["name"]: c for c in insp.get_columns(op.table_name, schema=op.schema)}
         name, shadow = op.column_name, self.shadow
-        if (
-            name not in cols and shadow in cols
-        ):  # interrupted after the drop: finish the swap
+        if name not in cols and shadow in cols:  # interrupted after the drop: finish the swap
             self._swap(None)
             return
         if name not in cols:
             raise ColumnBindingError(f"table {op.table_name} has no column {name}")
         original = cols[name]
-        pk = insp.get_pk_constraint(op.table_name, schema=op.schema)[
-            "constrained_columns"
-        ]
+        pk = insp.get_pk_constraint(op.table_name, schema=op.schema)["constrained_columns"]
         if not pk:
-            raise ColumnBindingError(
-                f"table {op.table_name} has no primary key to paginate on"
-            )
+            raise ColumnBindingError(f"table {op.table_name} has no primary key to paginate on")
         if shadow not in cols:
             operations.add_column(
                 op.table_name,
@@ -228,9 +222,7 @@ class _Converter:
             op.table_name,
             MetaData(),
             *[Column(n, cols[n]["type"], primary_key=True) for n in pk],
-            Column(
-                name, self.read_type if self.read_type is not None else original["type"]
-            ),
+            Column(name, self.read_type if self.read_type is not None else original["type"]),
             Column(shadow, _raw(self.shadow_type)),
             schema=op.schema,
         )
@@ -357,9 +349,7 @@ class _Converter:
     def _swap(self, nullable) -> None:
         op = self.op
         kw = {} if nullable is None else {"nullable": nullable}
-        with self.operations.batch_alter_table(
-            op.table_name, schema=op.schema
-        ) as batch:
+        with self.operations.batch_alter_table(op.table_name, schema=op.schema) as batch:
             if nullable is not None:
                 batch.drop_column(op.column_name)
             batch.alter_column(
@@ -431,17 +421,18 @@ def _open_batch(bound, items):
     keyring = get_keyring(bound.keyring_name)
     decode = bound.codec.decoded  # UndecodableValue, without the plaintext
     if not bound.bind_row:
-        return [
-            decode(p)
-            for p in keyring.open_many([bytes(v) for _, v in items], bound.context())
-        ]
+        return [decode(p) for p in keyring.open_many([bytes(v) for _, v in items], bound.context())]
     return [decode(keyring.open(bytes(v), bound.context(pk))) for pk, v in items]
 
 
 @Operations.implementation_for(EncryptColumnOp)
 def _encrypt_column(operations, op: EncryptColumnOp) -> None:
     _Converter(
-        operations, op, shadow_type=op.type_, read_type=op.plain_type, write=_seal_rows,
+        operations,
+        op,
+        shadow_type=op.type_,
+        read_type=op.plain_type,
+        write=_seal_rows,
         sealing=True,
     ).run()
 
@@ -477,15 +468,11 @@ def _alter_column(context, revision, op):
         return op
     if new_enc:
         out = [
-            EncryptColumnOp(
-                op.table_name, op.column_name, new, plain_type=old, schema=op.schema
-            )
+            EncryptColumnOp(op.table_name, op.column_name, new, plain_type=old, schema=op.schema)
         ]
     else:
         out = [
-            DecryptColumnOp(
-                op.table_name, op.column_name, old, plain_type=new, schema=op.schema
-            )
+            DecryptColumnOp(op.table_name, op.column_name, old, plain_type=new, schema=op.schema)
         ]
     if op.modify_nullable is not None or op.modify_name is not None:
         op.modify_type = None  # keep the other changes as a plain alter_column
@@ -499,9 +486,7 @@ def _render(name: str, autogen_context, op) -> str:
     imports = autogen_context.imports
     if imports is not None:
         imports.add("import sealstore.adapters.sqlalchemy")
-        imports.add(
-            "import sealstore.migrations.ops  # noqa: F401  (op.encrypt_column)"
-        )
+        imports.add("import sealstore.migrations.ops  # noqa: F401  (op.encrypt_column)")
     args = [
         repr(op.table_name),
         repr(op.column_name),

@@ -26,9 +26,7 @@ def _eta(done: int, total: int | None, rate: float) -> str:
 class LogProgress:
     """Plain lines: ``label: done/total rows (pct), rate rows/s, ETA h:mm:ss``."""
 
-    def __init__(
-        self, stream=None, interval: float = 5.0, clock=time.monotonic
-    ) -> None:
+    def __init__(self, stream=None, interval: float = 5.0, clock=time.monotonic) -> None:
         self.stream = stream if stream is not None else sys.stderr
         self.interval = interval
         self.clock = clock
@@ -45,9 +43,7 @@ class LogProgress:
         self._started = False
 
     def update(self, done: int) -> None:
-        if (
-            not self._started
-        ):  # the first figure may come from a job other workers began
+        if not self._started:  # the first figure may come from a job other workers began
             self._started = True
             self._done0 = done
         self.done = done

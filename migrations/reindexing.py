@@ -26,15 +26,12 @@ from .worker import BatchStats, WorkerResult
 __all__ = ["ReindexTask", "reindex"]
 
 
-
 class ReindexTask:
     kind = "reindex"
 
     def __init__(self, spec: IndexSpec) -> None:
         if spec.source.type is None:
-            raise TypeError(
-                "re-indexing needs the source column's sealstore type (use models)"
-            )
+            raise TypeError("re-indexing needs the source column's sealstore type (use models)")
         self.spec = spec
         self.source = spec.source
         self.table = spec.source.sql_table(spec.column)
@@ -64,11 +61,7 @@ class ReindexTask:
         return self.count_stale(conn), {}
 
     def count_stale(self, conn: Connection) -> int:
-        q = (
-            select(func.count())
-            .select_from(self.table)
-            .where(self._stale(self.target_key_id()))
-        )
+        q = select(func.count()).select_from(self.table).where(self._stale(self.target_key_id()))
         return conn.execute(q).scalar_one()
 
     def _read(self, conn, where, *, lock: bool = False) -> list[tuple]:
@@ -97,9 +90,7 @@ class ReindexTask:
                 out.append((pk, (src, idx), None))
                 continue
             try:
-                value = decode(
-                    keyring.open(src, source.context_of(pk), allow_retired=True)
-                )
+                value = decode(keyring.open(src, source.context_of(pk), allow_retired=True))
             except SealstoreError as exc:
                 stats.failed += 1
                 key_id = int.from_bytes(src[2:6], "big") if len(src) >= 6 else None
@@ -109,9 +100,7 @@ class ReindexTask:
             out.append((pk, (src, idx), index_type.compute(value)))
         return out
 
-    def process(
-        self, conn, lo, hi, stats: BatchStats, *, emit=None, profile=None
-    ) -> None:
+    def process(self, conn, lo, hi, stats: BatchStats, *, emit=None, profile=None) -> None:
         clock = time.perf_counter
         t0 = clock()
         target = self.target_key_id()
@@ -130,9 +119,7 @@ class ReindexTask:
 def as_index_specs(indexes) -> list[IndexSpec]:
     if isinstance(indexes, IndexSpec):
         return [indexes]
-    if isinstance(indexes, (list, tuple)) and all(
-        isinstance(i, IndexSpec) for i in indexes
-    ):
+    if isinstance(indexes, (list, tuple)) and all(isinstance(i, IndexSpec) for i in indexes):
         return list(indexes)
     return specs_from_metadata(indexes)[1]
 

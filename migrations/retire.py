@@ -31,9 +31,7 @@ def register_s3_prefix(engine: Engine, url: str) -> None:
     _parse(url)
     with engine.begin() as conn:
         exists = conn.execute(
-            select(sealstore_s3_prefixes.c.url).where(
-                sealstore_s3_prefixes.c.url == url
-            )
+            select(sealstore_s3_prefixes.c.url).where(sealstore_s3_prefixes.c.url == url)
         ).first()
         if exists is None:
             conn.execute(
@@ -45,9 +43,7 @@ def register_s3_prefix(engine: Engine, url: str) -> None:
 
 def unregister_s3_prefix(engine: Engine, url: str) -> None:
     with engine.begin() as conn:
-        conn.execute(
-            delete(sealstore_s3_prefixes).where(sealstore_s3_prefixes.c.url == url)
-        )
+        conn.execute(delete(sealstore_s3_prefixes).where(sealstore_s3_prefixes.c.url == url))
 
 
 def registered_s3_prefixes(engine: Engine) -> list[str]:
@@ -57,9 +53,7 @@ def registered_s3_prefixes(engine: Engine) -> list[str]:
             return []
         return list(
             conn.execute(
-                select(sealstore_s3_prefixes.c.url).order_by(
-                    sealstore_s3_prefixes.c.url
-                )
+                select(sealstore_s3_prefixes.c.url).order_by(sealstore_s3_prefixes.c.url)
             ).scalars()
         )
 
@@ -102,9 +96,7 @@ def _object_versions(client, bucket: str, prefix: str):
     noncurrent versions, those behind a delete marker included (delete markers hold no body).
     Unversioned buckets list each object once, as version ``null``: the current ``null``
     version is asked for without a version id (not every S3 implementation takes ``null``)."""
-    for page in client.get_paginator("list_object_versions").paginate(
-        Bucket=bucket, Prefix=prefix
-    ):
+    for page in client.get_paginator("list_object_versions").paginate(Bucket=bucket, Prefix=prefix):
         for obj in page.get("Versions", []):
             version = obj.get("VersionId")
             if version == "null" and obj.get("IsLatest"):
@@ -134,9 +126,7 @@ def find_references(
         found += references(engine, specs, key_id)
         urls += [u for u in registered_s3_prefixes(engine) if u not in urls]
     if urls and s3_client is None:
-        raise ValueError(
-            "S3 prefixes are registered: an S3 client is needed to check them"
-        )
+        raise ValueError("S3 prefixes are registered: an S3 client is needed to check them")
     for url in urls:
         n = s3_references(s3_client, url, key_id)
         if n:

@@ -32,9 +32,7 @@ _KID = struct.Struct(">I")
 
 def key_id_sql(col, offset: int = KEY_ID_OFFSET):
     """SQL for the 4 key-id bytes of a stored value: ``substr(col, offset + 1, 4)``."""
-    return func.substr(
-        col, literal_column(str(offset + 1)), literal_column(str(KEY_ID_SIZE))
-    )
+    return func.substr(col, literal_column(str(offset + 1)), literal_column(str(KEY_ID_SIZE)))
 
 
 def key_id_bytes(key_id: int) -> bytes:
@@ -80,11 +78,7 @@ class ResealTask:
 
     def count_stale(self, conn: Connection) -> int:
         """Non-NULL values whose key id is not the primary's (computed in SQL)."""
-        q = (
-            select(func.count())
-            .select_from(self.table)
-            .where(self._stale(self.target_key_id()))
-        )
+        q = select(func.count()).select_from(self.table).where(self._stale(self.target_key_id()))
         return conn.execute(q).scalar_one()
 
     def dry_run_counts(self, conn: Connection) -> tuple[int, dict[int | None, int]]:
@@ -145,13 +139,9 @@ class ResealTask:
         rows = conn.execute(q).all()
         if n == 1:
             return [((k,), v if type(v) is bytes else bytes(v)) for k, v in rows]
-        return [
-            (tuple(r[:n]), r[n] if type(r[n]) is bytes else bytes(r[n])) for r in rows
-        ]
+        return [(tuple(r[:n]), r[n] if type(r[n]) is bytes else bytes(r[n])) for r in rows]
 
-    def process(
-        self, conn, lo, hi, stats: BatchStats, *, emit=None, profile=None
-    ) -> None:
+    def process(self, conn, lo, hi, stats: BatchStats, *, emit=None, profile=None) -> None:
         """Re-seal the stale values of ``lo < pk <= hi`` (inside the caller's transaction)."""
         clock = time.perf_counter
         kb = key_id_bytes(self.target_key_id())
@@ -162,8 +152,12 @@ class ResealTask:
         t1 = clock()
 
         def reread(keys):  # what a writer changed meanwhile, unless it is current already
-            rows = self._read(conn, and_(keys_in(self.pk_cols, keys), self.col.is_not(None)), lock=True)
-            return [(pk, v) for pk, v in rows if v[KEY_ID_OFFSET : KEY_ID_OFFSET + KEY_ID_SIZE] != kb]
+            rows = self._read(
+                conn, and_(keys_in(self.pk_cols, keys), self.col.is_not(None)), lock=True
+            )
+            return [
+                (pk, v) for pk, v in rows if v[KEY_ID_OFFSET : KEY_ID_OFFSET + KEY_ID_SIZE] != kb
+            ]
 
         timings: dict = {}
         swap_until_settled(

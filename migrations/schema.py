@@ -67,30 +67,20 @@ def jobs_columns() -> list:
         Column("column_name", String(255), nullable=False),
         Column("target_key_id", BigInteger, nullable=False),  # 0..2**32-1
         Column("batch_size", Integer, nullable=False),
-        Column(
-            "checkpoint", Text, nullable=True
-        ),  # JSON primary key of the last claimed row
+        Column("checkpoint", Text, nullable=True),  # JSON primary key of the last claimed row
         Column("batches", Integer, nullable=False, default=0),  # batches claimed so far
-        Column(
-            "total_estimate", BigInteger, nullable=True
-        ),  # stale values when it started
+        Column("total_estimate", BigInteger, nullable=True),  # stale values when it started
         Column("rows_resealed", BigInteger, nullable=False, default=0),
         Column("rows_conflicted", BigInteger, nullable=False, default=0),
         Column("rows_failed", BigInteger, nullable=False, default=0),
-        Column(
-            "status", String(16), nullable=False
-        ),  # running | done | failed | superseded
+        Column("status", String(16), nullable=False),  # running | done | failed | superseded
         # "kind:table:column" while running, NULL afterwards: one running job per column
         Column("active_key", String(530), nullable=True, unique=True),
         Column("started_at", DateTime(timezone=True), nullable=False),
         Column("finished_at", DateTime(timezone=True), nullable=True),
         Column("heartbeat_at", DateTime(timezone=True), nullable=True),
-        Column(
-            "worker", String(255), nullable=True
-        ),  # the worker that last committed a batch
-        Column(
-            "message", Text, nullable=True
-        ),  # failure summary (primary keys, never values)
+        Column("worker", String(255), nullable=True),  # the worker that last committed a batch
+        Column("message", Text, nullable=True),  # failure summary (primary keys, never values)
     ]
 
 
@@ -105,9 +95,7 @@ def batches_columns() -> list:
             autoincrement=False,
         ),
         Column("batch_no", Integer, primary_key=True, autoincrement=False),
-        Column(
-            "lo", Text, nullable=True
-        ),  # exclusive lower bound (JSON key), NULL: from the start
+        Column("lo", Text, nullable=True),  # exclusive lower bound (JSON key), NULL: from the start
         Column("hi", Text, nullable=False),  # inclusive upper bound (JSON key)
         Column("state", String(16), nullable=False),  # pending | done
         Column("rows_resealed", Integer, nullable=False, default=0),
@@ -129,9 +117,7 @@ sealstore_job_batches = Table(
 sealstore_s3_prefixes = Table(
     S3_PREFIXES_TABLE,
     metadata,
-    Column(
-        "url", String(700), primary_key=True
-    ),  # s3://bucket/prefix (700: MySQL key limit)
+    Column("url", String(700), primary_key=True),  # s3://bucket/prefix (700: MySQL key limit)
     Column("registered_at", DateTime(timezone=True), nullable=False),
 )
 # the registry table joins this MetaData too, so create_tables() makes all three

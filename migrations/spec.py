@@ -56,11 +56,7 @@ class ColumnSpec:
         return f"{prefix}{self.table}.{self.column}"
 
     def get_keyring(self) -> Keyring:
-        return (
-            self.keyring
-            if isinstance(self.keyring, Keyring)
-            else get_keyring(self.keyring)
-        )
+        return self.keyring if isinstance(self.keyring, Keyring) else get_keyring(self.keyring)
 
     def context_of(self, row: tuple | None) -> bytes:
         """The context of the value in row ``row`` (ignored unless row-bound)."""
@@ -72,9 +68,7 @@ class ColumnSpec:
         key = extra
         table = self._sql.get(key)
         if table is None:
-            cols = [
-                Column(n, t, primary_key=True) for n, t in zip(self.pk, self.pk_types)
-            ]
+            cols = [Column(n, t, primary_key=True) for n, t in zip(self.pk, self.pk_types)]
             for name in (self.column, *extra):
                 if name not in self.pk:
                     cols.append(Column(name, LargeBinary))
@@ -93,9 +87,7 @@ class ColumnSpec:
         table = column.table
         pk = tuple(table.primary_key.columns)
         if not pk:
-            raise ColumnBindingError(
-                f"table {table.name} has no primary key to paginate on"
-            )
+            raise ColumnBindingError(f"table {table.name} has no primary key to paginate on")
         return cls(
             table=table.name,  # SQL name; the context comes from the type
             column=column.name,
@@ -220,7 +212,6 @@ def select_specs(specs, table: str | None = None, column: str | None = None) -> 
     out = [
         s
         for s in specs
-        if (table is None or s.table == table)
-        and (column is None or s.column == column)
+        if (table is None or s.table == table) and (column is None or s.column == column)
     ]
     return out

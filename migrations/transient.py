@@ -30,7 +30,12 @@ from dataclasses import dataclass
 from ..errors import DatabaseOperationFailed, RetryBudgetExhausted, SealstoreError
 
 __all__ = [
-    "DEFAULT_BUDGET", "RetryPolicy", "describe", "first_line", "is_transient", "safe_text",
+    "DEFAULT_BUDGET",
+    "RetryPolicy",
+    "describe",
+    "first_line",
+    "is_transient",
+    "safe_text",
     "scrubbed",
 ]
 
@@ -40,9 +45,7 @@ DEFAULT_BUDGET = 60.0
 
 #: serialization_failure, deadlock_detected, lock_not_available, admin/crash shutdown,
 #: cannot_connect_now (recovery), too_many_connections, idle_session_timeout
-_SQLSTATES = frozenset(
-    {"40001", "40P01", "55P03", "57P01", "57P02", "57P03", "53300", "57P05"}
-)
+_SQLSTATES = frozenset({"40001", "40P01", "55P03", "57P01", "57P02", "57P03", "53300", "57P05"})
 _SQLSTATE_CLASSES = ("08",)  # connection exception
 #: lock wait timeout, deadlock, too many connections, server shutdown, connection killed,
 #: can't connect, server gone away, lost connection, disconnected for inactivity
@@ -51,8 +54,12 @@ _SQLITE_CODES = frozenset({5, 6})  # SQLITE_BUSY, SQLITE_LOCKED
 #: libpq connection failures carry no SQLSTATE in psycopg; these words mean the server
 #: answered and refused (wrong database, role or password), which no retry fixes
 _PERMANENT_CONNECT = (
-    "does not exist", "authentication failed", "no pg_hba.conf entry", "permission denied",
-    "invalid connection option", "invalid dsn",
+    "does not exist",
+    "authentication failed",
+    "no pg_hba.conf entry",
+    "permission denied",
+    "invalid connection option",
+    "invalid dsn",
 )
 _DRIVERS = ("psycopg", "psycopg2", "asyncpg", "pymysql", "MySQLdb", "mysql", "sqlite3")
 

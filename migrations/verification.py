@@ -54,9 +54,7 @@ def _key_id(value: bytes) -> int | None:
     return _KID.unpack(chunk)[0] if len(chunk) == KEY_ID_SIZE else None
 
 
-def _verify_column(
-    engine, spec: ColumnSpec, batch_size, progress, max_failures
-) -> VerifyResult:
+def _verify_column(engine, spec: ColumnSpec, batch_size, progress, max_failures) -> VerifyResult:
     result = VerifyResult(spec.name)
     keyring = spec.get_keyring()
     table = spec.sql_table()
@@ -127,7 +125,8 @@ def verify(
     retired keys, so a clean verify also proves nothing needs a retired key any more.
     """
     return [
-        scrubbed(f"verify {spec.name}", _verify_column, engine, spec, batch_size, progress,
-                 max_failures)  # fmt: skip
+        scrubbed(
+            f"verify {spec.name}", _verify_column, engine, spec, batch_size, progress, max_failures
+        )  # fmt: skip
         for spec in as_column_specs(columns)
     ]

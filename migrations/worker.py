@@ -45,9 +45,7 @@ class BatchStats:
     conflicted: int = 0
     failed: int = 0
     sealed: int = 0
-    failures: list = field(
-        default_factory=list
-    )  # [(primary key, key id or None, error name)]
+    failures: list = field(default_factory=list)  # [(primary key, key id or None, error name)]
 
 
 @dataclass
@@ -293,8 +291,14 @@ def run_each(engine: Engine, tasks, *, dry_run: bool = False, **run_kwargs) -> l
         )
         results.append(
             WorkerResult(
-                task.name, None, task.target_key_id(), "dry-run", total_estimate=total,
-                remaining=total, dry_run=True, by_key=by_key,
+                task.name,
+                None,
+                task.target_key_id(),
+                "dry-run",
+                total_estimate=total,
+                remaining=total,
+                dry_run=True,
+                by_key=by_key,
             )  # fmt: skip
         )
     return results

@@ -318,7 +318,9 @@ def _out_view(out, need: int) -> memoryview:
     try:
         dst = memoryview(out)
     except TypeError:
-        raise TypeError(f"out must be a writable bytes-like object, not {type(out).__name__}") from None
+        raise TypeError(
+            f"out must be a writable bytes-like object, not {type(out).__name__}"
+        ) from None
     if dst.readonly:
         raise TypeError("out must be a writable bytes-like object")
     dst = dst.cast("B")

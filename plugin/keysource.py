@@ -237,9 +237,7 @@ class KeySource(HoldsKey, ABC):
         with self._mutex, self._exclusive(create=True):
             if self.exists():
                 raise KeySourceError(f"{self} already holds a keyring; refusing to overwrite it")
-            keyring = self._owned(
-                Keyring.generate(suite, tag_size, key_factory=self.new_material)
-            )
+            keyring = self._owned(Keyring.generate(suite, tag_size, key_factory=self.new_material))
             self._store(self._remember(self._records(keyring)), create=True)
         return keyring
 

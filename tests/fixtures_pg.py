@@ -115,7 +115,19 @@ class PostgresServer:
             f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 "
             "-c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=50"
         )
-        self._run("pg_ctl", "-D", str(self.data), "-l", str(self.log), "-o", options, "-w", "-t", "60", "start")
+        self._run(
+            "pg_ctl",
+            "-D",
+            str(self.data),
+            "-l",
+            str(self.log),
+            "-o",
+            options,
+            "-w",
+            "-t",
+            "60",
+            "start",
+        )
         self.started = True
         self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", PG_USER, PG_DATABASE)
         return self.url
@@ -168,7 +180,8 @@ def find_mariadb() -> tuple[Path, Path] | None:
     """(server binary, install-db script) of a local MariaDB/MySQL, or None."""
     for server, install in (("mariadbd", "mariadb-install-db"), ("mysqld", "mysql_install_db")):
         found_server = shutil.which(server) or next(
-            (p for p in (f"/usr/sbin/{server}", f"/usr/libexec/{server}") if os.path.isfile(p)), None
+            (p for p in (f"/usr/sbin/{server}", f"/usr/libexec/{server}") if os.path.isfile(p)),
+            None,
         )
         found_install = shutil.which(install)
         if found_server and found_install:
@@ -192,7 +205,9 @@ class MariaDBServer:
                 owner = pwd.getpwnam(MARIADB_USER)
             except KeyError:
                 shutil.rmtree(self.root, ignore_errors=True)
-                raise RuntimeError(f"running as root and there is no {MARIADB_USER!r} user") from None
+                raise RuntimeError(
+                    f"running as root and there is no {MARIADB_USER!r} user"
+                ) from None
             os.chown(self.root, owner.pw_uid, owner.pw_gid)
             self._user_args = [f"--user={MARIADB_USER}"]
 
@@ -218,11 +233,13 @@ class MariaDBServer:
         step = 0.1
         while True:
             try:
-                conn = pymysql.connect(host="127.0.0.1", port=self.port, user="root", connect_timeout=2)
+                conn = pymysql.connect(
+                    host="127.0.0.1", port=self.port, user="root", connect_timeout=2
+                )
                 break
             except pymysql.err.OperationalError:
                 if self.proc.poll() is not None or deadline <= 0:
-                    log = (self.root / "error.log")
+                    log = self.root / "error.log"
                     text = log.read_text(errors="replace")[-2000:] if log.exists() else ""
                     raise RuntimeError(f"MariaDB did not start:\n{text}") from None
                 time.sleep(step)  # waiting for a server to start; tests never time anything
@@ -305,4 +322,3 @@ def sql_engine(db_url):
                 meta.reflect(conn, only=sorted(created))
                 meta.drop_all(conn)
         engine.dispose()
-

@@ -38,9 +38,7 @@ def make_client(endpoint: str, **config):
         region_name=REGION,
         aws_access_key_id="testing",
         aws_secret_access_key="testing",
-        config=Config(
-            s3={"addressing_style": "path"}, retries={"max_attempts": 2}, **config
-        ),
+        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 2}, **config),
     )
 
 
@@ -181,7 +179,9 @@ class LocalStackServer:
             if _localstack_ready(self.url):
                 return self.url
             time.sleep(0.2)
-        raise RuntimeError(f"LocalStack did not report S3 up in {LOCALSTACK_START_TIMEOUT} s:\n{self.tail()}")
+        raise RuntimeError(
+            f"LocalStack did not report S3 up in {LOCALSTACK_START_TIMEOUT} s:\n{self.tail()}"
+        )
 
     def tail(self) -> str:
         self.log.flush()

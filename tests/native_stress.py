@@ -68,8 +68,9 @@ def _run(seconds: float, call, mutators) -> int:
 
 
 def _ring(tag_size: int = 16) -> Keyring:
-    return Keyring([Key(1, "AEGIS-128X4", os.urandom(32), state=KeyState.PRIMARY)],
-                   tag_size=tag_size)
+    return Keyring(
+        [Key(1, "AEGIS-128X4", os.urandom(32), state=KeyState.PRIMARY)], tag_size=tag_size
+    )
 
 
 def scenario_many(seconds: float) -> int:
@@ -86,20 +87,26 @@ def scenario_many(seconds: float) -> int:
         def f():
             lst.clear()
             lst.extend(bytes(v) for v in base)  # fresh objects: the old ones are freed
-            del lst[len(lst) // 2:]
+            del lst[len(lst) // 2 :]
             lst.extend(bytearray(v) for v in base[: len(base) // 2])
             lst[:] = [bytes(v) for v in base]
+
         return f
 
     def call():
-        for got in (cipher.open_prefixed_many(len(prefix), shared_c),
-                    ring.open_many(shared_r, CTX)):
+        for got in (
+            cipher.open_prefixed_many(len(prefix), shared_c),
+            ring.open_many(shared_r, CTX),
+        ):
             assert all(bytes(g) in valid for g in got), "open_many returned a wrong plaintext"
         for sealed in (cipher.seal_prefixed_many(prefix, shared_p), ring.seal_many(shared_p, CTX)):
             assert all(len(s) > BIG for s in sealed) or not sealed
 
-    return _run(seconds, call, [churn(shared_c, sealed_c), churn(shared_r, sealed_r),
-                                churn(shared_p, texts)])
+    return _run(
+        seconds,
+        call,
+        [churn(shared_c, sealed_c), churn(shared_r, sealed_r), churn(shared_p, texts)],
+    )
 
 
 def scenario_resize(seconds: float) -> int:
@@ -118,6 +125,7 @@ def scenario_resize(seconds: float) -> int:
             buf.extend(bytes(4096))
             del buf[n:]
             buf[:] = buf[:n]
+
         return f
 
     def same(got) -> bool:  # plain, or plain and the bytes a resizer had just appended
@@ -140,8 +148,17 @@ def scenario_resize(seconds: float) -> int:
             # resized); never a wrong plaintext
             pass
 
-    return _run(seconds, call, [resize(data, BIG), resize(out, BIG + 64), resize(ad, 200),
-                                resize(sealed, len(sealed)), resize(seg_out, len(seg_out))])
+    return _run(
+        seconds,
+        call,
+        [
+            resize(data, BIG),
+            resize(out, BIG + 64),
+            resize(ad, 200),
+            resize(sealed, len(sealed)),
+            resize(seg_out, len(seg_out)),
+        ],
+    )
 
 
 def scenario_rows(seconds: float) -> int:
@@ -196,6 +213,7 @@ def scenario_named(seconds: float) -> int:
         def f():
             buf.extend(b"x")
             del buf[n:]
+
         return f
 
     def call():

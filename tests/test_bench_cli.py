@@ -12,7 +12,9 @@ import pytest
 
 from sealstore.suites import native_variants
 
-pytestmark = [pytest.mark.toolchain]  # compilers, builds, whole runs: pytest -m 'not toolchain' skips them
+pytestmark = [
+    pytest.mark.toolchain
+]  # compilers, builds, whole runs: pytest -m 'not toolchain' skips them
 
 SECTIONS = {"aead", "keyring", "columns", "objects"}
 
@@ -20,10 +22,20 @@ SECTIONS = {"aead", "keyring", "columns", "objects"}
 @pytest.fixture(scope="module")
 def quick_report(tmp_path_factory):
     out = tmp_path_factory.mktemp("bench")
-    cmd = [sys.executable, "-m", "sealstore", "bench", "--quick",
-           "--json", str(out / "report.json"), "--plot", str(out / "report.png")]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600,
-                          env=dict(os.environ, COLUMNS="160"))
+    cmd = [
+        sys.executable,
+        "-m",
+        "sealstore",
+        "bench",
+        "--quick",
+        "--json",
+        str(out / "report.json"),
+        "--plot",
+        str(out / "report.png"),
+    ]
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=600, env=dict(os.environ, COLUMNS="160")
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     with open(out / "report.json") as f:
         return json.load(f), proc.stdout, out, proc.stderr
@@ -68,8 +80,12 @@ def test_plot_is_a_png(quick_report):
 
 
 def test_unknown_section_is_a_usage_error():
-    proc = subprocess.run([sys.executable, "-m", "sealstore", "bench", "--only", "nope"],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sealstore", "bench", "--only", "nope"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2
     assert "unknown section" in proc.stderr
 
@@ -83,7 +99,11 @@ def test_every_part_of_every_section_ran(quick_report):
     assert sections["aead"]["versus_libaegis"]
     assert not sections["aead"]["notes"], sections["aead"]["notes"]
     assert not sections["columns"]["unavailable"], sections["columns"]["unavailable"]
-    assert {r["variant"] for r in sections["columns"]["rows"]} >= {"plaintext", "sqlalchemy-utils", "sealstore AEGIS"}
+    assert {r["variant"] for r in sections["columns"]["rows"]} >= {
+        "plaintext",
+        "sqlalchemy-utils",
+        "sealstore AEGIS",
+    }
     assert sections["objects"]["rows"]["s3"]
 
 
@@ -109,17 +129,30 @@ def test_a_log_gets_a_line_per_finished_case(quick_report):
 
 def _bench(tmp_path, *args, timeout=300):
     path = tmp_path / "r.json"
-    proc = subprocess.run([sys.executable, "-m", "sealstore", "bench", "--quick", *args, "--json", str(path)],
-                          capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sealstore", "bench", "--quick", *args, "--json", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     return proc, (json.loads(path.read_text()) if path.exists() else None)
 
 
 def test_an_unreachable_database_fails_its_section_and_the_run_goes_on(tmp_path):
-    proc, report = _bench(tmp_path, "--only", "columns,keyring",
-                          "--db", "postgresql+psycopg://nobody@127.0.0.1:1/none")
+    proc, report = _bench(
+        tmp_path,
+        "--only",
+        "columns,keyring",
+        "--db",
+        "postgresql+psycopg://nobody@127.0.0.1:1/none",
+    )
     assert proc.returncode == 1, proc.stderr[-2000:]
     sec = report["sections"]["columns"]
-    assert sec["status"] == "failed" and "cannot connect" in sec["reason"] and "127.0.0.1:1" in sec["reason"]
+    assert (
+        sec["status"] == "failed"
+        and "cannot connect" in sec["reason"]
+        and "127.0.0.1:1" in sec["reason"]
+    )
     assert "rows" not in sec
     assert report["sections"]["keyring"]["status"] == "ok" and report["sections"]["keyring"]["rows"]
     assert "columns failed" in proc.stdout and "keyring ok" in proc.stdout
@@ -140,8 +173,10 @@ def test_an_unreachable_s3_endpoint_fails_its_section(tmp_path):
 
 
 def test_plot_needs_are_checked_before_measuring(tmp_path):
-    code = ("import sys; sys.modules['matplotlib'] = None; from sealstore.bench.run import main; "
-            f"sys.exit(main(['--quick', '--plot', {str(tmp_path / 'p.png')!r}, '--json', {str(tmp_path / 'r.json')!r}]))")
+    code = (
+        "import sys; sys.modules['matplotlib'] = None; from sealstore.bench.run import main; "
+        f"sys.exit(main(['--quick', '--plot', {str(tmp_path / 'p.png')!r}, '--json', {str(tmp_path / 'r.json')!r}]))"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert "--plot needs matplotlib" in proc.stderr and "sealstore[bench]" in proc.stderr

@@ -16,7 +16,9 @@ def test_write_json_writes_the_result_and_nothing_without_a_path(tmp_path, monke
     assert os.listdir(tmp_path) == []
     write_json(str(tmp_path / "out.json"), {"rows": [{"op": "seal", "gbps": 1.5}], "n": None})
     assert json.loads((tmp_path / "out.json").read_text()) == {
-        "rows": [{"op": "seal", "gbps": 1.5}], "n": None}
+        "rows": [{"op": "seal", "gbps": 1.5}],
+        "n": None,
+    }
 
 
 def test_columns_bench_main_writes_its_measurements(tmp_path):
@@ -26,7 +28,8 @@ def test_columns_bench_main_writes_its_measurements(tmp_path):
     report = json.loads(out.read_text())
     assert report["n"] == 12 and report["repeat"] == 1 and report["dialect"] == "sqlite"
     assert {(r["variant"], r["path"]) for r in report["rows"]} == {
-        (v, p) for v in ("plaintext", "sealstore AEGIS") for p in columns_bench.PATHS}
+        (v, p) for v in ("plaintext", "sealstore AEGIS") for p in columns_bench.PATHS
+    }
     assert columns_bench.main(argv) == 0  # no --json: no file
     assert os.listdir(tmp_path) == ["columns.json"]
 

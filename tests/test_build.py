@@ -26,7 +26,9 @@ from unittest import mock
 
 import pytest
 
-pytestmark = [pytest.mark.toolchain]  # compilers, builds, whole runs: pytest -m 'not toolchain' skips them
+pytestmark = [
+    pytest.mark.toolchain
+]  # compilers, builds, whole runs: pytest -m 'not toolchain' skips them
 
 ROOT = Path(__file__).resolve().parents[1]
 NATIVE = ROOT / "native"
@@ -53,7 +55,11 @@ def _builder():
 BUILD_FFI = _builder()
 
 
-SPEEDUPS = [NATIVE / "speedups.c", NATIVE / "bound.c", NATIVE / "rowmap.c"]  # the CPython entry points
+SPEEDUPS = [
+    NATIVE / "speedups.c",
+    NATIVE / "bound.c",
+    NATIVE / "rowmap.c",
+]  # the CPython entry points
 
 
 def builder_sources(machine: str | None = None) -> list[Path]:
@@ -160,8 +166,9 @@ def test_test_drivers_compile_warning_free(compiler):
 @pytest.fixture(scope="session", params=["gcc", "clang"])
 def kat_binary(request, tmp_path_factory) -> Path:
     cc = need_tool(request.param)
-    errors, objects = build_objects(request.param, [cc], builder_sources() + [KAT],
-                                    tmp_path_factory)
+    errors, objects = build_objects(
+        request.param, [cc], builder_sources() + [KAT], tmp_path_factory
+    )
     assert not errors, "\n".join(errors)
     out = tmp_path_factory.mktemp(f"kat-{request.param}") / "kat"
     r = run([cc, *objects, "-o", str(out)])

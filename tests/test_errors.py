@@ -13,7 +13,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_all_lists_every_class_and_only_them():
-    defined = {n for n, v in vars(errors).items() if inspect.isclass(v) and v.__module__ == errors.__name__}
+    defined = {
+        n for n, v in vars(errors).items() if inspect.isclass(v) and v.__module__ == errors.__name__
+    }
     assert set(errors.__all__) == defined
     assert len(errors.__all__) == len(set(errors.__all__))
 

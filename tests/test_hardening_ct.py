@@ -34,8 +34,10 @@ VARIANTS = ("AEGIS-128L", "AEGIS-128X2", "AEGIS-128X4")
 
 pytestmark = [
     pytest.mark.toolchain,  # valgrind runs: pytest -m 'not toolchain' skips them
-    pytest.mark.skipif(sys.platform != "linux" or os.uname().machine != "x86_64",
-                       reason="the constant-time checks run on x86-64 Linux"),
+    pytest.mark.skipif(
+        sys.platform != "linux" or os.uname().machine != "x86_64",
+        reason="the constant-time checks run on x86-64 Linux",
+    ),
 ]
 
 
@@ -64,8 +66,11 @@ def build(cc: str, flags: list[str], out: Path) -> Path:
 
     def one(src: Path):
         obj = out / f"{src.parent.name}_{src.stem}.o"
-        r = subprocess.run([cc, "-c", "-O3", "-g", *flags, inc, str(src), "-o", str(obj)],
-                           capture_output=True, text=True)
+        r = subprocess.run(
+            [cc, "-c", "-O3", "-g", *flags, inc, str(src), "-o", str(obj)],
+            capture_output=True,
+            text=True,
+        )
         return obj, (r.stderr if r.returncode else "")
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
@@ -73,9 +78,11 @@ def build(cc: str, flags: list[str], out: Path) -> Path:
     errors = [e for _, e in results if e]
     assert not errors, "\n".join(errors)
     exe = out / "ct"
-    r = subprocess.run([cc, *flags, *(str(o) for o, _ in results),
-                        "-Wl,--wrap=sealstore_verify", "-o", str(exe)],
-                       capture_output=True, text=True)
+    r = subprocess.run(
+        [cc, *flags, *(str(o) for o, _ in results), "-Wl,--wrap=sealstore_verify", "-o", str(exe)],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stderr
     return exe
 
@@ -97,9 +104,18 @@ def memcheck(exe: Path, args: list[str], tmp_path: Path):
     """Run under memcheck; returns (completed process, [(kind, [function, ...]), ...])."""
     xml = tmp_path / "memcheck.xml"
     r = subprocess.run(
-        ["valgrind", "--tool=memcheck", "--xml=yes", f"--xml-file={xml}",
-         "--expensive-definedness-checks=yes", str(exe), *args],
-        capture_output=True, text=True, timeout=600,
+        [
+            "valgrind",
+            "--tool=memcheck",
+            "--xml=yes",
+            f"--xml-file={xml}",
+            "--expensive-definedness-checks=yes",
+            str(exe),
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     errors = []
     for err in ET.parse(xml).getroot().iter("error"):
@@ -119,8 +135,10 @@ def test_memcheck_finds_no_secret_dependence(ct_valgrind, tmp_path):
 
 @pytest.mark.parametrize(
     "control,kind,function",
-    [("leak-branch", "UninitCondition", "leaky_compare"),
-     ("leak-index", "UninitValue", "leaky_lookup")],
+    [
+        ("leak-branch", "UninitCondition", "leaky_compare"),
+        ("leak-index", "UninitValue", "leaky_lookup"),
+    ],
 )
 def test_memcheck_control_is_reported(ct_valgrind, tmp_path, control, kind, function):
     """A deliberately leaky function (early-exit compare, secret-indexed table) is caught."""
@@ -144,8 +162,9 @@ def test_memcheck_tracks_secrets_to_the_tag(ct_valgrind, tmp_path, kernel):
 @pytest.fixture(scope="module")
 def ct_msan(tmp_path_factory) -> Path:
     clang = need("clang")
-    probe = subprocess.run([clang, "-print-file-name=libclang_rt.msan-x86_64.a"],
-                           capture_output=True, text=True).stdout.strip()
+    probe = subprocess.run(
+        [clang, "-print-file-name=libclang_rt.msan-x86_64.a"], capture_output=True, text=True
+    ).stdout.strip()
     if not os.path.isabs(probe):
         if IN_CI:
             pytest.fail("clang's MemorySanitizer runtime is missing in CI")
@@ -163,8 +182,9 @@ def test_msan_finds_no_secret_dependence_on_any_kernel(ct_msan):
         assert "checked AEGIS-128L aesni batch of four, tag 16" in r.stdout
 
 
-@pytest.mark.parametrize("control,function", [("leak-branch", "leaky_compare"),
-                                              ("leak-index", "leaky_lookup")])
+@pytest.mark.parametrize(
+    "control,function", [("leak-branch", "leaky_compare"), ("leak-index", "leaky_lookup")]
+)
 def test_msan_control_is_reported(ct_msan, control, function):
     r = subprocess.run([str(ct_msan), control], capture_output=True, text=True, timeout=60)
     assert r.returncode != 0

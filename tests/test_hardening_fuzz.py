@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.toolchain]  # compilers, builds, whole runs: pytest -m 'not toolchain' skips them
+pytestmark = [
+    pytest.mark.toolchain
+]  # compilers, builds, whole runs: pytest -m 'not toolchain' skips them
 
 FUZZ = Path(__file__).resolve().parent / "fuzz"
 TARGETS = ("sealed", "aead", "object", "keyfile", "metadata", "columns")
@@ -127,7 +129,7 @@ def test_columns_property_fires_when_map_columns_pairs_rows_wrongly(monkeypatch)
     seed = bytes([0, 5]) + b"enough bytes for five rows"
 
     def reversed_rows(rows, plan):
-        (i, fn), = plan
+        ((i, fn),) = plan
         return [tuple(fn(v) if k == i else v for k, v in enumerate(r)) for r in rows][::-1]
 
     mod.check(seed)

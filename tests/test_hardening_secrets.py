@@ -39,10 +39,21 @@ def wipe_exe(tmp_path_factory) -> Path:
         pytest.skip("no C compiler")
     exe = tmp_path_factory.mktemp("wipe") / "wipe"
     r = subprocess.run(
-        [cc, "-O2", "-Wall", "-Wextra", "-Werror", f"-I{NATIVE / 'include'}",
-         str(ROOT / "tests" / "native" / "wipe.c"), *kernel_sources(), "-Wl,--wrap=free",
-         "-o", str(exe)],
-        capture_output=True, text=True,
+        [
+            cc,
+            "-O2",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            f"-I{NATIVE / 'include'}",
+            str(ROOT / "tests" / "native" / "wipe.c"),
+            *kernel_sources(),
+            "-Wl,--wrap=free",
+            "-o",
+            str(exe),
+        ],
+        capture_output=True,
+        text=True,
     )
     if r.returncode and "--wrap" in r.stderr:
         pytest.skip("the linker has no --wrap")
@@ -93,8 +104,12 @@ def leaks(text: str) -> list[str]:
 def failing_operations():
     """Every kind of failure a caller can meet, with secrets in play."""
     ciphers = [AEGIS128L(KEY16), AEGIS128X2(KEY16, 32), AEGIS128X4(KEY16), AESGCM(KEY32)]
-    ring = Keyring([Key(7, "AEGIS-128X4", ROOT_MATERIAL, state=KeyState.PRIMARY),
-                    Key(8, "AEGIS-128L", ROOT_MATERIAL[::-1], state=KeyState.RETIRED)])
+    ring = Keyring(
+        [
+            Key(7, "AEGIS-128X4", ROOT_MATERIAL, state=KeyState.PRIMARY),
+            Key(8, "AEGIS-128L", ROOT_MATERIAL[::-1], state=KeyState.RETIRED),
+        ]
+    )
     sealed = ring.seal(PLAINTEXT, b"ctx")
     ops = []
     for c in ciphers:

@@ -33,13 +33,18 @@ def test_aesgcm_keeps_its_key_when_the_callers_buffer_is_wiped():
 @pytest.mark.parametrize("suite", [s.label for s in SUITES])
 def test_sealed_values_do_not_open_under_an_all_zero_subkey(suite):
     tag = max(Suite.parse(suite).spec.tag_sizes)
-    kr = sealstore.Keyring.generate(suite, tag, adaptive_threshold=0)  # no AEGIS-128L for short values
+    kr = sealstore.Keyring.generate(
+        suite, tag, adaptive_threshold=0
+    )  # no AEGIS-128L for short values
     ctx = sealstore.column_context("users", "ssn")
     token = kr.seal(b"123-45-6789" * 10, ctx)
     header, ad = token[:HEADER_SIZE], context_digest(ctx)
     real = _derive_subkey(kr.primary, header, Suite.parse(suite))
     # The value opens under the subkey the format says it was sealed with...
-    assert make_cipher(Suite.parse(suite), bytes(real), tag).open_prefixed(HEADER_SIZE, token, ad) == b"123-45-6789" * 10
+    assert (
+        make_cipher(Suite.parse(suite), bytes(real), tag).open_prefixed(HEADER_SIZE, token, ad)
+        == b"123-45-6789" * 10
+    )
     # ... and never under the zero key a wiped buffer would leave behind.
     zero = make_cipher(Suite.parse(suite), bytes(len(real)), tag)
     with pytest.raises(InvalidTag):

@@ -16,7 +16,13 @@ from moto import mock_aws
 from sealstore import stream as S
 from sealstore.stream.object_key import _derive
 from sealstore.config import load_config
-from sealstore.errors import InvalidTag, KeyCommitmentMismatch, KeyNotUsable, ShortTagRefused, WrongLocation
+from sealstore.errors import (
+    InvalidTag,
+    KeyCommitmentMismatch,
+    KeyNotUsable,
+    ShortTagRefused,
+    WrongLocation,
+)
 from sealstore.keyfile import KeyFile
 from sealstore.keyring import Key, Keyring, KeyState, forget_keyring, named_opener, use_keyring
 from sealstore.keyrecord import KeyRecord
@@ -146,7 +152,9 @@ def _holders(tmp_path):
     with mock_aws():
         kms = KmsWrapper("alias/x", client=boto3.client("kms", region_name="us-east-1"))
     master = MasterKeyWrapper(os.urandom(32))
-    record = KeyRecord(1, ring.suite, KeyState.PRIMARY, ring.primary.created_at, None, os.urandom(32))
+    record = KeyRecord(
+        1, ring.suite, KeyState.PRIMARY, ring.primary.created_at, None, os.urandom(32)
+    )
     return [
         ring.primary,
         ring,
@@ -172,7 +180,9 @@ def test_key_holders_refuse_pickle_copy_and_deepcopy(tmp_path):
 
 def test_key_record_repr_has_no_material():
     material = os.urandom(32)
-    rec = KeyRecord(1, "AEGIS-128L", KeyState.ACTIVE, Keyring.generate().primary.created_at, None, material)
+    rec = KeyRecord(
+        1, "AEGIS-128L", KeyState.ACTIVE, Keyring.generate().primary.created_at, None, material
+    )
     assert material.hex() not in repr(rec) and repr(material)[2:-1] not in repr(rec)
 
 
@@ -207,7 +217,9 @@ def kms():
     with mock_aws():
         client = boto3.client("kms", region_name="us-east-1")
         calls = []
-        client.meta.events.register("before-call.kms.*", lambda model, **kw: calls.append(model.name))
+        client.meta.events.register(
+            "before-call.kms.*", lambda model, **kw: calls.append(model.name)
+        )
         client.calls = calls
         yield client
 
@@ -323,7 +335,11 @@ def test_wrong_location_leaves_no_key_material_in_any_frame():
     h = S.parse_object_header(sealed[: S.HEADER_SIZE])
     material = ring.primary.reveal_material()
     okey, prefix, _commit = _derive(material, h.pack()[:12], h.salt, h.suite, b"")
-    secrets = {bytes(material), bytes(okey), bytes(prefix)}  # the commitment is public: in the header
+    secrets = {
+        bytes(material),
+        bytes(okey),
+        bytes(prefix),
+    }  # the commitment is public: in the header
     for location in (b"bucket/bob", None):
         with pytest.raises(WrongLocation) as info:
             b"".join(S.open_stream(io.BytesIO(sealed), ring, location=location))

@@ -63,7 +63,9 @@ def _edits(old, retired):
         "old key primary again": old_primary_again,
         "retired key revived": lambda d: by_id(d, retired).update(state="active"),
         "suite changed": lambda d: by_id(d, old).update(suite="AEGIS-128L"),
-        "created_at changed": lambda d: by_id(d, old).update(created_at="2001-01-01T00:00:00+00:00"),
+        "created_at changed": lambda d: by_id(d, old).update(
+            created_at="2001-01-01T00:00:00+00:00"
+        ),
         "key dropped": lambda d: d["keys"].remove(by_id(d, old)),
         "version changed": lambda d: d.update(version=d["version"] + 5),
         "blobs swapped": swap_blobs,
@@ -72,8 +74,14 @@ def _edits(old, retired):
 
 @pytest.mark.parametrize(
     "name",
-    ["old key primary again", "retired key revived", "suite changed", "created_at changed",
-     "key dropped", "version changed"],
+    [
+        "old key primary again",
+        "retired key revived",
+        "suite changed",
+        "created_at changed",
+        "key dropped",
+        "version changed",
+    ],
 )
 def test_edited_metadata_is_refused_at_load(wrapped_file, name):
     path, w, old, retired = wrapped_file
@@ -184,7 +192,9 @@ def test_canonical_encoding_covers_each_field(wrapped_file):
     base = canonical(records, version=3, wrapping=w.describe())
     assert canonical(records, version=4, wrapping=w.describe()) != base
     assert canonical(records, version=3, wrapping={"type": "aws-kms"}) != base
-    records[0].state = KeyState.RETIRED if records[0].state is not KeyState.RETIRED else KeyState.ACTIVE
+    records[0].state = (
+        KeyState.RETIRED if records[0].state is not KeyState.RETIRED else KeyState.ACTIVE
+    )
     assert canonical(records, version=3, wrapping=w.describe()) != base
 
 
@@ -225,14 +235,18 @@ def test_registry_of_format_1_loads_and_is_upgraded(sql_engine):
         for key_id, blob in conn.execute(select(t.c.key_id, t.c.wrapped_key)).all():
             material = w.unwrap(key_id, bytes(blob), 2)
             conn.execute(
-                update(t).where(t.c.key_id == key_id).values(wrapped_key=w.wrap(key_id, material, 1))
+                update(t)
+                .where(t.c.key_id == key_id)
+                .values(wrapped_key=w.wrap(key_id, material, 1))
             )
     old = DatabaseKeySource(sql_engine, w)
     ring = old.load()
     assert ring.open(sealed) == b"kept"
     old.rotate(ring)
     with sql_engine.connect() as conn:
-        assert conn.execute(select(t.c.state).where(t.c.key_id == METADATA_ROW)).scalar() == "format-2"
+        assert (
+            conn.execute(select(t.c.state).where(t.c.key_id == METADATA_ROW)).scalar() == "format-2"
+        )
     assert DatabaseKeySource(sql_engine, w).load().open(sealed) == b"kept"
 
 
@@ -258,8 +272,9 @@ def test_tamper_error_frames_hold_no_metadata_key_or_expected_tag(wrapped_file):
         source.load(allow_retired=True)
     meta_key = bytes(source._meta_key[1])
     # the tag the edited metadata would need: recorded by an error reporter, it is a forgery
-    forged = metadata_tag(meta_key, canonical(source._read(), version=source.version,
-                                              wrapping=w.describe()))
+    forged = metadata_tag(
+        meta_key, canonical(source._read(), version=source.version, wrapping=w.describe())
+    )
     assert records
     for value in _sealstore_locals(info.value.__traceback__):
         assert value != meta_key and value != forged
@@ -273,4 +288,7 @@ def test_bad_master_key_file_errors_hold_no_key_text(tmp_path):
         with pytest.raises(ConfigError) as info:
             MasterKeyWrapper.from_file(path)
         for value in _sealstore_locals(info.value.__traceback__):
-            assert content.strip() not in value and base64.b64decode(content.strip() + b"==", validate=False) != value
+            assert (
+                content.strip() not in value
+                and base64.b64decode(content.strip() + b"==", validate=False) != value
+            )

@@ -69,7 +69,9 @@ def pair(*, raw=str, max_length=20, encode=text_encode, text=True, decode=None, 
         raise UndecodableValue(f"a value opened but does not decode ({failed})")
 
     open_fb = Calls(open_py)
-    sealer = named_sealer(NAME, CTX, seal_fb, raw=raw, max_length=max_length, encode=encode, out=out)
+    sealer = named_sealer(
+        NAME, CTX, seal_fb, raw=raw, max_length=max_length, encode=encode, out=out
+    )
     opener = named_opener(NAME, CTX, open_fb, text=text, decode=decode)
     return sealer, opener, seal_fb, open_fb
 
@@ -159,7 +161,9 @@ def test_bytes_mode_and_bytearray_output(ring):
             raise TypeError("expects bytes")
         return bytes(v)
 
-    sealer, opener, _, open_fb = pair(raw=bytes, max_length=None, encode=bin_encode, text=False, out=bytearray)
+    sealer, opener, _, open_fb = pair(
+        raw=bytes, max_length=None, encode=bin_encode, text=False, out=bytearray
+    )
     for value in [b"", b"\x00" * 5, bytes(range(256)) * 10, bytearray(b"ba"), memoryview(b"mv")]:
         sealed = sealer(value)
         assert type(sealed) is bytearray
@@ -174,14 +178,18 @@ def test_decode_runs_on_the_opened_plaintext(ring):
     def enc(v):
         return json.dumps(v, separators=(",", ":")).encode()
 
-    sealer, opener, _, _ = pair(raw=None, max_length=None, encode=enc, text=False, decode=json.loads)
+    sealer, opener, _, _ = pair(
+        raw=None, max_length=None, encode=enc, text=False, decode=json.loads
+    )
     doc = {"a": [1, 2, {"b": "é"}], "n": None}
     assert opener(sealer(doc)) == doc
     with pytest.raises(TypeError):  # raw=None: even bytes go through encode (json refuses)
         sealer(b"raw")
 
 
-@pytest.mark.parametrize("size", [0, 1, 15, 16, 17, 100, 1023, 1024, 1025, 4095, 32 * 1024, 200_000])
+@pytest.mark.parametrize(
+    "size", [0, 1, 15, 16, 17, 100, 1023, 1024, 1025, 4095, 32 * 1024, 200_000]
+)
 def test_every_size_and_both_suites_of_the_adaptive_primary(ring, size):
     sealer, opener, _, _ = pair(max_length=None, encode=lambda v: v.encode())
     value = "q" * size
@@ -232,7 +240,7 @@ def test_header_errors_reach_the_fallback_and_raise_precisely(ring):
     sealer, opener, _, open_fb = pair()
     sealed = sealer("value")
     with pytest.raises(MalformedCiphertext):
-        opener(sealed[:HEADER_SIZE + 3])  # truncated: too short to be whole
+        opener(sealed[: HEADER_SIZE + 3])  # truncated: too short to be whole
     with pytest.raises(MalformedCiphertext):
         opener(b"\x00\x01")  # shorter than a header
     with pytest.raises(MalformedCiphertext):

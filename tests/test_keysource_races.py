@@ -65,7 +65,11 @@ def test_stale_save_merges_keys_added_by_another_writer(tmp_path):
     staged = ring_b.new_key()  # b, stale, adds another and retires nothing
     b.save(ring_b)
     stored = {k.key_id: k.state for k in KeyFile(path).load().keys}
-    assert stored == {old: KeyState.ACTIVE, new.key_id: KeyState.PRIMARY, staged.key_id: KeyState.ACTIVE}
+    assert stored == {
+        old: KeyState.ACTIVE,
+        new.key_id: KeyState.PRIMARY,
+        staged.key_id: KeyState.ACTIVE,
+    }
     assert new.key_id in ring_b and ring_b.primary.key_id == new.key_id  # b learnt a's rotation
     # a change on one side only wins: b retires the old key, a (stale) saves its unchanged view
     ring_b.retire(old)

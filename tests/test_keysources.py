@@ -125,7 +125,7 @@ def _write(path, doc) -> None:
         (lambda d: d["keys"][0].update(created_at="yesterday"), r"keys\.0\.created_at"),
         (lambda d: d["keys"][0].pop("material"), r"keys\.0: .*exactly one of"),
         (lambda d: d.update(sealstore_keyring=3), r"sealstore_keyring"),
-            (lambda d: d.update(sealstore_keyring=2), r"format 2 needs .metadata_key"),
+        (lambda d: d.update(sealstore_keyring=2), r"format 2 needs .metadata_key"),
         (lambda d: d.update(extra=1), r"extra: Extra inputs"),
         (lambda d: d["keys"].append(dict(d["keys"][0])), r"duplicate key id"),
     ],

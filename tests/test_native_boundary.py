@@ -61,7 +61,8 @@ def test_capsules_are_made_only_for_native_contexts():
     assert fast.decrypt(bytes(16), AEGIS128X2(KEY).encrypt(bytes(16), b"same")) == b"same"
     ctx2, fast2 = native.new_fast_ctx("AEGIS-128X2", KEY, 16, None)
     assert isinstance(fast2, _speedups.Context) and fast2.encrypt(bytes(16), b"same") == (
-        AEGIS128X2(KEY).encrypt(bytes(16), b"same"))
+        AEGIS128X2(KEY).encrypt(bytes(16), b"same")
+    )
 
 
 # ---- the cffi helpers check their sizes ----
@@ -185,19 +186,29 @@ def test_segment_calls_refuse_any_overlap(cipher):
         off = 0 if same_start else 3
         buf[off : off + len(data)] = data
         with pytest.raises(OverlappingBuffers, match="out must not overlap data"):
-            cipher.seal_segments_into(memoryview(buf), memoryview(buf)[off : off + len(data)],
-                                      64, prefix, 0, True, b"ad")
+            cipher.seal_segments_into(
+                memoryview(buf), memoryview(buf)[off : off + len(data)], 64, prefix, 0, True, b"ad"
+            )
         buf[off : off + len(sealed)] = sealed
         with pytest.raises(OverlappingBuffers, match="out must not overlap data"):
-            cipher.open_segments_into(memoryview(buf), memoryview(buf)[off : off + len(sealed)],
-                                      64, prefix, 0, True, b"ad")
+            cipher.open_segments_into(
+                memoryview(buf),
+                memoryview(buf)[off : off + len(sealed)],
+                64,
+                prefix,
+                0,
+                True,
+                b"ad",
+            )
     buf = bytearray(len(sealed) + 100)
     with pytest.raises(OverlappingBuffers, match="associated_data"):
-        cipher.seal_segments_into(memoryview(buf)[:n], data, 64, prefix, 0, True,
-                                  memoryview(buf)[n - 10 : n + 10])
+        cipher.seal_segments_into(
+            memoryview(buf)[:n], data, 64, prefix, 0, True, memoryview(buf)[n - 10 : n + 10]
+        )
     with pytest.raises(OverlappingBuffers, match="nonce_prefix"):
-        cipher.open_segments_into(memoryview(buf), sealed, 64, memoryview(buf)[:len(prefix)],
-                                  0, True, b"ad")
+        cipher.open_segments_into(
+            memoryview(buf), sealed, 64, memoryview(buf)[: len(prefix)], 0, True, b"ad"
+        )
     back = bytearray(len(data))
     assert cipher.open_segments_into(back, sealed, 64, prefix, 0, True, b"ad") == len(data)
     assert back == data
@@ -221,19 +232,24 @@ def test_check_disjoint_direct():
 # ---- free-threaded CPython ----
 
 
-@pytest.mark.skipif(not sysconfig.get_config_var("Py_GIL_DISABLED"),
-                    reason="not a free-threaded (3.13t+) build")
+@pytest.mark.skipif(
+    not sysconfig.get_config_var("Py_GIL_DISABLED"), reason="not a free-threaded (3.13t+) build"
+)
 def test_importing_the_extension_keeps_the_gil_on_a_free_threaded_build():
     code = "import sys, sealstore._speedups; print(sys._is_gil_enabled())"
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       env={**os.environ, "PYTHON_GIL": ""})
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHON_GIL": ""},
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "True"
 
 
 def test_module_declares_it_needs_the_gil():
     """The slot is compiled in only where the C API has it (3.13+); the source must say so."""
-    src = (native.__file__.rsplit("/", 2)[0] + "/native/speedups.c")
+    src = native.__file__.rsplit("/", 2)[0] + "/native/speedups.c"
     if not os.path.exists(src):
         pytest.skip("installed without the sources")
     text = open(src).read()

@@ -21,8 +21,12 @@ SECONDS = os.environ.get("SEALSTORE_STRESS_SECONDS", "1.5")
 
 @pytest.mark.parametrize("scenario", ["many", "resize", "rows", "named"])
 def test_inputs_changed_by_other_threads_never_crash_nor_give_wrong_results(scenario):
-    r = subprocess.run([sys.executable, str(STRESS), scenario, SECONDS], capture_output=True,
-                       text=True, timeout=300)
+    r = subprocess.run(
+        [sys.executable, str(STRESS), scenario, SECONDS],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, f"exit {r.returncode}\n{r.stdout}\n{r.stderr[-4000:]}"
     assert r.stdout.startswith(f"ok {scenario} calls=")
     assert int(r.stdout.split("calls=")[1]) > 0

@@ -8,23 +8,42 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.toolchain]  # compilers, builds, whole runs: pytest -m 'not toolchain' skips them
+pytestmark = [
+    pytest.mark.toolchain
+]  # compilers, builds, whole runs: pytest -m 'not toolchain' skips them
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_sdist_ships_the_native_build(tmp_path):
     proc = subprocess.run(  # `build` and the build backend come with the test extra
-        [sys.executable, "-m", "build", "--sdist", "--no-isolation", "-o", str(tmp_path), str(ROOT)],
-        capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "build",
+            "--sdist",
+            "--no-isolation",
+            "-o",
+            str(tmp_path),
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
     )
-    assert proc.returncode == 0, f"sdist build failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+    assert proc.returncode == 0, (
+        f"sdist build failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
+    )
     (sdist,) = tmp_path.glob("sealstore-*.tar.gz")
     with tarfile.open(sdist) as tar:
         names = {n.split("/", 1)[1] for n in tar.getnames() if "/" in n}
     expected = {
-        "setup.py", "pyproject.toml", "native/build_ffi.py", "native/sealstore_cdef.h",
-        "native/speedups.c", "native/include/sealstore.h", "plugin/__init__.py",
+        "setup.py",
+        "pyproject.toml",
+        "native/build_ffi.py",
+        "native/sealstore_cdef.h",
+        "native/speedups.c",
+        "native/include/sealstore.h",
+        "plugin/__init__.py",
     }
     expected |= {str(p.relative_to(ROOT)) for p in (ROOT / "native" / "src").rglob("*.[ch]")}
     missing = expected - names

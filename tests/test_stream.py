@@ -52,9 +52,7 @@ SIZES = [0, 1, SEG - 1, SEG, SEG + 1, 5 * SEG, S.BATCH_BYTES // SEG * SEG + 7]
 
 class TestRoundTrip:
     @pytest.mark.parametrize("n", SIZES)
-    @pytest.mark.parametrize(
-        "kind", ["bytes", "bytearray", "file", "iterable", "memoryview"]
-    )
+    @pytest.mark.parametrize("kind", ["bytes", "bytearray", "file", "iterable", "memoryview"])
     def test_sizes_and_sources(self, keyring, n, kind):
         data = os.urandom(n)
         src = {
@@ -96,9 +94,7 @@ class TestRoundTrip:
         assert b"SECRET-PLAINTEXT" not in seal(data, keyring)
 
     @settings(max_examples=40)
-    @given(
-        st.binary(max_size=5 * SEG), st.integers(1, 3000), st.sampled_from([1024, 2048])
-    )
+    @given(st.binary(max_size=5 * SEG), st.integers(1, 3000), st.sampled_from([1024, 2048]))
     def test_property_roundtrip(self, keyring, data, chunk, seg):
         chunks = [data[i : i + chunk] for i in range(0, len(data), chunk)]
         sealed = seal(iter(chunks), keyring, seg=seg)
@@ -142,9 +138,7 @@ class TestHeader:
         h = S.parse_object_header(sealed)
         assert h.pack() == sealed[: S.HEADER_SIZE]
 
-    @pytest.mark.parametrize(
-        "data", [b"", b"SSO", b"PK\x03\x04 a zip file", b"plain text object"]
-    )
+    @pytest.mark.parametrize("data", [b"", b"SSO", b"PK\x03\x04 a zip file", b"plain text object"])
     def test_not_sealed(self, data):
         with pytest.raises(NotSealedObject):
             S.parse_object_header(data)
@@ -288,9 +282,7 @@ class TestRanges:
         data = os.urandom(n)
         sealed = seal(data, keyring)
         cipher = S.ObjectCipher.from_header(keyring, sealed)
-        edges = sorted(
-            {0, 1, n - 1, n // 2} | {k * SEG + d for k in range(4) for d in (-1, 0, 1)}
-        )
+        edges = sorted({0, 1, n - 1, n // 2} | {k * SEG + d for k in range(4) for d in (-1, 0, 1)})
         edges = [e for e in edges if 0 <= e < n]
         for first in edges:
             for last in edges + [None, n + 5]:
@@ -299,7 +291,8 @@ class TestRanges:
                 plan = S.plan_range(first, last, n, SEG, 32)
                 want = data[first : (n if last is None else last + 1)]
                 assert plan.length == len(want)
-                reader = S.OpeningReader(cipher, 
+                reader = S.OpeningReader(
+                    cipher,
                     io.BytesIO(sealed[plan.start : plan.stop]),
                     first_index=plan.first_segment,
                     final=plan.final,
@@ -320,8 +313,8 @@ class TestRanges:
         sealed = seal(data, keyring)
         segs = segments(sealed)
         cipher = S.ObjectCipher.from_header(keyring, sealed)
-        reader = S.OpeningReader(cipher, 
-            io.BytesIO(segs[2]), first_index=1, final=False, segments=1
+        reader = S.OpeningReader(
+            cipher, io.BytesIO(segs[2]), first_index=1, final=False, segments=1
         )
         with pytest.raises(InvalidTag):
             reader.read()
@@ -331,7 +324,8 @@ class TestRanges:
         sealed = seal(data, keyring)
         cipher = S.ObjectCipher.from_header(keyring, sealed)
         plan = S.plan_range(0, 2 * SEG - 1, len(data), SEG, 32)
-        reader = S.OpeningReader(cipher, 
+        reader = S.OpeningReader(
+            cipher,
             io.BytesIO(sealed[plan.start : plan.stop - 1]),
             final=False,
             segments=plan.segments,
@@ -354,9 +348,7 @@ class TestSealingReader:
         assert b"".join(S.open_stream(first, keyring)) == data
 
     def test_changed_source_detected(self, keyring):
-        data = bytearray(
-            os.urandom(S.BATCH_BYTES + 3 * SEG)
-        )  # two batches: seek(0) re-seals
+        data = bytearray(os.urandom(S.BATCH_BYTES + 3 * SEG))  # two batches: seek(0) re-seals
         cipher = S.ObjectCipher.create(keyring, segment_size=SEG)
         reader = S.SealingReader(cipher, data)
         reader.read()
@@ -382,7 +374,8 @@ class TestSealingReader:
             off = (number - 1) * part
             chunk = data[off : off + part]
             last = off + part >= len(data)
-            pieces[number] = S.SealingReader(cipher, 
+            pieces[number] = S.SealingReader(
+                cipher,
                 io.BytesIO(chunk),
                 first_index=off // SEG,
                 final=last,
@@ -465,16 +458,12 @@ def test_frozen_vectors():
             case["tag_size"],
             case["suite"],
         )
-        opened = b"".join(
-            S.open_stream(sealed, kr, context=bytes.fromhex(case["context"]))
-        )
+        opened = b"".join(S.open_stream(sealed, kr, context=bytes.fromhex(case["context"])))
         assert opened == bytes.fromhex(case["plaintext"])
         bad = bytearray(sealed)
         bad[-1] ^= 1
         with pytest.raises(InvalidTag):
-            b"".join(
-                S.open_stream(bytes(bad), kr, context=bytes.fromhex(case["context"]))
-            )
+            b"".join(S.open_stream(bytes(bad), kr, context=bytes.fromhex(case["context"])))
 
 
 # ---- objects bound to a location (flag bit 1) --------------------------------------------------

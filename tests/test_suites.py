@@ -164,7 +164,9 @@ def test_native_variants_are_the_c_librarys():
 
 
 def test_native_variants_are_the_native_directories_the_build_compiles():
-    build = importlib.util.spec_from_file_location("build_ffi_probe", ROOT / "native" / "build_ffi.py")
+    build = importlib.util.spec_from_file_location(
+        "build_ffi_probe", ROOT / "native" / "build_ffi.py"
+    )
     mod = importlib.util.module_from_spec(build)
     build.loader.exec_module(mod)
     dirs = tuple(v.lower().replace("-", "") for v in native_variants())
@@ -264,7 +266,7 @@ def test_the_places_that_held_lists_are_built_from_the_registry():
     native_labels = [s.label for s in SUITES if s.native_variant is not None]
     assert list(bench_aead.CLASSES) == native_labels
     assert [c for c in bench_aead.CLASSES.values()] == [by_label(v).cipher for v in native_labels]
-    assert list(grids.ALGORITHM_ORDER[-len(native_labels):]) == native_labels
+    assert list(grids.ALGORITHM_ORDER[-len(native_labels) :]) == native_labels
     assert cli._SUITES == labels
     kat = importlib.util.spec_from_file_location("kat_probe", ROOT / "tools" / "kat_vectors.py")
     mod = importlib.util.module_from_spec(kat)

@@ -82,8 +82,12 @@ def violations(g: dict[str, set[str]]) -> list[str]:
                 bad.append(f"{a} (core) imports {b} ({other})")
             elif layer == "adapters" and other in ("migrations", "bench"):
                 bad.append(f"{a} (adapter) imports {b} ({other})")
-            elif (layer == "adapters" and adapter and other_adapter
-                  and other_adapter not in (adapter, SHARED_ADAPTER)):
+            elif (
+                layer == "adapters"
+                and adapter
+                and other_adapter
+                and other_adapter not in (adapter, SHARED_ADAPTER)
+            ):
                 bad.append(f"{a} imports another adapter's {b}")
             elif layer == "adapters" and b in KERNELS:
                 bad.append(f"{a} (adapter) imports the kernel binding {b}")

@@ -19,8 +19,12 @@ import sys
 from sealstore.suites import native_variants
 
 ALGS = native_variants()  # the suites the C library runs (the vector file has more)
-DEFAULT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests",
-                       "vectors", "aegis-draft.json")
+DEFAULT = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    "tests",
+    "vectors",
+    "aegis-draft.json",
+)
 
 
 def lines(path: str = DEFAULT) -> list[str]:

@@ -26,7 +26,9 @@ try:
 except ModuleNotFoundError:  # Python < 3.11
     import tomli as tomllib
 
-_REQ = re.compile(r"^\s*(?P<name>[A-Za-z0-9_.\-]+)(?:\[[^\]]*\])?\s*(?P<spec>[^;]*?)\s*(?:;\s*(?P<marker>.+))?$")
+_REQ = re.compile(
+    r"^\s*(?P<name>[A-Za-z0-9_.\-]+)(?:\[[^\]]*\])?\s*(?P<spec>[^;]*?)\s*(?:;\s*(?P<marker>.+))?$"
+)
 
 
 def floors(pyproject: Path) -> list[str]:

@@ -73,8 +73,9 @@ def runtime(cc: str, flags: str) -> str:
         return ""  # gcc's libubsan loads as a dependency of the module
     else:
         return ""
-    path = subprocess.run([cc, f"-print-file-name={name}"], capture_output=True,
-                          text=True).stdout.strip()
+    path = subprocess.run(
+        [cc, f"-print-file-name={name}"], capture_output=True, text=True
+    ).stdout.strip()
     if not os.path.isabs(path) or not os.path.exists(path):
         raise SystemExit(f"{cc} has no {name}")
     return path
@@ -131,8 +132,12 @@ def _copy_package(site: Path) -> None:
     for directory, name in package_roots().items():
         src = ROOT / directory
         if src.is_dir():
-            shutil.copytree(src, site / name.replace(".", os.sep), dirs_exist_ok=True,
-                            ignore=shutil.ignore_patterns("*.so", "__pycache__", "*.pyc"))
+            shutil.copytree(
+                src,
+                site / name.replace(".", os.sep),
+                dirs_exist_ok=True,
+                ignore=shutil.ignore_patterns("*.so", "__pycache__", "*.pyc"),
+            )
 
 
 def _link(cmd: list[str]) -> None:
@@ -141,8 +146,9 @@ def _link(cmd: list[str]) -> None:
         raise SystemExit(r.stderr)
 
 
-def _link_all(args, out: Path, ffi_c: Path, kernel: list[Path], speed: list[Path],
-              fuzzing: bool) -> None:
+def _link_all(
+    args, out: Path, ffi_c: Path, kernel: list[Path], speed: list[Path], fuzzing: bool
+) -> None:
     """The two native modules into OUT/site/sealstore, OUT/kat, and OUT/fuzz_open when fuzzing."""
     flags = args.flags.split()
 
@@ -155,8 +161,16 @@ def _link_all(args, out: Path, ffi_c: Path, kernel: list[Path], speed: list[Path
         _link([args.cc, "-shared", *flags, *objects(srcs), "-o", str(target)])
     _link([args.cc, *flags, *objects([KAT_C, *kernel]), "-o", str(out / "kat")])
     if fuzzing:  # OUT/fuzz_open: the libFuzzer target of the C open/decrypt entry points
-        _link([args.cc, "-fsanitize=fuzzer", *flags, *objects([FUZZ_C, *kernel]), "-o",
-               str(out / "fuzz_open")])
+        _link(
+            [
+                args.cc,
+                "-fsanitize=fuzzer",
+                *flags,
+                *objects([FUZZ_C, *kernel]),
+                "-o",
+                str(out / "fuzz_open"),
+            ]
+        )
 
 
 def main() -> None:

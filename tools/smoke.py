@@ -20,7 +20,9 @@ def check_import() -> str:
 
     where = os.path.dirname(sealstore.__file__)
     if os.path.exists(os.path.join(os.getcwd(), "plugin", "__init__.py")):
-        raise SystemExit("run the smoke test outside the source tree (it must test the installed package)")
+        raise SystemExit(
+            "run the smoke test outside the source tree (it must test the installed package)"
+        )
     return f"sealstore {sealstore.__version__} from {where}, kernels {sealstore.native.info()['selected']}"
 
 
@@ -49,7 +51,9 @@ def check_config() -> str:
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "sealstore.toml")
         with open(path, "w") as f:
-            f.write('suite = "aegis-128l"\ntag_size = 16\n[key_source]\ntype = "file"\npath = "keys.json"\n')
+            f.write(
+                'suite = "aegis-128l"\ntag_size = 16\n[key_source]\ntype = "file"\npath = "keys.json"\n'
+            )
         cfg = load_config(path, env={})
     assert cfg.suite == "AEGIS-128L" and cfg.tag_size == 16, cfg
     return "TOML config file loaded"
@@ -67,7 +71,12 @@ def check_column() -> str:
         with tempfile.TemporaryDirectory() as tmp:
             engine = create_engine(f"sqlite:///{tmp}/smoke.db")
             md = MetaData()
-            t = Table("people", md, Column("id", Integer, primary_key=True), Column("ssn", EncryptedString(32)))
+            t = Table(
+                "people",
+                md,
+                Column("id", Integer, primary_key=True),
+                Column("ssn", EncryptedString(32)),
+            )
             md.create_all(engine)
             with engine.begin() as conn:
                 conn.execute(insert(t), [{"id": 1, "ssn": "123-45-6789"}])
@@ -96,9 +105,15 @@ def check_s3() -> str:
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
     try:
+
         def client():
-            return boto3.client("s3", endpoint_url=f"http://127.0.0.1:{port}", region_name="us-east-1",
-                                aws_access_key_id="smoke", aws_secret_access_key="smoke")
+            return boto3.client(
+                "s3",
+                endpoint_url=f"http://127.0.0.1:{port}",
+                region_name="us-east-1",
+                aws_access_key_id="smoke",
+                aws_secret_access_key="smoke",
+            )
 
         plain = client()
         plain.create_bucket(Bucket="smoke")

@@ -89,9 +89,7 @@ def header_from_metadata(meta) -> tuple[ObjectHeader, bytes] | None:
     expected = object_metadata(header, None)
     for name in (VERSION, SUITE, KEY_ID, SEGMENT_SIZE):
         if meta.get(name) != expected[name]:
-            raise MalformedObject(
-                f"object metadata {name} disagrees with the stored header"
-            )
+            raise MalformedObject(f"object metadata {name} disagrees with the stored header")
     return header, raw
 
 
@@ -117,17 +115,13 @@ def declared_length(meta: dict) -> int | None:
     except (TypeError, ValueError):
         length = -1
     if length < 0:
-        raise UnsupportedOperation(
-            f"Metadata[{LENGTH!r}] must be the plaintext length in bytes"
-        )
+        raise UnsupportedOperation(f"Metadata[{LENGTH!r}] must be the plaintext length in bytes")
     return length
 
 
 def split_user_metadata(meta) -> dict[str, str]:
     """``meta`` without sealstore fields."""
-    return {
-        k: v for k, v in (meta or {}).items() if not str(k).lower().startswith(PREFIX)
-    }
+    return {k: v for k, v in (meta or {}).items() if not str(k).lower().startswith(PREFIX)}
 
 
 def sealstore_fields(meta) -> dict[str, str]:

@@ -17,9 +17,7 @@ class ByteRange:
 
     __slots__ = ("first", "last", "suffix", "text")
 
-    def __init__(
-        self, first: int | None, last: int | None, suffix: int | None, text: str
-    ) -> None:
+    def __init__(self, first: int | None, last: int | None, suffix: int | None, text: str) -> None:
         self.first, self.last, self.suffix, self.text = first, last, suffix, text
 
     def resolve(self, size: int) -> tuple[int, int] | None:
@@ -29,9 +27,7 @@ class ByteRange:
         if self.suffix is not None:
             if self.suffix == 0:
                 return None
-            if (
-                size == 0
-            ):  # S3 (as moto does) answers a suffix of an empty object with it whole
+            if size == 0:  # S3 (as moto does) answers a suffix of an empty object with it whole
                 return ()
             return max(0, size - self.suffix), size - 1
         if self.first >= size:

@@ -22,6 +22,7 @@ __all__ = [
     "streaming_body",
 ]
 
+
 def invalid_range(text: str, size: int, operation: str = "GetObject") -> ClientError:
     """The error S3 raises for an unsatisfiable range, with the plaintext size."""
     return ClientError(

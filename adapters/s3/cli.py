@@ -84,9 +84,7 @@ def add_commands(commands) -> None:
     s3 = commands.add_parser("s3", help="encrypted S3 objects").add_subparsers(
         dest="s3_command", required=True, metavar="ACTION"
     )
-    p = s3.add_parser(
-        "rotate", help="re-seal objects under the primary key (resumable)"
-    )
+    p = s3.add_parser("rotate", help="re-seal objects under the primary key (resumable)")
     p.add_argument("url", metavar="s3://BUCKET[/PREFIX]")
     p.add_argument("--endpoint-url", help="S3-compatible endpoint (default: AWS)")
     p.add_argument("--region", help="region name (default: boto3's)")
@@ -102,9 +100,7 @@ def add_commands(commands) -> None:
         metavar="SECONDS",
         help="wait between objects",
     )
-    p.add_argument(
-        "--dry-run", action="store_true", help="only count what would change"
-    )
+    p.add_argument("--dry-run", action="store_true", help="only count what would change")
     p.add_argument(
         "--seal-plaintext",
         action="store_true",
@@ -117,9 +113,7 @@ def add_commands(commands) -> None:
         "applications that move sealed objects themselves)",
     )
     p.add_argument("--json", action="store_true", help="print the report as JSON")
-    p.add_argument(
-        "-v", "--verbose", action="store_true", help="list unchanged objects too"
-    )
+    p.add_argument("-v", "--verbose", action="store_true", help="list unchanged objects too")
     p.set_defaults(func=_cmd_rotate)
 
 
@@ -131,9 +125,7 @@ def main(argv=None) -> int:
     parser.add_argument(
         "-c", "--config", metavar="PATH", help="config file; default $SEALSTORE_CONFIG"
     )
-    add_commands(
-        parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    )
+    add_commands(parser.add_subparsers(dest="command", required=True, metavar="COMMAND"))
     return run_command(parser.parse_args(argv))
 
 

@@ -94,9 +94,9 @@ def _source(sealing, params):
 
     def fetch_header() -> bytes:
         with sealing.raw() as raw:
-            body = raw.get_object(
-                Range=f"bytes=0-{HEADER_SIZE - 1}", IfMatch=head["ETag"], **args
-            )["Body"]
+            body = raw.get_object(Range=f"bytes=0-{HEADER_SIZE - 1}", IfMatch=head["ETag"], **args)[
+                "Body"
+            ]
         try:
             return read_exactly(body, HEADER_SIZE)
         finally:
@@ -248,7 +248,9 @@ def _byte_copy_large(sealing, params, args, head):
         extra = {**extra, **M.kept_headers(head)}
     meta = {**meta, **M.sealstore_fields(head.get("Metadata"))}
     with sealing.raw() as raw:
-        allowed = raw.meta.service_model.operation_model("CreateMultipartUpload").input_shape.members
+        allowed = raw.meta.service_model.operation_model(
+            "CreateMultipartUpload"
+        ).input_shape.members
         unsupported = sorted(k for k in extra if k not in allowed)
         if unsupported:
             raise UnsupportedOperation(

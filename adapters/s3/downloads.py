@@ -93,9 +93,7 @@ class DownloadHandlers:
             error.pop("ActualObjectSize", None)
             return
         try:
-            n, header = size_of(
-                head, lambda: self._fetch_header(request, head.get("ETag"))[1]
-            )
+            n, header = size_of(head, lambda: self._fetch_header(request, head.get("ETag"))[1])
         except NotSealedObject:
             if not self.passthrough:
                 raise
@@ -132,9 +130,7 @@ class DownloadHandlers:
             raise
         if from_meta is not None and from_meta[1] != head:
             raw.close()
-            raise MalformedObject(
-                "the object's metadata header differs from its body header"
-            )
+            raise MalformedObject("the object's metadata header differs from its body header")
         request = context.get("sealstore_request", {})
         cipher, n = self._prepare_open(raw, meta, request, header, size)
         body = self._resuming(raw, request, parsed.get("ETag"), HEADER_SIZE, size - 1)
@@ -161,18 +157,14 @@ class DownloadHandlers:
         expected = M.stored_length(meta)
         if expected is not None and expected != n:
             raw.close()
-            raise MalformedObject(
-                f"object metadata says {expected} bytes, its size says {n}"
-            )
+            raise MalformedObject(f"object metadata says {expected} bytes, its size says {n}")
         return cipher, n
 
     def _open_range(self, parsed, context, rng) -> None:
         raw = parsed["Body"]
         meta = parsed.get("Metadata")
         request = context.get("sealstore_request", {})
-        start, end, total = _content_range(
-            parsed.get("ContentRange"), parsed.get("ContentLength")
-        )
+        start, end, total = _content_range(parsed.get("ContentRange"), parsed.get("ContentLength"))
         from_meta = M.header_from_metadata(meta)
         try:
             if from_meta is not None:
@@ -204,9 +196,7 @@ class DownloadHandlers:
             _describe(parsed, 200, 0, None)  # S3 answers it whole, not as a range
             return
         plan = plan_range(span[0], span[1], n, header.segment_size, header.tag_size)
-        if not (
-            start <= plan.start and plan.stop - 1 <= end
-        ):  # the layout guess was wrong
+        if not (start <= plan.start and plan.stop - 1 <= end):  # the layout guess was wrong
             raw.close()
             raw, start, end = (
                 self._fetch(request, parsed.get("ETag"), plan.start, plan.stop - 1),
@@ -256,16 +246,11 @@ class DownloadHandlers:
 
     def plaintext_length(self, http_response, parsed, context, **kwargs):
         """HeadObject: report the plaintext length (from the header copy and the stored size)."""
-        if (
-            not context.get("sealstore_head")
-            or not 200 <= http_response.status_code < 300
-        ):
+        if not context.get("sealstore_head") or not 200 <= http_response.status_code < 300:
             return
         request = context.get("sealstore_request", {})
         try:
-            n, header = size_of(
-                parsed, lambda: self._fetch_header(request, parsed.get("ETag"))[1]
-            )
+            n, header = size_of(parsed, lambda: self._fetch_header(request, parsed.get("ETag"))[1])
         except NotSealedObject:
             if self.passthrough:
                 return

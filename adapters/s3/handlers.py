@@ -54,9 +54,7 @@ class S3Sealing(UploadHandlers, DownloadHandlers):
         context=b"",
         bind_location: bool = True,
     ) -> None:
-        ObjectCipher.create(
-            keyring, segment_size=segment_size
-        )  # validates the settings early
+        ObjectCipher.create(keyring, segment_size=segment_size)  # validates the settings early
         self.client = client
         self.keyring = keyring
         self.segment_size = segment_size
@@ -202,7 +200,6 @@ class S3Sealing(UploadHandlers, DownloadHandlers):
                 "a body, with their own method (or inside client.sealstore.raw())"
             )
 
-
     def note_copy(self, params, context, **kwargs):
         """UploadPartCopy: keep the request for :meth:`reseal_part_copy`."""
         if not self._raw_depth:
@@ -242,5 +239,3 @@ class S3Sealing(UploadHandlers, DownloadHandlers):
         fields = M.sealstore_fields(head.get("Metadata"))
         if fields:
             params["Metadata"] = {**(params.get("Metadata") or {}), **fields}
-
-

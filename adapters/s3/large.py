@@ -39,9 +39,7 @@ def needs_multipart(plaintext_length: int) -> bool:
     return plaintext_length + plaintext_length // 1024 + 4096 > MAX_SINGLE_REQUEST
 
 
-def put_multipart(
-    client, sealing, bucket, key, body, length, *, metadata, extra, if_match
-) -> None:
+def put_multipart(client, sealing, bucket, key, body, length, *, metadata, extra, if_match) -> None:
     """Seal ``length`` plaintext bytes read from ``body`` over ``bucket/key``, completing only
     if the object's ETag is still ``if_match``."""
     size = part_size(length, RESEAL_PART, sealing.segment_size)
@@ -55,7 +53,9 @@ def put_multipart(
             want = min(size, length - offset)
             data = read_exactly(body, want)
             if len(data) != want:
-                raise TruncatedObject(f"the source ended after {offset + len(data)} of {length} bytes")
+                raise TruncatedObject(
+                    f"the source ended after {offset + len(data)} of {length} bytes"
+                )
             resp = client.upload_part(
                 Bucket=bucket, Key=key, UploadId=upload_id, PartNumber=number, Body=data
             )

@@ -41,7 +41,6 @@ from .settings import for_copy, object_settings
 __all__ = ["RotationReport", "parse_s3_url", "rotate_objects"]
 
 
-
 @dataclass
 class RotationReport:
     """What a run did; ``after`` is the listing position it resumed from."""
@@ -183,9 +182,7 @@ def _pages(sealing, args):
     token = None
     while True:
         with sealing.raw() as raw:
-            page = raw.list_objects_v2(
-                **args, **({"ContinuationToken": token} if token else {})
-            )
+            page = raw.list_objects_v2(**args, **({"ContinuationToken": token} if token else {}))
         yield page
         token = page.get("NextContinuationToken")
         if not page.get("IsTruncated") or not token:
@@ -229,9 +226,7 @@ def _rotate_one(client, sealing, bucket, key, primary, dry_run, seal_plaintext) 
             with sealing.raw() as raw:
                 keep = object_settings(raw, bucket, key, head)
                 body = raw.get_object(Bucket=bucket, Key=key, IfMatch=etag)["Body"]
-            _write(
-                client, sealing, bucket, key, body, head["ContentLength"], etag, user_meta, keep
-            )
+            _write(client, sealing, bucket, key, body, head["ContentLength"], etag, user_meta, keep)
         return "sealed_plaintext"
     return _rotate_sealed(client, sealing, bucket, key, primary, dry_run, head, header, in_meta)
 
@@ -242,7 +237,10 @@ def _rotate_sealed(client, sealing, bucket, key, primary, dry_run, head, header,
     etag = head["ETag"]
     user_meta = M.split_user_metadata(head.get("Metadata"))
     cipher = ObjectCipher.from_header(
-        sealing.keyring, header, context=sealing.context, allow_retired=True,
+        sealing.keyring,
+        header,
+        context=sealing.context,
+        allow_retired=True,
         location=object_location(bucket, key),
     )  # the commitment (and a bound object's location) is checked before anything is decided
     tag = primary.suite.spec.tag_size_for(sealing.keyring.tag_size)
@@ -260,9 +258,7 @@ def _rotate_sealed(client, sealing, bucket, key, primary, dry_run, head, header,
     if not dry_run:
         with sealing.raw() as raw:
             keep = object_settings(raw, bucket, key, head)
-        with (
-            sealing.opening_retired()
-        ):  # rotating away from a retired key is what this is for
+        with sealing.opening_retired():  # rotating away from a retired key is what this is for
             resp = client.get_object(Bucket=bucket, Key=key, IfMatch=etag)
         _write(
             client,

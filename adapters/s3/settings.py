@@ -88,7 +88,9 @@ def _grants(raw, bucket, key, version) -> dict:
     for who, permission in grants:
         param = _GRANTS.get(permission)
         if param is None:
-            raise UnsupportedOperation(f"the object's ACL grants {permission}, which a write cannot repeat")
+            raise UnsupportedOperation(
+                f"the object's ACL grants {permission}, which a write cannot repeat"
+            )
         out.setdefault(param, []).append(_grantee(who))
     return {param: ", ".join(values) for param, values in out.items()}
 

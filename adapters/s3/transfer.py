@@ -52,9 +52,7 @@ def part_size(length: int | None, wanted: int, segment_size: int) -> int:
         size = max(size, -(-length // MAX_PARTS))
     size = -(-size // segment_size) * segment_size
     if size > MAX_PART:
-        raise UnsupportedOperation(
-            "the object is too large for 10,000 parts of at most 5 GiB"
-        )
+        raise UnsupportedOperation("the object is too large for 10,000 parts of at most 5 GiB")
     return size
 
 
@@ -113,17 +111,11 @@ def install(client, sealing) -> None:
 
     def upload_file(Filename, Bucket, Key, ExtraArgs=None, Callback=None, Config=None):
         extra, config = _plan(sealing, os.path.getsize(Filename), ExtraArgs, Config)
-        return inject.upload_file(
-            client, Filename, Bucket, Key, extra, Callback, config
-        )
+        return inject.upload_file(client, Filename, Bucket, Key, extra, Callback, config)
 
-    def upload_fileobj(
-        Fileobj, Bucket, Key, ExtraArgs=None, Callback=None, Config=None
-    ):
+    def upload_fileobj(Fileobj, Bucket, Key, ExtraArgs=None, Callback=None, Config=None):
         extra, config = _plan(sealing, source_length(Fileobj), ExtraArgs, Config)
-        return inject.upload_fileobj(
-            client, Fileobj, Bucket, Key, extra, Callback, config
-        )
+        return inject.upload_fileobj(client, Fileobj, Bucket, Key, extra, Callback, config)
 
     def download_file(Bucket, Key, Filename, ExtraArgs=None, Callback=None, Config=None):
         return inject.download_file(

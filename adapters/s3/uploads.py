@@ -37,9 +37,7 @@ class _Upload:
 
     __slots__ = ("cipher", "finals", "length", "lock", "log", "part_size", "pid", "plain")
 
-    def __init__(
-        self, cipher: ObjectCipher, part_size: int, length: int | None
-    ) -> None:
+    def __init__(self, cipher: ObjectCipher, part_size: int, length: int | None) -> None:
         self.cipher = cipher
         self.part_size = part_size
         self.length = length
@@ -78,9 +76,7 @@ class UploadHandlers:
         M.reject_reserved(meta)
         given = params.pop("ContentLength", None)
         if declared is not None and given is not None and declared != given:
-            raise UnsupportedOperation(
-                "ContentLength and Metadata sealstore-length disagree"
-            )
+            raise UnsupportedOperation("ContentLength and Metadata sealstore-length disagree")
         length = declared if declared is not None else given
         body = params.get("Body", b"")
         if isinstance(body, str):

@@ -49,7 +49,6 @@ DEFAULT_SIZE = 16
 _INFO = b"sealstore/v1/blind-index"
 
 
-
 class BlindIndex(TypeDecorator):
     """The type of a blind-index column: ``mapped_column(BlindIndex("email"), index=True)``.
 
@@ -211,8 +210,7 @@ class BlindIndex(TypeDecorator):
         keys = [k for k in keyring.keys if k.state is KeyState.PRIMARY]
         keys += [k for k in keyring.keys if k.state is KeyState.ACTIVE]
         return [
-            k.key_id.to_bytes(KEY_ID_SIZE, "big")
-            + self._mac(keyring, k, data)[: self.size]
+            k.key_id.to_bytes(KEY_ID_SIZE, "big") + self._mac(keyring, k, data)[: self.size]
             for k in keys
         ]
 
@@ -312,7 +310,11 @@ def equality_via_index(expr, op, other, name: str):
             f"{name}: in_()/not_in() through a blind index takes a list of literal values"
         )
     for value in values:
-        if hasattr(value, "__clause_element__") or isinstance(value, ClauseElement) or value is None:
+        if (
+            hasattr(value, "__clause_element__")
+            or isinstance(value, ClauseElement)
+            or value is None
+        ):
             raise UnsupportedComparison(
                 f"{name}: blind-index lookups compare values or bound parameters (not SQL "
                 "expressions, or NULL inside a list)"

@@ -221,10 +221,14 @@ def _numeric_codec(precision: int | None, scale: int | None, asdecimal: bool, na
         if not d.is_finite():
             special = _SPECIALS.get("NaN" if d.is_qnan() and not d.as_tuple().digits else str(d))
             if special is None:  # sNaN, NaN with a payload
-                raise ValueError(f"{name} takes NaN, Infinity and -Infinity, no other special value")
+                raise ValueError(
+                    f"{name} takes NaN, Infinity and -Infinity, no other special value"
+                )
             return special
         # bounded before quantizing or formatting: 1E+999999999 must not build a billion digits
-        if d and d.adjusted() >= (precision - (scale or 0) if precision is not None else _MAX_WHOLE):
+        if d and d.adjusted() >= (
+            precision - (scale or 0) if precision is not None else _MAX_WHOLE
+        ):
             raise ValueTooLong(too_long)
         if quantum is not None:
             d = d.quantize(quantum, context=exact)
@@ -353,7 +357,9 @@ def _enum_codec(type_: sqltypes.Enum, name: str) -> Codec:
     return Codec(encode, decode, size, name)
 
 
-def codec_for(type_: sqltypes.TypeEngine, name: str = "Encrypted", where: str | None = None) -> Codec:
+def codec_for(
+    type_: sqltypes.TypeEngine, name: str = "Encrypted", where: str | None = None
+) -> Codec:
     """The canonical codec for a generic SQLAlchemy type (``Integer``, ``Date``, ``Numeric`` ...);
     ``where`` (``"table.column"``) is named in its error messages.
 

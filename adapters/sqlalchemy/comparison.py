@@ -54,7 +54,11 @@ def _compare(comparator, op, other, kwargs, reverse):
     name = _describe(expr)
     if op in (operators.eq, operators.ne) and _is_sql_expression(single):
         parent = super(EncryptedComparator, comparator)
-        binary = parent.reverse_operate(op, single, **kwargs) if reverse else parent.operate(op, single, **kwargs)
+        binary = (
+            parent.reverse_operate(op, single, **kwargs)
+            if reverse
+            else parent.operate(op, single, **kwargs)
+        )
         return RefusedComparison(
             binary,
             f"{name} is encrypted with random nonces: comparing it with another SQL expression "

@@ -47,7 +47,9 @@ class IndexLookup(BindParameter):
 def _values(lookup: IndexLookup, value) -> list[bytes]:
     items = list(value) if lookup.many else [value]
     if lookup.many and isinstance(value, (str, bytes)):
-        raise BlindIndexError(f"{lookup.type.table}.{lookup.type.source}: in_() takes a list of values")
+        raise BlindIndexError(
+            f"{lookup.type.table}.{lookup.type.source}: in_() takes a list of values"
+        )
     if any(item is None for item in items):
         raise BlindIndexError(
             f"a lookup of {lookup.type.table}.{lookup.type.source} got None: NULL never compares "

@@ -69,7 +69,9 @@ def seal_for_row(column, value: Any, row: Any) -> PreSealed | None:
     whose primary key is ``row``, for Core inserts/updates and bulk inserts."""
     type_ = getattr(column, "type", None)
     if type_ is None or not getattr(type_, "bind_row", False):
-        raise ColumnBindingError("seal_for_row() takes a row-bound encrypted column (bind_row=True)")
+        raise ColumnBindingError(
+            "seal_for_row() takes a row-bound encrypted column (bind_row=True)"
+        )
     if value is None:
         return None
     ident = row_identity(row)

@@ -85,7 +85,9 @@ class EncryptedType(TypeDecorator):
         column: str | None = None,
         bind_row: bool = False,
     ) -> None:
-        if length is not None and (not isinstance(length, int) or isinstance(length, bool) or length < 0):
+        if length is not None and (
+            not isinstance(length, int) or isinstance(length, bool) or length < 0
+        ):
             raise ValueError(f"length must be a non-negative int or None, not {length!r}")
         if keyring is not None and (not isinstance(keyring, str) or not keyring):
             raise TypeError("keyring must be a keyring name (a non-empty str) or None")
@@ -388,6 +390,13 @@ class Encrypted(EncryptedType):
             return object
 
 
-for _cls in (EncryptedType, EncryptedString, EncryptedText, EncryptedBinary, EncryptedJSON, Encrypted):
+for _cls in (
+    EncryptedType,
+    EncryptedString,
+    EncryptedText,
+    EncryptedBinary,
+    EncryptedJSON,
+    Encrypted,
+):
     _cls.__module__ = _PUBLIC_MODULE
 del _cls

@@ -109,9 +109,10 @@ def _seals_as(type_, column) -> bool:
     ctype = column.type
     if type_._isnull or type_ is ctype:
         return True
-    return (
-        type(type_) is type(ctype)
-        and (type_.table, type_.column, type_.keyring_name) == (ctype.table, ctype.column, ctype.keyring_name)
+    return type(type_) is type(ctype) and (type_.table, type_.column, type_.keyring_name) == (
+        ctype.table,
+        ctype.column,
+        ctype.keyring_name,
     )
 
 
@@ -326,9 +327,13 @@ def _before_execute(conn, elem, multiparams, params, execution_options):
     elem, derived, plan = _rewrite(elem)
     if not derived and (plan is None or not plan.indexes or isinstance(elem, Insert)):
         return elem, multiparams, params
-    written = {k if isinstance(k, str) else getattr(k, "key", None) for k in (original._values or ())}
-    written |= {k if isinstance(k, str) else getattr(k, "key", None)
-                for k, _ in (getattr(original, "_ordered_values", None) or ())}
+    written = {
+        k if isinstance(k, str) else getattr(k, "key", None) for k in (original._values or ())
+    }
+    written |= {
+        k if isinstance(k, str) else getattr(k, "key", None)
+        for k, _ in (getattr(original, "_ordered_values", None) or ())
+    }
     update = isinstance(elem, Update)
     if multiparams:
         multiparams = _fill(list(multiparams), derived, plan, update, written)

@@ -58,9 +58,7 @@ def upgrade() -> None:
         sa.Column("worker", sa.String(255), nullable=True),
         sa.Column("finished_at", sa.DateTime(timezone=True), nullable=True),
     )
-    op.create_index(
-        "ix_sealstore_job_batches_state", "sealstore_job_batches", ["job_id", "state"]
-    )
+    op.create_index("ix_sealstore_job_batches_state", "sealstore_job_batches", ["job_id", "state"])
 
 
 def downgrade() -> None:

@@ -112,16 +112,10 @@ def parse_object_header(data) -> ObjectHeader:
     if len(view) < len(MAGIC) or view[: len(MAGIC)] != MAGIC:
         raise NotSealedObject("data does not start with a sealstore object header")
     if len(view) < HEADER_SIZE:
-        raise MalformedObject(
-            f"object header truncated: {len(view)} of {HEADER_SIZE} bytes"
-        )
-    _, version, suite_id, flags, seg_log2, key_id, salt, commit = _FIXED.unpack_from(
-        view
-    )
+        raise MalformedObject(f"object header truncated: {len(view)} of {HEADER_SIZE} bytes")
+    _, version, suite_id, flags, seg_log2, key_id, salt, commit = _FIXED.unpack_from(view)
     if version != VERSION:
-        raise MalformedObject(
-            f"unsupported object format version 0x{version:02x} (expected 0x01)"
-        )
+        raise MalformedObject(f"unsupported object format version 0x{version:02x} (expected 0x01)")
     try:
         suite = Suite(suite_id)
     except ValueError:
@@ -134,8 +128,6 @@ def parse_object_header(data) -> ObjectHeader:
     if not MIN_SEGMENT_LOG2 <= seg_log2 <= MAX_SEGMENT_LOG2:
         raise MalformedObject(f"segment size 2**{seg_log2} out of range")
     return ObjectHeader(version, suite, flags, seg_log2, key_id, salt, commit)
-
-
 
 
 # ---- size arithmetic ---------------------------------------------------------------------------
@@ -192,11 +184,5 @@ def plan_range(
     final_index = size // segment_size
     final = i1 == final_index
     start = HEADER_SIZE + i0 * step
-    stop = (
-        HEADER_SIZE
-        + i1 * step
-        + (size - i1 * segment_size + tag_size if final else step)
-    )
-    return RangePlan(
-        i0, i1, final, start, stop, first - i0 * segment_size, last - first + 1
-    )
+    stop = HEADER_SIZE + i1 * step + (size - i1 * segment_size + tag_size if final else step)
+    return RangePlan(i0, i1, final, start, stop, first - i0 * segment_size, last - first + 1)

@@ -57,9 +57,7 @@ def _key_and_prefix_sizes(suite: Suite) -> tuple[int, int]:
     return suite.spec.key_size, nonce_size - _SEGMENT_NONCE_TAIL
 
 
-def _derive(
-    material: bytes, header_head: bytes, salt: bytes, suite: Suite, context
-) -> tuple:
+def _derive(material: bytes, header_head: bytes, salt: bytes, suite: Suite, context) -> tuple:
     key_len, prefix_len = _key_and_prefix_sizes(suite)
     okm = HKDF(
         algorithm=hashes.SHA256(),
@@ -104,13 +102,18 @@ def _location_matches(material, head, salt, context, location) -> bool:
     """Whether a bound object's stored location check is the one of ``location``.  Returns
     instead of raising, so no key material is in the locals of a frame that raises."""
     random_salt, stored = salt[: 32 - _CHECK_SIZE], salt[32 - _CHECK_SIZE :]
-    return hmac.compare_digest(_location_check(material, head, random_salt, context, location), stored)
+    return hmac.compare_digest(
+        _location_check(material, head, random_salt, context, location), stored
+    )
 
 
-_NO_LOCATION = ("the object is bound to the location it was sealed for, and no location was given "
-                "to open it")
-_OTHER_LOCATION = ("the object was sealed for another location (moved or copied by a tool other "
-                   "than sealstore?); it opens only where it was written")
+_NO_LOCATION = (
+    "the object is bound to the location it was sealed for, and no location was given to open it"
+)
+_OTHER_LOCATION = (
+    "the object was sealed for another location (moved or copied by a tool other "
+    "than sealstore?); it opens only where it was written"
+)
 
 
 class ObjectCipher:
@@ -153,19 +156,13 @@ class ObjectCipher:
         key = keyring.primary
         suite = key.suite
         tag_size = suite.spec.tag_size_for(keyring.tag_size)
-        flags = (FLAG_TAG256 if tag_size == 32 else 0) | (
-            0 if location is None else FLAG_LOCATION
-        )
+        flags = (FLAG_TAG256 if tag_size == 32 else 0) | (0 if location is None else FLAG_LOCATION)
         salt = os.urandom(32)
-        head = _FIXED.pack(
-            MAGIC, VERSION, suite, flags, seg_log2, key.key_id, salt, b""
-        )[:12]
+        head = _FIXED.pack(MAGIC, VERSION, suite, flags, seg_log2, key.key_id, salt, b"")[:12]
         material = key.reveal_material()
         if location is not None:
             random_salt = salt[: 32 - _CHECK_SIZE]
-            salt = random_salt + _location_check(
-                material, head, random_salt, context, location
-            )
+            salt = random_salt + _location_check(material, head, random_salt, context, location)
         okey, prefix, commit = _derive(material, head, salt, suite, context)
         if location is not None:
             okey, prefix = _derive_bound(material, head, salt, suite, context, location)
@@ -226,9 +223,7 @@ class ObjectCipher:
         """Sealed bytes of ``n`` plaintext bytes sealed as a run of segments (no header)."""
         seg = self.segment_size
         if not final and n % seg:
-            raise ValueError(
-                f"a non-final run must hold whole segments of {seg} bytes, not {n}"
-            )
+            raise ValueError(f"a non-final run must hold whole segments of {seg} bytes, not {n}")
         return n + (n // seg + (1 if final else 0)) * self.tag_size
 
     def seal_into(self, out, data, first_index: int, final: bool) -> int:

@@ -63,9 +63,7 @@ class SealingReader(io.RawIOBase):
         if length is None:
             length = known
         elif known is not None and known != length:
-            raise SourceChanged(
-                f"the source holds {known} bytes, not the declared {length}"
-            )
+            raise SourceChanged(f"the source holds {known} bytes, not the declared {length}")
         self._random = length is not None and self._src.seekable
         if self._random:
             self._base = self._src.tell()
@@ -75,16 +73,12 @@ class SealingReader(io.RawIOBase):
             self._size = len(self._head) + cipher.segments_size(length, final)
             self._batches = -(-nseg // self._k)
             if first_index + nseg > MAX_SEGMENTS:
-                raise ValueError(
-                    "too many segments for one object; use a larger segment size"
-                )
+                raise ValueError("too many segments for one object; use a larger segment size")
         else:
             self._size = None
             self._batches = None
         self._tags: dict[int, bytes] = {}
-        self._pt_buf = (
-            None  # allocated on first use: a caller's buffer often serves instead
-        )
+        self._pt_buf = None  # allocated on first use: a caller's buffer often serves instead
         self._ct_buf = None
         self._cur = -1  # batch whose ciphertext is in _ct (random mode)
         self._cur_len = 0
@@ -118,9 +112,7 @@ class SealingReader(io.RawIOBase):
 
     def __len__(self) -> int:
         if self._size is None:
-            raise TypeError(
-                "the sealed size is unknown until the source ends (no length given)"
-            )
+            raise TypeError("the sealed size is unknown until the source ends (no length given)")
         return self._size
 
     @property
@@ -136,9 +128,7 @@ class SealingReader(io.RawIOBase):
             offset += self._pos
         elif whence == io.SEEK_END:
             if self._size is None:
-                raise io.UnsupportedOperation(
-                    "cannot seek from the end of an unknown size"
-                )
+                raise io.UnsupportedOperation("cannot seek from the end of an unknown size")
             offset += self._size
         if offset < 0:
             raise ValueError("negative seek position")
@@ -163,11 +153,7 @@ class SealingReader(io.RawIOBase):
             done += n
             # Short reads at the header's end and at batch ends keep the caller's buffer
             # aligned with batches, so the next call can seal straight into it.
-            if (
-                n == 0
-                or at_header
-                or (self._at_batch_end() and len(out) - done < self._ct_size)
-            ):
+            if n == 0 or at_header or (self._at_batch_end() and len(out) - done < self._ct_size):
                 break
         return done
 
@@ -208,9 +194,7 @@ class SealingReader(io.RawIOBase):
                 return 0
             if batch != self._cur:
                 room = min(span, self._size - hl - batch * span)
-                if (
-                    off == 0 and len(out) >= room
-                ):  # seal straight into the caller's buffer
+                if off == 0 and len(out) >= room:  # seal straight into the caller's buffer
                     n = self._load_random(batch, out)
                     self._pos += n
                     return n
@@ -242,9 +226,7 @@ class SealingReader(io.RawIOBase):
         if not self._random and self._log is None:
             return written
         seg, step, tag = self._seg, self._step, self._tag
-        tags = b"".join(
-            dst[i * step + seg : i * step + step] for i in range(len(pt) // seg)
-        )
+        tags = b"".join(dst[i * step + seg : i * step + step] for i in range(len(pt) // seg))
         if final:
             tags += dst[written - tag : written]
         if self._random:
@@ -279,9 +261,7 @@ class SealingReader(io.RawIOBase):
         self._src.seek(self._base + start)
         pt = self._plain(n)
         if len(pt) != n:
-            raise SourceChanged(
-                f"the source ended after {start + len(pt)} of {self._length} bytes"
-            )
+            raise SourceChanged(f"the source ended after {start + len(pt)} of {self._length} bytes")
         return self._seal(batch, pt, self._final and batch == self._batches - 1, dst)
 
     def _load_next(self, dst: memoryview) -> int:
@@ -298,18 +278,14 @@ class SealingReader(io.RawIOBase):
                 )
             last = self._consumed == self._length
             if last and self._src.fill(memoryview(bytearray(1))):
-                raise SourceChanged(
-                    f"the source holds more than the {self._length} declared bytes"
-                )
+                raise SourceChanged(f"the source holds more than the {self._length} declared bytes")
         else:
             last = got < want
         if last:
             self._seq_done = True
             if not self._final:
                 if got % self._seg:
-                    raise ValueError(
-                        "a non-final run of segments must hold whole segments"
-                    )
+                    raise ValueError("a non-final run of segments must hold whole segments")
                 if got == 0:
                     return 0
         batch = self._next

@@ -47,9 +47,7 @@ class _Input:
             return False
         try:
             return bool(f.seekable())
-        except (
-            AttributeError
-        ):  # e.g. s3transfer's ReadFileChunk: seek/tell without seekable()
+        except AttributeError:  # e.g. s3transfer's ReadFileChunk: seek/tell without seekable()
             return hasattr(f, "seek") and hasattr(f, "tell")
         except ValueError:
             return False
@@ -106,9 +104,7 @@ class _Input:
             else:
                 chunk = self._file.read(want - got)
                 if isinstance(chunk, str):
-                    raise TypeError(
-                        "the file object returned str; open it in binary mode"
-                    )
+                    raise TypeError("the file object returned str; open it in binary mode")
                 n = len(chunk) if chunk is not None else None
                 if n:
                     buf[got : got + n] = chunk

@@ -107,8 +107,9 @@ def check(data: bytes) -> None:
         plen = fdp.ConsumeIntInRange(-3, 80) if nonce else 2**62
         for c in ciphers:
             refused(lambda: c.open_prefixed(plen, body, ad), f"{c!r}.open_prefixed")
-            exc = refused(lambda: c.open_prefixed_many(plen, [body, body], ad),
-                          f"{c!r}.open_prefixed_many")
+            exc = refused(
+                lambda: c.open_prefixed_many(plen, [body, body], ad), f"{c!r}.open_prefixed_many"
+            )
             if isinstance(exc, InvalidTag):
                 assert getattr(exc, "index", None) == 0, exc
     elif op == 3:  # segments: any framing
@@ -125,8 +126,10 @@ def check(data: bytes) -> None:
             if isinstance(exc, InvalidTag):
                 assert wiped(out, len(out)), "open_segments_into left plaintext"
     elif op == 4:  # AES-GCM through cryptography
-        refused(lambda: GCM.decrypt(nonce[:12] if len(nonce) >= 12 else nonce, body, ad),
-                "AESGCM.decrypt")
+        refused(
+            lambda: GCM.decrypt(nonce[:12] if len(nonce) >= 12 else nonce, body, ad),
+            "AESGCM.decrypt",
+        )
     else:  # differential: every kernel seals what portable seals; any bit flip is refused
         if len(nonce) != 16:
             return

@@ -55,18 +55,26 @@ def _callables(kind: int, limit):
     ctx = harness.CONTEXT
     if kind == 0:  # exact bytes, raw
         fall = lambda v: _ring().seal(_limit(bytes(v), limit), ctx)  # noqa: E731
-        return (named_sealer(NAME, ctx, fall, raw=bytes, max_length=limit),
-                named_opener(NAME, ctx, lambda v: _ring().open(v, ctx)), bytes)
+        return (
+            named_sealer(NAME, ctx, fall, raw=bytes, max_length=limit),
+            named_opener(NAME, ctx, lambda v: _ring().open(v, ctx)),
+            bytes,
+        )
     if kind == 1:  # bytes, bytearray out
         fall = lambda v: bytearray(_ring().seal(_limit(bytes(v), limit), ctx))  # noqa: E731
-        return (named_sealer(NAME, ctx, fall, raw=bytes, max_length=limit, out=bytearray),
-                named_opener(NAME, ctx, lambda v: _ring().open(v, ctx)), bytes)
+        return (
+            named_sealer(NAME, ctx, fall, raw=bytes, max_length=limit, out=bytearray),
+            named_opener(NAME, ctx, lambda v: _ring().open(v, ctx)),
+            bytes,
+        )
     # str: ASCII raw, anything else through the encoder
     enc = lambda s: _limit(s, limit).encode("utf-8")  # noqa: E731
     fall = lambda s: _ring().seal(enc(s), ctx)  # noqa: E731
-    return (named_sealer(NAME, ctx, fall, raw=str, max_length=limit, encode=enc),
-            named_opener(NAME, ctx, lambda v: _ring().open(v, ctx).decode("utf-8"), text=True),
-            lambda b: b.decode("utf-8", "replace"))
+    return (
+        named_sealer(NAME, ctx, fall, raw=str, max_length=limit, encode=enc),
+        named_opener(NAME, ctx, lambda v: _ring().open(v, ctx).decode("utf-8"), text=True),
+        lambda b: b.decode("utf-8", "replace"),
+    )
 
 
 def _check_seal(sealer, opener, value, limit) -> bytes | None:
@@ -132,15 +140,23 @@ def check(data: bytes) -> None:
         state["ring"] = RINGS[1 - ((opts >> 3) & 1)]  # swap the registered keyring
         use_keyring(state["ring"], NAME)
         _check_seal(sealer, opener, value, limit)
-    _check_rows(named_opener(NAME, harness.CONTEXT, lambda v: _ring().open(v, harness.CONTEXT)),
-                data[2:], lim % 9, (opts >> 4) & 3)
+    _check_rows(
+        named_opener(NAME, harness.CONTEXT, lambda v: _ring().open(v, harness.CONTEXT)),
+        data[2:],
+        lim % 9,
+        (opts >> 4) & 3,
+    )
 
 
 def make_seeds():
     out = []
     for opts in (0, 1, 2, 4, 5, 6, 12, 13, 14, 0x14, 0x26, 0x3C):
-        for lim, body in ((3, b"ab"), (40, b"x" * 100), (7, "h\u00e9llo w\u00f6rld".encode()),
-                          (8, bytes(range(256)))):
+        for lim, body in (
+            (3, b"ab"),
+            (40, b"x" * 100),
+            (7, "h\u00e9llo w\u00f6rld".encode()),
+            (8, bytes(range(256))),
+        ):
             out.append(bytes([opts, lim]) + body)
     return out
 

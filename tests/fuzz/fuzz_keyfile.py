@@ -61,8 +61,12 @@ def check(data: bytes) -> None:
 
 def make_seeds():
     def entry(key_id, suite, state, **extra):
-        e = {"id": f"{key_id:08x}", "suite": suite, "state": state,
-             "created_at": "2026-01-01T00:00:00Z"}
+        e = {
+            "id": f"{key_id:08x}",
+            "suite": suite,
+            "state": state,
+            "created_at": "2026-01-01T00:00:00Z",
+        }
         if state != "destroyed":
             e["material"] = base64.b64encode(harness.material(key_id)).decode()
         e.update(extra)

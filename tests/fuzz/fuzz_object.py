@@ -47,8 +47,9 @@ def check(data: bytes) -> None:
 
     got = bytearray()
     try:
-        for chunk in open_stream(io.BytesIO(data), KEYRING, context=harness.CONTEXT,
-                                 location=LOCATION):
+        for chunk in open_stream(
+            io.BytesIO(data), KEYRING, context=harness.CONTEXT, location=LOCATION
+        ):
             got += chunk
             assert PLAIN.startswith(got), "open_stream yielded bytes that were never sealed"
     except AssertionError:
@@ -66,13 +67,25 @@ def make_seeds():
         for tag in (16, 32):
             ring = harness.keyring(primary, tag)
             for n in (0, 1, 1023, 1024, 1025, 3000):
-                out.append(b"".join(seal_stream(PLAIN[:n], ring, segment_size=1024,
-                                                context=harness.CONTEXT)))
+                out.append(
+                    b"".join(
+                        seal_stream(PLAIN[:n], ring, segment_size=1024, context=harness.CONTEXT)
+                    )
+                )
     for tag in (32, 16):  # objects bound to a location (flag bit 1)
         ring = harness.keyring(1, tag)
         for n in (0, 1025, 3000):
-            out.append(b"".join(seal_stream(PLAIN[:n], ring, segment_size=1024,
-                                            context=harness.CONTEXT, location=LOCATION)))
+            out.append(
+                b"".join(
+                    seal_stream(
+                        PLAIN[:n],
+                        ring,
+                        segment_size=1024,
+                        context=harness.CONTEXT,
+                        location=LOCATION,
+                    )
+                )
+            )
     return out
 
 

@@ -66,7 +66,9 @@ def check(data: bytes) -> None:
         try:
             named = opener(data)
         except Exception as exc:  # noqa: BLE001
-            assert err is not None or isinstance(exc, (UnicodeDecodeError, UndecodableValue)), type(exc)
+            assert err is not None or isinstance(exc, (UnicodeDecodeError, UndecodableValue)), type(
+                exc
+            )
             assert err is None or type(exc) is err, (err, type(exc))
             if err is None:
                 try:
@@ -74,7 +76,9 @@ def check(data: bytes) -> None:
                 except UnicodeDecodeError:
                     pass
                 else:
-                    raise AssertionError(f"named_opener raised {type(exc).__name__}, decode did not")
+                    raise AssertionError(
+                        f"named_opener raised {type(exc).__name__}, decode did not"
+                    )
         else:
             assert err is None, f"open raised {err.__name__}, named_opener did not"
             assert named == expected(opened)

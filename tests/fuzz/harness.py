@@ -87,7 +87,9 @@ def keyring(primary: int = 1, tag_size: int = 32):
 def seeds(target: str) -> dict[bytes, str]:
     """The committed seed inputs of ``target``: content -> file name."""
     d = CORPUS / target
-    return {p.read_bytes(): p.name for p in sorted(d.iterdir()) if p.is_file()} if d.is_dir() else {}
+    return (
+        {p.read_bytes(): p.name for p in sorted(d.iterdir()) if p.is_file()} if d.is_dir() else {}
+    )
 
 
 def write_seeds(target: str, inputs) -> None:
@@ -120,5 +122,3 @@ def expect(exc: BaseException, allowed: tuple[type[BaseException], ...], what: s
     if not isinstance(exc, allowed):
         names = ", ".join(a.__name__ for a in allowed)
         raise AssertionError(f"{what} raised {type(exc).__name__}: {exc!r} (documented: {names})")
-
-

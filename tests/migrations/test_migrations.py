@@ -93,9 +93,7 @@ def test_shipped_revisions_upgrade_and_downgrade(alembic_env):
         "sealstore_s3_prefixes",
     }
     assert ours <= tables(engine)
-    with (
-        engine.connect() as conn
-    ):  # the revisions create exactly the tables the code defines
+    with engine.connect() as conn:  # the revisions create exactly the tables the code defines
         diffs = compare_metadata(MigrationContext.configure(conn), schema.metadata)
     assert diffs == []
     command.downgrade(cfg, "sealstore@-2")
@@ -112,18 +110,13 @@ def test_registry_table_is_the_key_source_table():
     from sealstore.registry import sealstore_keys
 
     mirrored = schema.metadata.tables["sealstore_keys"]
-    assert [
-        (c.name, type(c.type), c.nullable, c.primary_key) for c in mirrored.columns
-    ] == [
-        (c.name, type(c.type), c.nullable, c.primary_key)
-        for c in sealstore_keys.columns
+    assert [(c.name, type(c.type), c.nullable, c.primary_key) for c in mirrored.columns] == [
+        (c.name, type(c.type), c.nullable, c.primary_key) for c in sealstore_keys.columns
     ]
 
 
 def _insert_users(engine, n: int) -> dict[int, str | None]:
-    values = {
-        i: (None if i % 5 == 0 else f"{i:03d}-45-{i:04d}") for i in range(1, n + 1)
-    }
+    values = {i: (None if i % 5 == 0 else f"{i:03d}-45-{i:04d}") for i in range(1, n + 1)}
     with engine.begin() as conn:
         conn.execute(
             sa.text("INSERT INTO users (id, ssn) VALUES (:id, :ssn)"),
@@ -142,9 +135,7 @@ def test_encrypt_column_in_place_and_back(alembic_env, keyring):
     (versions / "app_0001.py").write_text(USERS_REV)
     (versions / "app_0002.py").write_text(ENCRYPT_REV)
     command.upgrade(cfg, "app_0001")
-    assert "sealstore_keys" in tables(
-        engine
-    )  # depends_on pulled the sealstore branch in
+    assert "sealstore_keys" in tables(engine)  # depends_on pulled the sealstore branch in
     values = _insert_users(engine, 40)
 
     command.upgrade(cfg, "app@head")
@@ -159,9 +150,9 @@ def test_encrypt_column_in_place_and_back(alembic_env, keyring):
             continue
         sealed = bytes(raw[pk])
         assert plain.encode() not in sealed
-        assert sealed[
-            KEY_ID_OFFSET : KEY_ID_OFFSET + 4
-        ] == keyring.primary.key_id.to_bytes(4, "big")
+        assert sealed[KEY_ID_OFFSET : KEY_ID_OFFSET + 4] == keyring.primary.key_id.to_bytes(
+            4, "big"
+        )
         assert keyring.open(sealed, ctx) == plain.encode()  # sealed once, for users.ssn
     # the application's model reads the converted column
     users = sa.Table("users", sa.MetaData(), sa.Column("id", sa.Integer, primary_key=True),
@@ -209,9 +200,7 @@ def test_encrypt_column_resumes_after_interruption(alembic_env, keyring, monkeyp
     assert done == 14  # two committed batches of 7
     with engine.connect() as conn:
         kept = dict(
-            conn.execute(
-                sa.text("SELECT id, _ss_ssn FROM users WHERE _ss_ssn IS NOT NULL")
-            ).all()
+            conn.execute(sa.text("SELECT id, _ss_ssn FROM users WHERE _ss_ssn IS NOT NULL")).all()
         )
 
     command.upgrade(cfg, "app@head")  # the same migration again: resumes
@@ -255,7 +244,9 @@ def test_decrypt_column_stops_at_a_value_that_does_not_decode(alembic_env, keyri
         if pk != 17 and plain is not None:
             assert keyring.open(bytes(raw[pk]), ctx) == plain.encode()
     with engine.begin() as conn:
-        conn.execute(sa.text("UPDATE users SET ssn = :v WHERE id = 17"), {"v": keyring.seal(b"mended", ctx)})
+        conn.execute(
+            sa.text("UPDATE users SET ssn = :v WHERE id = 17"), {"v": keyring.seal(b"mended", ctx)}
+        )
     command.downgrade(cfg, "app_0001")
     assert _raw(engine) == values | {17: "mended"}
     command.downgrade(cfg, "base")

@@ -95,9 +95,7 @@ def _init_project(tmp_path: Path, engine) -> Path:
     (proj / "app_models.py").write_text(APP_MODELS)
     ini = proj / "alembic.ini"
     url = _url(engine).replace("%", "%%")
-    ini.write_text(
-        ini.read_text().replace("driver://user:pass@localhost/dbname", url, 1)
-    )
+    ini.write_text(ini.read_text().replace("driver://user:pass@localhost/dbname", url, 1))
     env = proj / "migrations" / "env.py"
     text = env.read_text()
     assert "target_metadata = None\n" in text
@@ -439,6 +437,7 @@ def test_render_item_renders_sealstore_types_only():
     namespace = {"sa": sa, "op": _Recorder()}
     exec("import sealstore.adapters.sqlalchemy\n" + text, namespace)  # the rendered code runs
     assert namespace["op"].calls == ["create_table"]
+
     # a type with variants is left to Alembic (which renders each variant through the hook)
     class Ctx:
         imports = set()
@@ -480,7 +479,9 @@ def test_alembic_options_combine_the_applications_hooks():
     assert opts["include_name"](index.name, "index", {"table_name": index.table.name}) is False
 
     t = sa.Table("t", sa.MetaData(), sa.Column("d", sa.Date), sa.Column("s", EncryptedString(3)))
-    text, imports = _render(alembic_ops.CreateTableOp.from_table(t), render_item=opts["render_item"])
+    text, imports = _render(
+        alembic_ops.CreateTableOp.from_table(t), render_item=opts["render_item"]
+    )
     assert "mine.T()" in text and "sealstore.adapters.sqlalchemy.EncryptedString(3)" in text
 
     script = alembic_ops.MigrationScript(

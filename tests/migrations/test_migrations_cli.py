@@ -54,7 +54,9 @@ def test_encrypt_then_decrypt_column_from_the_cli(project, sql_engine, capsys, m
     tmp_path, module, url, values = project
     calls = []
     real = ops._Converter._pass
-    monkeypatch.setattr(ops._Converter, "_pass", lambda self, *a, **k: (calls.append(1), real(self, *a, **k))[1])
+    monkeypatch.setattr(
+        ops._Converter, "_pass", lambda self, *a, **k: (calls.append(1), real(self, *a, **k))[1]
+    )
     argv = ["--config", "c.json", "encrypt-column", "cli_conv.ssn", "--db", url,
             "--models", module, "--batch-size", "25", "--progress", "log"]  # fmt: skip
     assert main(argv) == 0
@@ -96,7 +98,9 @@ def test_an_interrupted_encrypt_column_resumes(project, sql_engine, capsys, monk
         main(argv)
     capsys.readouterr()
     with sql_engine.connect() as conn:
-        done = conn.exec_driver_sql("SELECT count(*) FROM cli_conv WHERE _ss_ssn IS NOT NULL").scalar()
+        done = conn.exec_driver_sql(
+            "SELECT count(*) FROM cli_conv WHERE _ss_ssn IS NOT NULL"
+        ).scalar()
     assert done == 30
     monkeypatch.setattr(ops, "_seal_rows", real)
     assert main(argv) == 0
@@ -111,8 +115,10 @@ def test_bad_conversion_arguments(project, capsys):
         (["encrypt-column", "cli_conv.ssn", "--db", url, "--type", "string"], "expected string:N"),
         (["decrypt-column", "cli_conv.ssn", "--db", url, "--type", "text"], "needs --plain-type"),
         (["encrypt-column", "cli_conv.nope", "--db", url, "--type", "text"], "has no column nope"),
-        (["encrypt-column", "cli_conv.ssn", "--db", url, "--type", "text", "--batch-size", "0"],
-         "--batch-size must be at least 1"),
+        (
+            ["encrypt-column", "cli_conv.ssn", "--db", url, "--type", "text", "--batch-size", "0"],
+            "--batch-size must be at least 1",
+        ),
     ):
         assert main(["--config", "c.json", *argv]) == 2
         err = capsys.readouterr()[1]

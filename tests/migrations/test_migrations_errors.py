@@ -55,21 +55,28 @@ def test_failing_decrypt_column_prints_no_plaintext(sql_engine, keyring, commit_
 
 
 @pytest.mark.parametrize("db_url", ["sqlite", "postgresql", "mariadb"], indirect=True)
-def test_decrypt_column_read_errors_name_the_row_and_carry_nothing_of_the_value(sql_engine, keyring):
+def test_decrypt_column_read_errors_name_the_row_and_carry_nothing_of_the_value(
+    sql_engine, keyring
+):
     from sealstore.errors import InvalidTag, MalformedCiphertext
 
     _plaintext_users(sql_engine)
     with sql_engine.connect() as conn:
         Operations(MigrationContext.configure(conn)).encrypt_column(
-            "conv_users", "ssn", EncryptedString(40), batch_size=7)
+            "conv_users", "ssn", EncryptedString(40), batch_size=7
+        )
         conn.commit()
     # (the header CHECK that encrypt_column adds keeps values that were never sealed out)
     for row, damage, error in ((13, lambda v: v[:30], MalformedCiphertext),  # truncated
                                (16, lambda v: v[:-1] + bytes([v[-1] ^ 1]), InvalidTag)):  # fmt: skip
         with sql_engine.begin() as conn:
-            value = conn.execute(sa.text(f"SELECT ssn FROM conv_users WHERE id = {row}")).scalar_one()
+            value = conn.execute(
+                sa.text(f"SELECT ssn FROM conv_users WHERE id = {row}")
+            ).scalar_one()
             stored = damage(bytes(value))
-            conn.execute(sa.text("UPDATE conv_users SET ssn = :v WHERE id = :i"), {"v": stored, "i": row})
+            conn.execute(
+                sa.text("UPDATE conv_users SET ssn = :v WHERE id = :i"), {"v": stored, "i": row}
+            )
         with sql_engine.connect() as conn:
             op = Operations(MigrationContext.configure(conn))
             with pytest.raises(error) as caught:

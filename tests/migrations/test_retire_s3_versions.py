@@ -31,9 +31,7 @@ def keys(tmp_path, monkeypatch):
 
 @pytest.fixture
 def versioned(raw_s3, bucket):
-    raw_s3.put_bucket_versioning(
-        Bucket=bucket, VersioningConfiguration={"Status": "Enabled"}
-    )
+    raw_s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
     return bucket
 
 
@@ -45,9 +43,7 @@ def retire(capsys, endpoint, bucket, key_hex) -> tuple[int, str]:
     return code, capsys.readouterr().err
 
 
-def test_noncurrent_versions_block_retirement(
-    keys, capsys, s3_endpoint, raw_s3, versioned
-):
+def test_noncurrent_versions_block_retirement(keys, capsys, s3_endpoint, raw_s3, versioned):
     old_kr = load_config(keys).load_keyring()
     old = old_kr.primary.id_hex
     s3 = encrypt_client(make_client(s3_endpoint), old_kr)
@@ -73,9 +69,7 @@ def test_noncurrent_versions_block_retirement(
     old_versions = [v for v in versions if not (v["Key"] == "data/a" and v["IsLatest"])]
     assert len(old_versions) == 2
     opened = {
-        new_s3.get_object(Bucket=versioned, Key=v["Key"], VersionId=v["VersionId"])[
-            "Body"
-        ].read()
+        new_s3.get_object(Bucket=versioned, Key=v["Key"], VersionId=v["VersionId"])["Body"].read()
         for v in old_versions
     }
     assert opened == {b"version one, old key", b"deleted later, old key"}
@@ -86,16 +80,12 @@ def test_noncurrent_versions_block_retirement(
     assert code == 0, err
 
 
-def test_versioning_suspended_null_version_is_counted(
-    keys, s3_endpoint, raw_s3, bucket
-):
+def test_versioning_suspended_null_version_is_counted(keys, s3_endpoint, raw_s3, bucket):
     """An object written before versioning was enabled is version ``null``; once overwritten it
     is noncurrent and must be looked up by that id, not as the current object."""
     kr = load_config(keys).load_keyring()
     s3 = encrypt_client(make_client(s3_endpoint), kr)
     s3.put_object(Bucket=bucket, Key="data/a", Body=b"before versioning")
-    raw_s3.put_bucket_versioning(
-        Bucket=bucket, VersioningConfiguration={"Status": "Enabled"}
-    )
+    raw_s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
     raw_s3.put_object(Bucket=bucket, Key="data/a", Body=b"a plain current version")
     assert s3_references(raw_s3, f"s3://{bucket}/data", kr.primary.key_id) == 1

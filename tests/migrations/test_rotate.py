@@ -71,16 +71,12 @@ def db(sql_engine):
     drop_tables(sql_engine)
 
 
-def fill(
-    engine, keyring, n: int, *, start: int = 0, null_every: int = 10
-) -> dict[int, str | None]:
+def fill(engine, keyring, n: int, *, start: int = 0, null_every: int = 10) -> dict[int, str | None]:
     values = {}
     for i in range(start, start + n):
         values[i] = None if i % null_every == 0 else f"value {i} " + "x" * (i % 50)
     with engine.begin() as conn:
-        conn.execute(
-            sa.insert(secrets), [{"id": k, "body": v} for k, v in values.items()]
-        )
+        conn.execute(sa.insert(secrets), [{"id": k, "body": v} for k, v in values.items()])
     return values
 
 
@@ -140,11 +136,7 @@ def test_rotation_moves_every_value_to_the_primary(db, keyring):
         assert (job.status, job.rows_resealed, job.total_estimate, job.target_key_id) == (
             "done", stale, stale, primary)  # fmt: skip
         assert jobs_mod.load_key(job.checkpoint) == (299,)
-        states = (
-            conn.execute(sa.select(sealstore_job_batches.c.state).distinct())
-            .scalars()
-            .all()
-        )
+        states = conn.execute(sa.select(sealstore_job_batches.c.state).distinct()).scalars().all()
         assert states == ["done"]
 
     again = rotate(db, spec_of())[0]  # nothing left: a new job that rewrites nothing
@@ -157,9 +149,7 @@ def test_status_counts_rows_per_key_in_sql(db, keyring):
     fill(db, keyring, 60)  # NULL at 0, 10, ..., 50
     new = keyring.rotate().key_id
     with db.begin() as conn:  # the application rewrites rows 0..19 under the new key
-        conn.execute(
-            sa.update(secrets).where(secrets.c.id < 20).values(body="rewritten")
-        )
+        conn.execute(sa.update(secrets).where(secrets.c.id < 20).values(body="rewritten"))
     report = status(db, [spec_of()])
     (col,) = report.columns
     assert (col.name, col.rows, col.nulls, col.primary_key_id) == (
@@ -206,40 +196,28 @@ def test_failing_values_are_reported_and_left_alone(db, keyring):
     old = keyring.primary.key_id
     with db.begin() as conn:
         sealed = bytes(
-            conn.execute(
-                sa.select(raw_secrets.c.body).where(raw_secrets.c.id == 7)
-            ).scalar()
+            conn.execute(sa.select(raw_secrets.c.body).where(raw_secrets.c.id == 7)).scalar()
         )
         broken = sealed[:-1] + bytes([sealed[-1] ^ 0x01])
-        conn.execute(
-            sa.update(raw_secrets).where(raw_secrets.c.id == 7).values(body=broken)
-        )
+        conn.execute(sa.update(raw_secrets).where(raw_secrets.c.id == 7).values(body=broken))
     keyring.rotate()
     result = rotate(db, spec_of(), batch_size=16)[0]
     assert result.failed == 1 and result.failures == [((7,), old, "InvalidTag")]
     assert result.remaining == 1 and result.status == "done"
     with db.connect() as conn:
         assert (
-            bytes(
-                conn.execute(
-                    sa.select(raw_secrets.c.body).where(raw_secrets.c.id == 7)
-                ).scalar()
-            )
+            bytes(conn.execute(sa.select(raw_secrets.c.body).where(raw_secrets.c.id == 7)).scalar())
             == broken
         )
         job = jobs_mod.get_job(conn, result.job_id)
-    assert (
-        job.rows_failed == 1 and "(7,)" in job.message and "value 7" not in job.message
-    )
+    assert job.rows_failed == 1 and "(7,)" in job.message and "value 7" not in job.message
 
     report = verify(db, spec_of(), batch_size=8)[0]
     assert (report.checked, report.failed) == (
         sum(v is not None for v in values.values()),
         1,
     )
-    assert (
-        report.failures[0].pk == (7,) and report.failures[0].key_id_hex == f"{old:08x}"
-    )
+    assert report.failures[0].pk == (7,) and report.failures[0].key_id_hex == f"{old:08x}"
     assert report.failures[0].error == "InvalidTag"
 
 
@@ -256,11 +234,7 @@ def test_a_new_primary_during_a_run_supersedes_the_job(db, keyring):
     first = rotate(db, spec_of(), batch_size=10, on_event=hook)[0]
     assert first.status == "superseded" and first.batches == 2
     second = rotate(db, spec_of(), batch_size=10)[0]
-    assert (
-        second.job_id != first.job_id
-        and second.status == "done"
-        and second.remaining == 0
-    )
+    assert second.job_id != first.job_id and second.status == "done" and second.remaining == 0
     assert set(key_ids(db).values()) == {None, keyring.primary.key_id}
     with db.connect() as conn:
         assert jobs_mod.get_job(conn, first.job_id).status == "superseded"
@@ -272,9 +246,7 @@ def test_a_new_primary_during_a_run_supersedes_the_job(db, keyring):
 def test_compare_and_swap_never_overwrites_a_concurrent_write(db, keyring):
     """A writer changes one row of each batch in flight between the worker's read and its write
     (the hook runs then); those rows keep the writer's value and are re-read, not clobbered."""
-    if (
-        db.dialect.name == "sqlite"
-    ):  # one writer at a time: the batch holds the database lock
+    if db.dialect.name == "sqlite":  # one writer at a time: the batch holds the database lock
         pytest.skip("SQLite serializes writers; see the threaded writers test")
     values = fill(db, keyring, 60, start=1, null_every=1000)  # ids 1..60, batches of 10
     keyring.rotate()
@@ -286,11 +258,7 @@ def test_compare_and_swap_never_overwrites_a_concurrent_write(db, keyring):
             pk = len(written) * 10 + 1  # the first row of the batch being rewritten
             written[pk] = f"writer {pk}"
             with writer.begin() as conn:
-                conn.execute(
-                    sa.update(secrets)
-                    .where(secrets.c.id == pk)
-                    .values(body=written[pk])
-                )
+                conn.execute(sa.update(secrets).where(secrets.c.id == pk).values(body=written[pk]))
 
     try:
         result = rotate(db, spec_of(), batch_size=10, on_event=hook)[0]
@@ -325,9 +293,7 @@ def test_rotation_with_concurrent_writer_threads(db, keyring):
                         try:
                             with eng.begin() as conn:
                                 conn.execute(
-                                    sa.update(secrets)
-                                    .where(secrets.c.id == pk)
-                                    .values(body=value)
+                                    sa.update(secrets).where(secrets.c.id == pk).values(body=value)
                                 )
                             break
                         except sa.exc.OperationalError:
@@ -410,9 +376,7 @@ def dump_keys(keyring, path) -> None:
     ]))  # fmt: skip
 
 
-def spawn(
-    script, engine, keys_path, out_path, *, batch_size=25, kill_at=-1, barrier="-"
-):
+def spawn(script, engine, keys_path, out_path, *, batch_size=25, kill_at=-1, barrier="-"):
     url = engine.url.render_as_string(hide_password=False)
     args = [
         sys.executable,
@@ -424,16 +388,12 @@ def spawn(
         str(out_path),
         str(barrier),
     ]
-    return subprocess.Popen(
-        args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 @pytest.mark.parametrize("db_url", ["sqlite", "postgresql"], indirect=True)
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_worker_killed_at_random_points_resumes(
-    db, keyring, worker_script, tmp_path, seed
-):
+def test_worker_killed_at_random_points_resumes(db, keyring, worker_script, tmp_path, seed):
     values = fill(db, keyring, 300, null_every=7)
     keyring.rotate()
     stale = sum(v is not None for v in values.values())
@@ -446,9 +406,7 @@ def test_worker_killed_at_random_points_resumes(
     kills = [rnd.randrange(1, 17) for _ in range(3)]
     job_ids = set()
     for i, kill_at in enumerate(kills):
-        proc = spawn(
-            worker_script, db, keys_path, tmp_path / f"out{i}.json", kill_at=kill_at
-        )
+        proc = spawn(worker_script, db, keys_path, tmp_path / f"out{i}.json", kill_at=kill_at)
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == -signal.SIGKILL, err
         with db.connect() as conn:
@@ -458,20 +416,14 @@ def test_worker_killed_at_random_points_resumes(
             done = conn.execute(sa.select(sa.func.sum(sealstore_job_batches.c.rows_resealed)).where(
                 sealstore_job_batches.c.state == "done")).scalar() or 0  # fmt: skip
             assert done == job.rows_resealed
-        assert (
-            sum(1 for k in key_ids(db).values() if k == keyring.primary.key_id) == done
-        )
+        assert sum(1 for k in key_ids(db).values() if k == keyring.primary.key_id) == done
     proc = spawn(worker_script, db, keys_path, tmp_path / "final.json")
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     final = json.loads((tmp_path / "final.json").read_text())
     job_ids.add(final["job_id"])
-    assert (
-        len(job_ids) == 1 and final["status"] == "done"
-    )  # every run resumed the same job
-    assert (
-        read_all(db) == values
-    )  # none lost, none double-sealed (each opens to its value)
+    assert len(job_ids) == 1 and final["status"] == "done"  # every run resumed the same job
+    assert read_all(db) == values  # none lost, none double-sealed (each opens to its value)
     assert set(key_ids(db).values()) == {None, keyring.primary.key_id}
     with db.connect() as conn:
         job = jobs_mod.get_job(conn, final["job_id"])
@@ -499,17 +451,13 @@ def test_parallel_workers_share_one_job_without_double_work(
         procs = [spawn(worker_script, engine, keys_path, tmp_path / f"out{i}.json", batch_size=50,
                        barrier=barrier) for i in range(workers)]  # fmt: skip
         deadline = time.monotonic() + 120
-        while (
-            len(list(barrier.glob("ready-*"))) < workers and time.monotonic() < deadline
-        ):
+        while len(list(barrier.glob("ready-*"))) < workers and time.monotonic() < deadline:
             time.sleep(0.01)
         (barrier / "go").touch()
         for p in procs:
             _, err = p.communicate(timeout=120)
             assert p.returncode == 0, err
-        results = [
-            json.loads((tmp_path / f"out{i}.json").read_text()) for i in range(workers)
-        ]
+        results = [json.loads((tmp_path / f"out{i}.json").read_text()) for i in range(workers)]
         assert len({r["job_id"] for r in results}) == 1  # they all joined one job
         # no double work: every stale value was sealed exactly once, by exactly one worker
         assert sum(r["sealed"] for r in results) == stale

@@ -62,9 +62,7 @@ def app(tmp_path, monkeypatch, sql_engine):
         def keyrings():
             """Register the current keyrings (the CLI closes the ones it loads)."""
             main_kr = use_keyring(load_config(tmp_path / "main.json").load_keyring())
-            index_kr = use_keyring(
-                load_config(tmp_path / "index.json").load_keyring(), "index"
-            )
+            index_kr = use_keyring(load_config(tmp_path / "index.json").load_keyring(), "index")
             return main_kr, index_kr
 
     App.models.Base.metadata.create_all(sql_engine)
@@ -106,18 +104,13 @@ def test_status_rotate_verify_retire(app, capsys):
     assert ["cli_people.email", "NULL", "-", "5"] in rows
     assert "no running jobs" in out
 
-    code, _, err = cli(
-        capsys, "--config", "main.json", "keys", "retire", old, *app.cols
-    )
+    code, _, err = cli(capsys, "--config", "main.json", "keys", "retire", old, *app.cols)
     assert code == 1
     assert (
-        f"refusing to retire key {old}: 45 values still use it (cli_people.email: 45 rows)"
-        in err
+        f"refusing to retire key {old}: 45 values still use it (cli_people.email: 45 rows)" in err
     )
 
-    code, out, _ = cli(
-        capsys, "--config", "main.json", "rotate", "--dry-run", *app.cols
-    )
+    code, out, _ = cli(capsys, "--config", "main.json", "rotate", "--dry-run", *app.cols)
     assert (code, out.strip()) == (
         0,
         f"cli_people.email: would re-seal 45 values ({old}: 45)",
@@ -140,9 +133,7 @@ def test_status_rotate_verify_retire(app, capsys):
         out,
     )
     assert f"0 values not under {new}" in out
-    assert re.search(
-        r"rotate cli_people\.email: 45/45 rows \(100\.0%\), [\d,]+ rows/s, ETA", err
-    )
+    assert re.search(r"rotate cli_people\.email: 45/45 rows \(100\.0%\), [\d,]+ rows/s, ETA", err)
 
     code, out, _ = cli(capsys, "--config", "main.json", "status", "--json", *app.cols)
     doc = json.loads(out)
@@ -157,9 +148,7 @@ def test_status_rotate_verify_retire(app, capsys):
     code, out, _ = cli(capsys, "--config", "main.json", "verify", *app.cols)
     assert (code, out.strip()) == (0, "cli_people.email: 45 values checked, 0 failed")
 
-    code, out, err = cli(
-        capsys, "--config", "main.json", "keys", "retire", old, *app.cols
-    )
+    code, out, err = cli(capsys, "--config", "main.json", "keys", "retire", old, *app.cols)
     assert code == 0, err
     assert f"key {old} retired; checked cli_people.email, cli_people.email_index" in out
     code, out, _ = cli(capsys, "--config", "main.json", "keys", "list", "--json")
@@ -169,16 +158,12 @@ def test_status_rotate_verify_retire(app, capsys):
     }
 
     with app.engine.begin() as conn:  # corrupt one stored value
-        raw = bytes(
-            conn.execute(sa.text("SELECT email FROM cli_people WHERE id = 3")).scalar()
-        )
+        raw = bytes(conn.execute(sa.text("SELECT email FROM cli_people WHERE id = 3")).scalar())
         conn.execute(
             sa.text("UPDATE cli_people SET email = :v WHERE id = 3"),
             {"v": raw[:-1] + bytes([raw[-1] ^ 4])},
         )
-    code, out, err = cli(
-        capsys, "--config", "main.json", "verify", "--batch-size", "16", *app.cols
-    )
+    code, out, err = cli(capsys, "--config", "main.json", "verify", "--batch-size", "16", *app.cols)
     assert code == 1
     assert "cli_people.email: 45 values checked, 1 failed" in out
     assert f"failed: cli_people.email row 3 (key {new}): InvalidTag" in out
@@ -208,9 +193,7 @@ def test_retire_needs_something_to_check(app, capsys):
     old = app.keyrings()[0].primary.id_hex
     code, _, err = cli(capsys, "--config", "main.json", "keys", "retire", old)
     assert code == 2 and "nothing to check" in err
-    code, _, err = cli(
-        capsys, "--config", "main.json", "keys", "retire", "xyz", *app.cols
-    )
+    code, _, err = cli(capsys, "--config", "main.json", "keys", "retire", "xyz", *app.cols)
     assert code == 2 and "8 hex digits" in err
 
 
@@ -227,9 +210,7 @@ def test_reindex_with_the_index_keyring(app, capsys):
         r"cli_people\.email_index: job \d+ done; this worker re-indexed 27 values", out
     )
     code, out, _ = cli(capsys, "--config", "main.json", "status", "--json", *app.cols)
-    (index,) = [
-        c for c in json.loads(out)["columns"] if c["column"] == "cli_people.email_index"
-    ]
+    (index,) = [c for c in json.loads(out)["columns"] if c["column"] == "cli_people.email_index"]
     assert index["by_key"] == {new_index: 27} and old_index not in index["by_key"]
     # lookups through the index work with the new key alone
     from sqlalchemy.orm import Session
@@ -238,16 +219,12 @@ def test_reindex_with_the_index_keyring(app, capsys):
     index_kr.retire(int(old_index, 16))
     with Session(app.engine) as s:
         person = s.scalars(
-            sa.select(app.models.Person).where(
-                app.models.Person.email == "person7@example.org"
-            )
+            sa.select(app.models.Person).where(app.models.Person.email == "person7@example.org")
         ).one()
         assert person.id == 7
 
 
-def test_retire_refused_while_s3_objects_use_the_key(
-    app, capsys, s3_endpoint, raw_s3, bucket
-):
+def test_retire_refused_while_s3_objects_use_the_key(app, capsys, s3_endpoint, raw_s3, bucket):
     from fixtures_s3 import make_client
     from sealstore.adapters.s3 import encrypt_client
     from sealstore.migrations.retire import register_s3_prefix
@@ -275,12 +252,8 @@ def test_retire_refused_while_s3_objects_use_the_key(
     assert code == 1
     assert f"2 values still use it (s3://{bucket}/data: 2 objects)" in err
 
-    register_s3_prefix(
-        app.engine, f"s3://{bucket}/data"
-    )  # registered: checked with the columns
-    code, _, err = cli(
-        capsys, "--config", "main.json", "keys", "retire", old, *app.cols, *s3_args
-    )
+    register_s3_prefix(app.engine, f"s3://{bucket}/data")  # registered: checked with the columns
+    code, _, err = cli(capsys, "--config", "main.json", "keys", "retire", old, *app.cols, *s3_args)
     assert code == 1 and f"s3://{bucket}/data: 2 objects" in err
     raw_s3.delete_object(Bucket=bucket, Key="data/a")
     raw_s3.delete_object(Bucket=bucket, Key="data/b")

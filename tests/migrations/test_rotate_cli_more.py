@@ -17,7 +17,9 @@ def test_db_init_creates_the_job_tables(app, capsys):  # noqa: F811
     drop_tables(app.engine)
     code, out, err = cli(capsys, "--config", "main.json", "db", "init", "--db", app.cols[1])
     assert code == 0, err and "sealstore tables ready" in out
-    assert {"sealstore_jobs", "sealstore_job_batches"} <= set(sa.inspect(app.engine).get_table_names())
+    assert {"sealstore_jobs", "sealstore_job_batches"} <= set(
+        sa.inspect(app.engine).get_table_names()
+    )
     add_people(app, 10)
     cli(capsys, "--config", "main.json", "keys", "rotate")
     code, out, err = cli(capsys, "--config", "main.json", "rotate", *app.cols)
@@ -48,7 +50,9 @@ def test_keys_destroy_force_says_what_breaks(app, capsys):  # noqa: F811
     add_people(app, 10)
     old = app.keyrings()[0].primary.id_hex
     cli(capsys, "--config", "main.json", "keys", "rotate")
-    code, out, err = cli(capsys, "--config", "main.json", "keys", "destroy", old, "--force", *app.cols)
+    code, out, err = cli(
+        capsys, "--config", "main.json", "keys", "destroy", old, "--force", *app.cols
+    )
     assert code == 0 and "--force: destroying key" in err and "never open again" in err
     assert f"key {old} destroyed (forced)" in out
 

@@ -19,9 +19,7 @@ class Member(Base):
     __tablename__ = "members"
     id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
     email: Mapped[str | None] = mapped_column(EncryptedString(80))
-    email_index: Mapped[bytes | None] = mapped_column(
-        BlindIndex("email", size=8), index=True
-    )
+    email_index: Mapped[bytes | None] = mapped_column(BlindIndex("email", size=8), index=True)
 
 
 @pytest.fixture
@@ -39,10 +37,7 @@ def db(sql_engine, keyrings):
     Base.metadata.create_all(sql_engine)
     with Session(sql_engine) as s:
         s.add_all(
-            [
-                Member(id=i, email=None if i % 9 == 0 else f"m{i}@example.org")
-                for i in range(1, 61)
-            ]
+            [Member(id=i, email=None if i % 9 == 0 else f"m{i}@example.org") for i in range(1, 61)]
         )
         s.commit()
     yield sql_engine
@@ -90,9 +85,7 @@ def test_reindex_never_overwrites_a_concurrent_update(db, keyrings):
 
     def hook(name, **info):
         if name == "sealed" and not changed:
-            with Session(
-                writer
-            ) as s:  # the ORM updates the value and its index together
+            with Session(writer) as s:  # the ORM updates the value and its index together
                 s.get(Member, 1).email = "changed@example.org"
                 s.commit()
             changed.append(1)

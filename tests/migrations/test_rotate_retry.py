@@ -195,7 +195,9 @@ PHASES = ["start-up checks", "start job", "batch", "claim", "final count"]
 
 def _inject(monkeypatch, phase, make, times, counter):
     if phase == "start-up checks":
-        monkeypatch.setattr(worker, "_check_tables", flaky(worker._check_tables, make, times, counter))
+        monkeypatch.setattr(
+            worker, "_check_tables", flaky(worker._check_tables, make, times, counter)
+        )
     elif phase == "start job":
         monkeypatch.setattr(jobs, "start_job", flaky(jobs.start_job, make, times, counter))
     elif phase == "batch":

@@ -71,7 +71,9 @@ def _writer_process(tmp_path, path):
     script = tmp_path / "writer.py"
     script.write_text(WRITER)
     ready, stop, out = tmp_path / "ready", tmp_path / "stop", tmp_path / "out.json"
-    proc = subprocess.Popen([sys.executable, str(script), str(path), str(ready), str(stop), str(out)])
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(path), str(ready), str(stop), str(out)]
+    )
     report: dict = {}
     try:
         deadline = time.monotonic() + 30

@@ -57,9 +57,7 @@ class TestRoundTrip:
         assert s3.head_object(Bucket=bucket, Key="k")["ContentLength"] == n
         sealed = stored(raw_s3, bucket, "k")
         assert len(sealed) == S.sealed_size(n, SEG, TAG)
-        assert raw_s3.head_object(Bucket=bucket, Key="k")["ContentLength"] == len(
-            sealed
-        )
+        assert raw_s3.head_object(Bucket=bucket, Key="k")["ContentLength"] == len(sealed)
 
     def test_stored_bytes_hold_no_plaintext(self, s3, raw_s3, bucket):
         data = b"ACCOUNT-NUMBER-0123456789;" * 5000
@@ -68,9 +66,7 @@ class TestRoundTrip:
         assert sealed.startswith(b"SSOB") and b"ACCOUNT-NUMBER" not in sealed
         assert get(s3, bucket, "k") == data
 
-    @pytest.mark.parametrize(
-        "kind", ["bytearray", "str", "bytesio", "file", "iterable", "stream"]
-    )
+    @pytest.mark.parametrize("kind", ["bytearray", "str", "bytesio", "file", "iterable", "stream"])
     def test_body_kinds(self, s3, bucket, kind, tmp_path):
         data = os.urandom(3 * SEG + 11)
 
@@ -121,9 +117,7 @@ class TestRoundTrip:
         assert resp["ContentType"] == "text/plain" and resp["Metadata"]["owner"] == "me"
 
     def test_declared_length(self, s3, bucket):
-        s3.put_object(
-            Bucket=bucket, Key="k", Body=iter([b"ab", b"cd"]), ContentLength=4
-        )
+        s3.put_object(Bucket=bucket, Key="k", Body=iter([b"ab", b"cd"]), ContentLength=4)
         assert get(s3, bucket, "k") == b"abcd"
         with pytest.raises(SourceChanged):  # the stream is not the declared length
             s3.put_object(Bucket=bucket, Key="k", Body=iter([b"ab"]), ContentLength=4)
@@ -137,9 +131,7 @@ class TestRoundTrip:
                 ContentMD5="kAFQmDzST7DWlj99KOF/cg==",
             )
         with pytest.raises(UnsupportedOperation):
-            s3.put_object(
-                Bucket=bucket, Key="k", Body=b"abc", Metadata={"sealstore-key-id": "00"}
-            )
+            s3.put_object(Bucket=bucket, Key="k", Body=b"abc", Metadata={"sealstore-key-id": "00"})
         s3.put_object(Bucket=bucket, Key="k", Body=b"abc", ChecksumAlgorithm="SHA256")
         assert get(s3, bucket, "k") == b"abc"
 
@@ -149,9 +141,7 @@ class TestRoundTrip:
         keys = [o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]]
         assert keys == ["a", "b"]
         s3.delete_object(Bucket=bucket, Key="a")
-        assert [o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]] == [
-            "b"
-        ]
+        assert [o["Key"] for o in s3.list_objects_v2(Bucket=bucket)["Contents"]] == ["b"]
         with pytest.raises(ClientError) as err:
             s3.get_object(Bucket=bucket, Key="missing")
         assert err.value.response["Error"]["Code"] == "NoSuchKey"
@@ -198,8 +188,7 @@ class TestRanges:
     def ranges(self):
         n = self.N
         points = sorted(
-            {0, 1, n // 2, n - 2, n - 1}
-            | {k * SEG + d for k in range(1, 4) for d in (-1, 0, 1)}
+            {0, 1, n // 2, n - 2, n - 1} | {k * SEG + d for k in range(1, 4) for d in (-1, 0, 1)}
         )
         out = []
         for a in points:
@@ -219,9 +208,7 @@ class TestRanges:
             except ClientError as exc:
                 with pytest.raises(ClientError) as err:
                     s3.get_object(Bucket=bucket, Key="sealed", Range=text)
-                assert (
-                    err.value.response["Error"]["Code"] == exc.response["Error"]["Code"]
-                ), text
+                assert err.value.response["Error"]["Code"] == exc.response["Error"]["Code"], text
                 continue
             got = s3.get_object(Bucket=bucket, Key="sealed", Range=text)
             assert got["ContentRange"] == want["ContentRange"], text
@@ -239,51 +226,36 @@ class TestRanges:
             == objects[SEG + 5 : SEG + 11]
         )
         step = SEG + TAG
-        assert sent == [
-            f"bytes={S.HEADER_SIZE + step}-{S.HEADER_SIZE + 2 * step - 1}".encode()
-        ]
+        assert sent == [f"bytes={S.HEADER_SIZE + step}-{S.HEADER_SIZE + 2 * step - 1}".encode()]
 
     def test_empty_object(self, s3, raw_s3, bucket):
         s3.put_object(Bucket=bucket, Key="e", Body=b"")
         raw_s3.put_object(Bucket=bucket, Key="pe", Body=b"")
         for text in ("bytes=0-0", "bytes=0-", "bytes=-1"):
             try:
-                want = raw_s3.get_object(Bucket=bucket, Key="pe", Range=text)[
-                    "Body"
-                ].read()
+                want = raw_s3.get_object(Bucket=bucket, Key="pe", Range=text)["Body"].read()
             except ClientError as exc:
                 with pytest.raises(ClientError) as err:
                     s3.get_object(Bucket=bucket, Key="e", Range=text)
-                assert (
-                    err.value.response["Error"]["Code"] == exc.response["Error"]["Code"]
-                )
+                assert err.value.response["Error"]["Code"] == exc.response["Error"]["Code"]
             else:
                 assert get(s3, bucket, "e", Range=text) == want
 
     def test_other_segment_size(self, s3_endpoint, s3, bucket):
         """An object written with another segment size: the first guess is corrected."""
         data = os.urandom(10 * 1024 + 7)
-        writer = encrypt_client(
-            make_client(s3_endpoint), s3.sealstore.keyring, segment_size=1024
-        )
+        writer = encrypt_client(make_client(s3_endpoint), s3.sealstore.keyring, segment_size=1024)
         writer.put_object(Bucket=bucket, Key="k", Body=data)
         for a, b in ((0, 5), (1500, 4000), (9000, 10 * 1024 + 6), (5000, None)):
             text = f"bytes={a}-" + ("" if b is None else str(b))
-            assert (
-                get(s3, bucket, "k", Range=text)
-                == data[a : None if b is None else b + 1]
-            )
+            assert get(s3, bucket, "k", Range=text) == data[a : None if b is None else b + 1]
 
     def test_range_tampered_segment(self, s3, raw_s3, bucket, objects):
         sealed = bytearray(stored(raw_s3, bucket, "sealed"))
         meta = raw_s3.head_object(Bucket=bucket, Key="sealed")["Metadata"]
         sealed[S.HEADER_SIZE + (SEG + TAG) + 10] ^= 1  # segment 1
-        raw_s3.put_object(
-            Bucket=bucket, Key="sealed", Body=bytes(sealed), Metadata=meta
-        )
-        assert (
-            get(s3, bucket, "sealed", Range="bytes=0-100") == objects[:101]
-        )  # segment 0 fine
+        raw_s3.put_object(Bucket=bucket, Key="sealed", Body=bytes(sealed), Metadata=meta)
+        assert get(s3, bucket, "sealed", Range="bytes=0-100") == objects[:101]  # segment 0 fine
         with pytest.raises(InvalidTag):
             get(s3, bucket, "sealed", Range=f"bytes={SEG}-{SEG}")
 
@@ -300,9 +272,7 @@ class TestTampering:
     @pytest.fixture
     def obj(self, s3, raw_s3, bucket):
         s3.put_object(Bucket=bucket, Key="k", Body=self.DATA)
-        return stored(raw_s3, bucket, "k"), raw_s3.head_object(Bucket=bucket, Key="k")[
-            "Metadata"
-        ]
+        return stored(raw_s3, bucket, "k"), raw_s3.head_object(Bucket=bucket, Key="k")["Metadata"]
 
     def replace(self, raw_s3, bucket, body, meta):
         raw_s3.put_object(Bucket=bucket, Key="k", Body=body, Metadata=meta)
@@ -324,15 +294,11 @@ class TestTampering:
         bad = bytearray(body)
         bad[offset] ^= 0x01
         self.replace(raw_s3, bucket, bytes(bad), meta)
-        with pytest.raises(
-            (MalformedObject, NotSealedObject, InvalidTag, UnknownKeyId)
-        ):
+        with pytest.raises((MalformedObject, NotSealedObject, InvalidTag, UnknownKeyId)):
             get(s3, bucket, "k")
         meta_only = {k: v for k, v in meta.items() if not k.startswith("sealstore-")}
         self.replace(raw_s3, bucket, bytes(bad), meta_only)  # body alone: still refused
-        with pytest.raises(
-            (MalformedObject, NotSealedObject, InvalidTag, UnknownKeyId)
-        ):
+        with pytest.raises((MalformedObject, NotSealedObject, InvalidTag, UnknownKeyId)):
             get(s3, bucket, "k")
 
     @pytest.mark.parametrize(
@@ -369,9 +335,7 @@ class TestTampering:
             ):
                 s3.head_object(Bucket=bucket, Key="k")
             else:
-                raise MalformedObject(
-                    "the header copy is checked when the key is derived"
-                )
+                raise MalformedObject("the header copy is checked when the key is derived")
 
     @pytest.mark.parametrize("cut", [1, TAG, TAG + 50, SEG + TAG + 50])
     def test_truncated(self, s3, raw_s3, bucket, obj, cut):
@@ -387,9 +351,7 @@ class TestTampering:
         ):  # TruncatedObject for impossible lengths, a tag failure otherwise
             get(s3, bucket, "k")
 
-    def test_truncated_at_segment_boundary_raises_at_the_end(
-        self, s3, raw_s3, bucket, obj
-    ):
+    def test_truncated_at_segment_boundary_raises_at_the_end(self, s3, raw_s3, bucket, obj):
         body, meta = obj
         whole = S.HEADER_SIZE + 2 * (SEG + TAG)
         # two full segments and one byte short of the third's tag: an impossible length
@@ -401,10 +363,7 @@ class TestTampering:
         body, meta = obj
         h, step = S.HEADER_SIZE, SEG + TAG
         swapped = (
-            body[:h]
-            + body[h + step : h + 2 * step]
-            + body[h : h + step]
-            + body[h + 2 * step :]
+            body[:h] + body[h + step : h + 2 * step] + body[h : h + step] + body[h + 2 * step :]
         )
         self.replace(raw_s3, bucket, swapped, meta)
         with pytest.raises(InvalidTag):
@@ -434,9 +393,7 @@ class TestTampering:
 
 class TestNotSealed:
     def test_refused_by_default(self, s3, raw_s3, bucket):
-        raw_s3.put_object(
-            Bucket=bucket, Key="plain", Body=b"legacy plaintext object " * 10
-        )
+        raw_s3.put_object(Bucket=bucket, Key="plain", Body=b"legacy plaintext object " * 10)
         raw_s3.put_object(Bucket=bucket, Key="tiny", Body=b"ab")
         for key in ("plain", "tiny"):
             with pytest.raises(NotSealedObject):
@@ -453,12 +410,8 @@ class TestNotSealed:
         raw_s3.put_object(Bucket=bucket, Key="empty", Body=b"")
         assert get(client, bucket, "plain") == data
         assert get(client, bucket, "empty") == b""
-        assert client.head_object(Bucket=bucket, Key="plain")["ContentLength"] == len(
-            data
-        )
-        assert (
-            get(client, bucket, "plain", Range="bytes=10000-10100") == data[10000:10101]
-        )
+        assert client.head_object(Bucket=bucket, Key="plain")["ContentLength"] == len(data)
+        assert get(client, bucket, "plain", Range="bytes=10000-10100") == data[10000:10101]
         assert get(client, bucket, "plain", Range="bytes=10-20") == data[10:21]
         client.put_object(Bucket=bucket, Key="new", Body=b"new objects are sealed")
         assert stored(raw_s3, bucket, "new").startswith(b"SSOB")
@@ -483,9 +436,7 @@ class TestCopies:
     def test_copy_object_keeps_objects_readable(self, s3, raw_s3, bucket):
         data = os.urandom(2 * SEG + 9)
         s3.put_object(Bucket=bucket, Key="src", Body=data, Metadata={"a": "1"})
-        s3.copy_object(
-            Bucket=bucket, Key="copy", CopySource={"Bucket": bucket, "Key": "src"}
-        )
+        s3.copy_object(Bucket=bucket, Key="copy", CopySource={"Bucket": bucket, "Key": "src"})
         s3.copy_object(
             Bucket=bucket,
             Key="replaced",
@@ -512,10 +463,7 @@ class TestCopies:
             MetadataDirective="REPLACE",
             Metadata={},
         )
-        assert (
-            "sealstore-header"
-            not in raw_s3.head_object(Bucket=bucket, Key="bare")["Metadata"]
-        )
+        assert "sealstore-header" not in raw_s3.head_object(Bucket=bucket, Key="bare")["Metadata"]
         assert get(s3, bucket, "bare") == data
         assert s3.head_object(Bucket=bucket, Key="bare")["ContentLength"] == len(data)
         assert (

@@ -194,7 +194,9 @@ def test_tampered_byte_raises(backend, keyring):
     head = backend.raw.head_object(Bucket=backend.bucket, Key="k")
     sealed = bytearray(backend.stored("k"))
     sealed[S.HEADER_SIZE + SEG + TAG + 10] ^= 1  # in the second segment
-    backend.raw.put_object(Bucket=backend.bucket, Key="k", Body=bytes(sealed), Metadata=head["Metadata"])
+    backend.raw.put_object(
+        Bucket=backend.bucket, Key="k", Body=bytes(sealed), Metadata=head["Metadata"]
+    )
     with pytest.raises(InvalidTag):
         get(s3, backend.bucket, "k")
     with pytest.raises(InvalidTag):

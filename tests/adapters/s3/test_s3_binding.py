@@ -123,7 +123,10 @@ def test_copy_object_reseals_to_the_destination(s3, raw_s3, bucket, other_bucket
     s3.put_object(Bucket=bucket, Key="src", Body=data, Metadata={"a": "1"}, ContentType="x/y")
     src_salt = header(raw_s3, bucket, "src").salt
     resp = s3.copy_object(Bucket=other_bucket, Key="dst", CopySource=f"{bucket}/src")
-    assert resp["CopyObjectResult"]["ETag"] == raw_s3.head_object(Bucket=other_bucket, Key="dst")["ETag"]
+    assert (
+        resp["CopyObjectResult"]["ETag"]
+        == raw_s3.head_object(Bucket=other_bucket, Key="dst")["ETag"]
+    )
     h = header(raw_s3, other_bucket, "dst")
     assert h.bound and h.salt != src_salt  # a new object, sealed for where it lives
     assert get(s3, other_bucket, "dst") == data
@@ -248,7 +251,9 @@ def test_multipart_uploads_are_bound(s3, raw_s3, bucket, tmp_path):
         get(s3, bucket, "mp2")
 
 
-def test_opt_out_objects_are_unbound_and_movable(s3_endpoint, keyring, raw_s3, bucket, other_bucket):
+def test_opt_out_objects_are_unbound_and_movable(
+    s3_endpoint, keyring, raw_s3, bucket, other_bucket
+):
     free = encrypt_client(make_client(s3_endpoint), keyring, segment_size=SEG, bind_location=False)
     bound = encrypt_client(make_client(s3_endpoint), keyring, segment_size=SEG)
     data = os.urandom(2 * SEG + 1)
@@ -315,7 +320,9 @@ def _golden(name):
         yield case, Keyring([key], tag_size=case["tag_size"])
 
 
-def test_old_unbound_golden_objects_open_and_move_over_http(s3_endpoint, raw_s3, bucket, other_bucket):
+def test_old_unbound_golden_objects_open_and_move_over_http(
+    s3_endpoint, raw_s3, bucket, other_bucket
+):
     """Objects written before the binding (objects-v1.json, no flag) open through a binding
     client as they did, also after a raw copy elsewhere, whole and by range."""
     for i, (case, kr) in enumerate(_golden("objects-v1.json")):
@@ -359,7 +366,9 @@ def test_large_copy_memory_is_bounded(s3_endpoint_process, keyring, monkeypatch)
     client = encrypt_client(make_client(s3_endpoint_process), keyring)
     client.create_bucket(Bucket="copy-memory")
     block = os.urandom(MiB)
-    client.put_object(Bucket="copy-memory", Key="src", Body=b"".join(block for _ in range(size // MiB)))
+    client.put_object(
+        Bucket="copy-memory", Key="src", Body=b"".join(block for _ in range(size // MiB))
+    )
     tracemalloc.start()
     try:
         client.copy_object(Bucket="copy-memory", Key="dst", CopySource="copy-memory/src")
@@ -398,7 +407,9 @@ def test_copy_checksum_algorithm_is_kept_or_refused(s3, raw_s3, bucket, monkeypa
     assert head.get("ChecksumSHA256") and get(s3, bucket, "dst") == b"abc" * 1000
     monkeypatch.setattr(copying, "SINGLE_COPY", 100)  # a multipart copy: refused, not dropped
     with pytest.raises(UnsupportedOperation, match="ChecksumAlgorithm"):
-        s3.copy_object(Bucket=bucket, Key="x", CopySource=f"{bucket}/src", ChecksumAlgorithm="SHA256")
+        s3.copy_object(
+            Bucket=bucket, Key="x", CopySource=f"{bucket}/src", ChecksumAlgorithm="SHA256"
+        )
     assert "Contents" not in raw_s3.list_objects_v2(Bucket=bucket, Prefix="x")
 
 

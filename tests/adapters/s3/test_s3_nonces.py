@@ -75,9 +75,7 @@ def start(s3, bucket, key="k"):
 
 
 def put_part(s3, bucket, upload, number, data, key="k"):
-    resp = s3.upload_part(
-        Bucket=bucket, Key=key, UploadId=upload, PartNumber=number, Body=data
-    )
+    resp = s3.upload_part(Bucket=bucket, Key=key, UploadId=upload, PartNumber=number, Body=data)
     return {"PartNumber": number, "ETag": resp["ETag"]}
 
 

@@ -49,9 +49,7 @@ def assert_sealed(raw_s3, bucket, key, data):
 
 
 class TestCrtIsNeverUsed:
-    def test_uploads_with_crt_preferred_are_sealed(
-        self, s3, raw_s3, bucket, data, tmp_path
-    ):
+    def test_uploads_with_crt_preferred_are_sealed(self, s3, raw_s3, bucket, data, tmp_path):
         path = tmp_path / "f.bin"
         path.write_bytes(data)
         s3.upload_file(str(path), bucket, "file", Config=CRT)
@@ -60,9 +58,7 @@ class TestCrtIsNeverUsed:
             assert_sealed(raw_s3, bucket, key, data)
             assert s3.get_object(Bucket=bucket, Key=key)["Body"].read() == data
 
-    def test_downloads_with_crt_preferred_are_opened(
-        self, s3, bucket, data, tmp_path
-    ):
+    def test_downloads_with_crt_preferred_are_opened(self, s3, bucket, data, tmp_path):
         s3.put_object(Bucket=bucket, Key="k", Body=data)
         out = tmp_path / "out.bin"
         s3.download_file(bucket, "k", str(out), Config=CRT)
@@ -71,9 +67,7 @@ class TestCrtIsNeverUsed:
         s3.download_fileobj(bucket, "k", buf, Config=CRT)
         assert buf.getvalue() == data
 
-    def test_resource_api_with_crt_preferred(
-        self, s3, raw_s3, bucket, data, tmp_path
-    ):
+    def test_resource_api_with_crt_preferred(self, s3, raw_s3, bucket, data, tmp_path):
         path = tmp_path / "f.bin"
         path.write_bytes(data)
         resource = boto3.resource("s3", region_name=REGION)
@@ -100,8 +94,10 @@ class TestCrtIsNeverUsed:
     def test_transfer_manager_of_an_encrypted_client_is_classic(self, s3, raw_s3):
         with create_transfer_manager(raw_s3, CRT) as manager:  # the check is real...
             if not isinstance(manager, CRTTransferManager):  # e.g. boto3 1.35 with today's awscrt
-                pytest.skip(f"boto3 {boto3.__version__} with awscrt {awscrt.__version__} never picks the CRT "
-                            "manager, even for a plain client: nothing to refuse")
+                pytest.skip(
+                    f"boto3 {boto3.__version__} with awscrt {awscrt.__version__} never picks the CRT "
+                    "manager, even for a plain client: nothing to refuse"
+                )
         with create_transfer_manager(s3, CRT) as manager:  # ...and says no for sealstore
             assert not isinstance(manager, CRTTransferManager)
 
@@ -161,9 +157,7 @@ class TestPresigned:
         s3.put_object(Bucket=bucket, Key="k", Body=b"secret")
         s3.generate_presigned_url("delete_object", Params={"Bucket": bucket, "Key": "k"})
         with s3.sealstore.raw():  # deliberately the sealed bytes
-            url = s3.generate_presigned_url(
-                "get_object", Params={"Bucket": bucket, "Key": "k"}
-            )
+            url = s3.generate_presigned_url("get_object", Params={"Bucket": bucket, "Key": "k"})
         with urllib.request.urlopen(url) as resp:  # noqa: S310 - the local moto server
             body = resp.read()
         assert body.startswith(b"SSOB") and b"secret" not in body

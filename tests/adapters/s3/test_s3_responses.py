@@ -127,7 +127,9 @@ class TestBody:
         for kw in ({}, {"Range": "bytes=5-9"}):
             body = s3.get_object(Bucket=bucket, Key="k", **kw)["Body"]
             body.set_socket_timeout(7.5)
-            sock = body._sealed._raw._raw_stream._fp.fp.raw._sock  # the sealed body, inside its Resuming
+            sock = (
+                body._sealed._raw._raw_stream._fp.fp.raw._sock
+            )  # the sealed body, inside its Resuming
             assert sock.gettimeout() == 7.5
             body.read()
 
@@ -143,7 +145,9 @@ class TestBody:
         with pytest.raises(ParamValidationError):
             s3.upload_part(Bucket=bucket, Key="m", UploadId=upload, PartNumber=1, Body=None)
 
-    def test_body_none_without_validation_is_still_refused(self, s3_endpoint, keyring, bucket, raw_s3):
+    def test_body_none_without_validation_is_still_refused(
+        self, s3_endpoint, keyring, bucket, raw_s3
+    ):
         """With parameter validation off, botocore would send no body: nothing is stored."""
         s3 = encrypt_client(make_client(s3_endpoint, parameter_validation=False), keyring)
         with pytest.raises(ParamValidationError):

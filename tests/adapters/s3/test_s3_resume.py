@@ -149,14 +149,16 @@ def test_a_ranged_get_cut_short_resumes(backend, keyring, rng):
     _stored(backend, keyring, data)
     proxy = CuttingProxy(url, CUT_AFTER)
     try:
-        got = _through(proxy, keyring).get_object(Bucket=bucket, Key="big", Range=rng)["Body"].read()
+        got = (
+            _through(proxy, keyring).get_object(Bucket=bucket, Key="big", Range=rng)["Body"].read()
+        )
     finally:
         proxy.close()
     first, last = rng[6:].split("-")
     if not first:
-        expected = data[-int(last):]
+        expected = data[-int(last) :]
     else:
-        expected = data[int(first): int(last) + 1 if last else None]
+        expected = data[int(first) : int(last) + 1 if last else None]
     assert got == expected
     assert proxy.cut == 1
 
@@ -200,7 +202,9 @@ def test_a_body_that_keeps_dropping_raises_once_the_attempts_are_spent(backend, 
             body.read()
     finally:
         proxy.close()
-    assert 1 + 4 <= proxy.cut <= 1 + 4 + 2  # the first GET, four resumes (and botocore's own retries)
+    assert (
+        1 + 4 <= proxy.cut <= 1 + 4 + 2
+    )  # the first GET, four resumes (and botocore's own retries)
 
 
 def test_small_bodies_and_uncut_reads_ask_nothing_more(backend, keyring):

@@ -20,9 +20,7 @@ SEG = 4096
 
 
 def key_id(raw_s3, bucket, key) -> str:
-    return raw_s3.head_object(Bucket=bucket, Key=key)["Metadata"].get(
-        "sealstore-key-id"
-    )
+    return raw_s3.head_object(Bucket=bucket, Key=key)["Metadata"].get("sealstore-key-id")
 
 
 def get(client, bucket, key) -> bytes:
@@ -107,17 +105,11 @@ def test_seal_plaintext_and_dry_run(setup, raw_s3, bucket):
     s3, contents = setup
     dry = rotate_objects(s3, bucket, "data/", dry_run=True, seal_plaintext=True)
     assert (dry.resealed, dry.sealed_plaintext) == (5, 1)
-    assert (
-        key_id(raw_s3, bucket, "data/old-0") != s3.sealstore.keyring.primary.id_hex
-    )  # untouched
+    assert key_id(raw_s3, bucket, "data/old-0") != s3.sealstore.keyring.primary.id_hex  # untouched
     report = rotate_objects(s3, bucket, "data/", seal_plaintext=True)
     assert report.sealed_plaintext == 1
     assert get(s3, bucket, "data/plain") == b"never sealed"
-    assert (
-        raw_s3.get_object(Bucket=bucket, Key="data/plain")["Body"]
-        .read()
-        .startswith(b"SSOB")
-    )
+    assert raw_s3.get_object(Bucket=bucket, Key="data/plain")["Body"].read().startswith(b"SSOB")
 
 
 def test_concurrent_writer_never_overwritten(setup, raw_s3, bucket, s3_endpoint):
@@ -125,14 +117,10 @@ def test_concurrent_writer_never_overwritten(setup, raw_s3, bucket, s3_endpoint)
     writer = encrypt_client(make_client(s3_endpoint), s3.sealstore.keyring)
     done = []
 
-    def race(
-        params, **kwargs
-    ):  # another writer updates old-2 between our read and write
+    def race(params, **kwargs):  # another writer updates old-2 between our read and write
         if params.get("Key") == "data/old-2" and not done:
             done.append(1)
-            writer.put_object(
-                Bucket=bucket, Key="data/old-2", Body=b"written concurrently"
-            )
+            writer.put_object(Bucket=bucket, Key="data/old-2", Body=b"written concurrently")
 
     s3.meta.events.register("before-parameter-build.s3.PutObject", race)
     report = rotate_objects(s3, bucket, "data/")
@@ -159,9 +147,7 @@ def test_checkpoint_resume(setup, raw_s3, bucket, tmp_path):
         assert json.load(f)["complete"]
     primary = s3.sealstore.keyring.primary.id_hex
     assert all(key_id(raw_s3, bucket, k) == primary for k in contents)
-    fresh = rotate_objects(
-        s3, bucket, "data/", checkpoint=path
-    )  # complete: starts over
+    fresh = rotate_objects(s3, bucket, "data/", checkpoint=path)  # complete: starts over
     assert fresh.after is None and fresh.scanned == 8
 
 
@@ -169,9 +155,7 @@ def test_cli_resumes_after_kill(s3_endpoint, raw_s3, bucket, tmp_path):
     from sealstore.cli import main
 
     config = tmp_path / "sealstore.toml"
-    config.write_text(
-        f'[key_source]\ntype = "file"\npath = "{tmp_path / "keys.json"}"\n'
-    )
+    config.write_text(f'[key_source]\ntype = "file"\npath = "{tmp_path / "keys.json"}"\n')
     env = {
         k: v
         for k, v in os.environ.items()
@@ -216,10 +200,7 @@ def test_cli_resumes_after_kill(s3_endpoint, raw_s3, bucket, tmp_path):
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
-            if (
-                checkpoint.exists()
-                and json.loads(checkpoint.read_text()).get("scanned", 0) >= 3
-            ):
+            if checkpoint.exists() and json.loads(checkpoint.read_text()).get("scanned", 0) >= 3:
                 break
             assert proc.poll() is None, proc.stderr.read().decode()
             time.sleep(0.05)
@@ -229,16 +210,11 @@ def test_cli_resumes_after_kill(s3_endpoint, raw_s3, bucket, tmp_path):
     state = json.loads(checkpoint.read_text())
     assert 3 <= state["scanned"] < 12 and not state["complete"]
     done = state["scanned"]
-    out = subprocess.run(
-        cmd + ["--json"], env=env, capture_output=True, text=True, timeout=120
-    )
+    out = subprocess.run(cmd + ["--json"], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     report = json.loads(out.stdout)
     assert report["after"] == state["last_key"] and report["complete"]
-    assert (
-        report["scanned"] == 12 - done
-        and report["resealed"] + report["current"] == 12 - done
-    )
+    assert report["scanned"] == 12 - done and report["resealed"] + report["current"] == 12 - done
     new = load_config(str(config)).load_keyring()
     assert new.primary.id_hex != old
     reader = encrypt_client(make_client(s3_endpoint), new)
@@ -290,7 +266,9 @@ def test_large_object_is_resealed_with_a_conditional_multipart_upload(
     assert not raw_s3.list_multipart_uploads(Bucket=bucket).get("Uploads")
 
 
-def test_large_object_that_fails_to_open_is_left_as_it_was(small_limits, s3_endpoint, raw_s3, bucket):
+def test_large_object_that_fails_to_open_is_left_as_it_was(
+    small_limits, s3_endpoint, raw_s3, bucket
+):
     kr = Keyring.generate()
     s3 = encrypt_client(make_client(s3_endpoint), kr, segment_size=SEG)
     s3.put_object(Bucket=bucket, Key="big", Body=os.urandom(11 * MiB))
@@ -306,7 +284,9 @@ def test_large_object_that_fails_to_open_is_left_as_it_was(small_limits, s3_endp
     assert not raw_s3.list_multipart_uploads(Bucket=bucket).get("Uploads")  # aborted
 
 
-def test_large_object_metadata_is_repaired_by_a_multipart_copy(small_limits, s3_endpoint, raw_s3, bucket):
+def test_large_object_metadata_is_repaired_by_a_multipart_copy(
+    small_limits, s3_endpoint, raw_s3, bucket
+):
     kr = Keyring.generate()
     s3 = encrypt_client(make_client(s3_endpoint), kr, segment_size=SEG)
     data = os.urandom(13 * MiB)
@@ -327,7 +307,9 @@ def test_large_object_metadata_is_repaired_by_a_multipart_copy(small_limits, s3_
 
 
 @pytest.mark.parametrize("extra", [-1, 1])
-def test_put_multipart_refuses_a_source_of_another_length(small_limits, s3_endpoint, raw_s3, bucket, extra):
+def test_put_multipart_refuses_a_source_of_another_length(
+    small_limits, s3_endpoint, raw_s3, bucket, extra
+):
     """A source shorter or longer than declared raises TruncatedObject; nothing is written and
     the upload is aborted."""
     import io
@@ -339,6 +321,8 @@ def test_put_multipart_refuses_a_source_of_another_length(small_limits, s3_endpo
     length = 11 * MiB
     body = io.BytesIO(os.urandom(length + extra))
     with pytest.raises(TruncatedObject):
-        put_multipart(s3, s3.sealstore, bucket, "k", body, length, metadata={}, extra={}, if_match="*")
+        put_multipart(
+            s3, s3.sealstore, bucket, "k", body, length, metadata={}, extra={}, if_match="*"
+        )
     assert "Contents" not in raw_s3.list_objects_v2(Bucket=bucket)
     assert not raw_s3.list_multipart_uploads(Bucket=bucket).get("Uploads")

@@ -74,7 +74,9 @@ class Setup:
         meta = {**settings.pop("Metadata", {})}
         if outcome == "resealed":
             meta.update(stage["Metadata"])
-        self.raw.put_object(Bucket=self.bucket, Key=key, Body=stage["Body"].read(), Metadata=meta, **settings)
+        self.raw.put_object(
+            Bucket=self.bucket, Key=key, Body=stage["Body"].read(), Metadata=meta, **settings
+        )
         if outcome == "resealed":
             self.keyring.rotate()
         return data
@@ -108,7 +110,9 @@ def test_headers_metadata_tags_storage_class_acl(s3_backend, path):
     assert head.get("StorageClass") == "STANDARD_IA"
     tags = setup.raw.get_object_tagging(Bucket=setup.bucket, Key="k")["TagSet"]
     assert sorted((t["Key"], t["Value"]) for t in tags) == [
-        ("note", "a b"), ("odd", "a=b+c/d:e@f"), ("team", "blue")
+        ("note", "a b"),
+        ("odd", "a=b+c/d:e@f"),
+        ("team", "blue"),
     ]
     grants = setup.raw.get_object_acl(Bucket=setup.bucket, Key="k")["Grants"]
     assert {(g["Grantee"].get("URI") or g["Grantee"].get("ID"), g["Permission"]) for g in grants} == {
@@ -125,7 +129,10 @@ def test_private_acl_and_no_tags_stay_so(s3_backend):
     assert setup.raw.get_object_tagging(Bucket=setup.bucket, Key="k")["TagSet"] == []
     grants = setup.raw.get_object_acl(Bucket=setup.bucket, Key="k")["Grants"]
     assert [g["Permission"] for g in grants] == ["FULL_CONTROL"]
-    assert setup.raw.head_object(Bucket=setup.bucket, Key="k").get("StorageClass") in (None, "STANDARD")
+    assert setup.raw.head_object(Bucket=setup.bucket, Key="k").get("StorageClass") in (
+        None,
+        "STANDARD",
+    )
     setup.check_plaintext("k", data)
 
 
@@ -199,7 +206,10 @@ def test_acl_grantee_kinds():
     grants = [
         {"Grantee": {"Type": "CanonicalUser", "ID": "me"}, "Permission": "FULL_CONTROL"},
         {"Grantee": {"Type": "Group", "URI": ALL_USERS}, "Permission": "READ"},
-        {"Grantee": {"Type": "AmazonCustomerByEmail", "EmailAddress": "a@b.c"}, "Permission": "READ"},
+        {
+            "Grantee": {"Type": "AmazonCustomerByEmail", "EmailAddress": "a@b.c"},
+            "Permission": "READ",
+        },
         {"Grantee": {"Type": "CanonicalUser", "ID": "other"}, "Permission": "WRITE_ACP"},
     ]
     assert settings._grants(FakeAcl(grants), "b", "k", {}) == {

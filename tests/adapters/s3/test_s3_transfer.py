@@ -57,9 +57,7 @@ def test_part_size():
 
 
 class TestManagedTransfers:
-    def test_upload_file_parts_sealed_in_worker_threads(
-        self, s3, raw_s3, bucket, tmp_path
-    ):
+    def test_upload_file_parts_sealed_in_worker_threads(self, s3, raw_s3, bucket, tmp_path):
         data = os.urandom(21 * MiB + 12345)
         src = tmp_path / "src.bin"
         src.write_bytes(data)
@@ -75,14 +73,9 @@ class TestManagedTransfers:
         s3.upload_file(str(src), bucket, "big", Config=config, Callback=seen.append)
         assert sum(seen) == len(data)  # progress in plaintext bytes, signing passes not counted
         assert parts_of(raw_s3, bucket, "big") == 5
-        assert (
-            threads and threading.get_ident() not in threads
-        )  # sealed where it was sent
+        assert threads and threading.get_ident() not in threads  # sealed where it was sent
         meta = raw_s3.head_object(Bucket=bucket, Key="big")["Metadata"]
-        assert (
-            meta["sealstore-length"] == str(len(data))
-            and "sealstore-part-size" not in meta
-        )
+        assert meta["sealstore-length"] == str(len(data)) and "sealstore-part-size" not in meta
         sealed = raw_s3.get_object(Bucket=bucket, Key="big")["Body"].read()
         assert len(sealed) == S.sealed_size(len(data), S.DEFAULT_SEGMENT_SIZE, 32)
         out = tmp_path / "out.bin"
@@ -112,22 +105,15 @@ class TestManagedTransfers:
         s3.upload_fileobj(NonSeekable(data), bucket, "k", Config=config)
         assert s3.get_object(Bucket=bucket, Key="k")["Body"].read() == data
         assert s3.head_object(Bucket=bucket, Key="k")["ContentLength"] == size
-        assert (
-            "sealstore-length"
-            not in raw_s3.head_object(Bucket=bucket, Key="k")["Metadata"]
-        )
-        assert parts_of(raw_s3, bucket, "k") == -(-size // (5 * MiB)) + (
-            size % (5 * MiB) == 0
-        )
+        assert "sealstore-length" not in raw_s3.head_object(Bucket=bucket, Key="k")["Metadata"]
+        assert parts_of(raw_s3, bucket, "k") == -(-size // (5 * MiB)) + (size % (5 * MiB) == 0)
         buf = io.BytesIO()
         s3.download_fileobj(bucket, "k", buf, Config=config)
         assert buf.getvalue() == data
 
     def test_upload_fileobj_seekable(self, s3, bucket):
         data = os.urandom(11 * MiB)
-        config = TransferConfig(
-            multipart_threshold=5 * MiB, multipart_chunksize=5 * MiB
-        )
+        config = TransferConfig(multipart_threshold=5 * MiB, multipart_chunksize=5 * MiB)
         s3.upload_fileobj(
             io.BytesIO(data),
             bucket,
@@ -162,15 +148,13 @@ class TestLowLevelMultipart:
             Bucket=bucket,
             Key="k",
             UploadId=up["UploadId"],
-            MultipartUpload={
-                "Parts": [{"PartNumber": n, "ETag": etags[n]} for n in (1, 2, 3)]
-            },
+            MultipartUpload={"Parts": [{"PartNumber": n, "ETag": etags[n]} for n in (1, 2, 3)]},
         )
         assert s3.get_object(Bucket=bucket, Key="k")["Body"].read() == data
         assert (
-            s3.get_object(
-                Bucket=bucket, Key="k", Range=f"bytes={self.P - 5}-{self.P + 5}"
-            )["Body"].read()
+            s3.get_object(Bucket=bucket, Key="k", Range=f"bytes={self.P - 5}-{self.P + 5}")[
+                "Body"
+            ].read()
             == (data[self.P - 5 : self.P + 6])
         )
 
@@ -200,15 +184,9 @@ class TestLowLevelMultipart:
                 PartNumber=1,
                 Body=b"x" * (self.P + 1),
             )
-        with pytest.raises(
-            UnsupportedOperation
-        ):  # short, but not the end of the declared length
-            s3.upload_part(
-                Bucket=bucket, Key="k", UploadId=uid, PartNumber=1, Body=b"x" * 10
-            )
-        r = s3.upload_part(
-            Bucket=bucket, Key="k", UploadId=uid, PartNumber=2, Body=b"x" * self.P
-        )
+        with pytest.raises(UnsupportedOperation):  # short, but not the end of the declared length
+            s3.upload_part(Bucket=bucket, Key="k", UploadId=uid, PartNumber=1, Body=b"x" * 10)
+        r = s3.upload_part(Bucket=bucket, Key="k", UploadId=uid, PartNumber=2, Body=b"x" * self.P)
         with pytest.raises(UnsupportedOperation):  # part 1 missing
             s3.complete_multipart_upload(
                 Bucket=bucket,
@@ -218,16 +196,12 @@ class TestLowLevelMultipart:
             )
         s3.abort_multipart_upload(Bucket=bucket, Key="k", UploadId=uid)
         with pytest.raises(UnsupportedOperation):  # forgotten after the abort
-            s3.upload_part(
-                Bucket=bucket, Key="k", UploadId=uid, PartNumber=1, Body=b"x"
-            )
+            s3.upload_part(Bucket=bucket, Key="k", UploadId=uid, PartNumber=1, Body=b"x")
 
     def test_unknown_upload(self, s3, raw_s3, bucket):
         up = raw_s3.create_multipart_upload(Bucket=bucket, Key="k")
         with pytest.raises(UnsupportedOperation):
-            s3.upload_part(
-                Bucket=bucket, Key="k", UploadId=up["UploadId"], PartNumber=1, Body=b"x"
-            )
+            s3.upload_part(Bucket=bucket, Key="k", UploadId=up["UploadId"], PartNumber=1, Body=b"x")
 
 
 def test_100_mib_multipart_upload(s3, raw_s3, bucket, tmp_path):
@@ -288,7 +262,9 @@ def test_peak_memory_is_bounded(s3_endpoint_process, keyring, tmp_path):
     assert get_peak < size // 4, get_peak
 
 
-def test_copy_above_the_single_request_limit_is_a_multipart_copy(s3_endpoint, keyring, raw_s3, bucket, monkeypatch):
+def test_copy_above_the_single_request_limit_is_a_multipart_copy(
+    s3_endpoint, keyring, raw_s3, bucket, monkeypatch
+):
     """client.copy of an unbound sealed object (bind_location=False) larger than CopyObject
     takes (5 GiB, scaled down to 6 MiB here): the sealed bytes are copied in order, byte for
     byte, each range conditional on the source's ETag; metadata and headers follow CopyObject's
@@ -324,7 +300,9 @@ def test_copy_above_the_single_request_limit_is_a_multipart_copy(s3_endpoint, ke
     assert head["ContentType"] == "a/b"
     assert s3.get_object(Bucket=bucket, Key="replaced")["Body"].read() == data
     with pytest.raises(UnsupportedOperation, match="TaggingDirective"):
-        s3.copy({"Bucket": bucket, "Key": "src"}, bucket, "x", ExtraArgs={"TaggingDirective": "COPY"})
+        s3.copy(
+            {"Bucket": bucket, "Key": "src"}, bucket, "x", ExtraArgs={"TaggingDirective": "COPY"}
+        )
     with pytest.raises(UnsupportedOperation):  # reserved sealstore metadata is refused, as ever
         s3.copy({"Bucket": bucket, "Key": "src"}, bucket, "x",
                 ExtraArgs={"MetadataDirective": "REPLACE", "Metadata": {"sealstore-key-id": "0"}})  # fmt: skip

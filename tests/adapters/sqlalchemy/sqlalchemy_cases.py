@@ -125,13 +125,17 @@ def db(sql_engine, keyrings):
 def _by_id(sql: str, key):
     # a Uuid key is bound as each dialect stores it (native uuid, or 32 hex characters: SQLite,
     # and MariaDB before SQLAlchemy 2.1): the Uuid type converts it
-    return text(sql).bindparams(bindparam("id", key, type_=Uuid() if isinstance(key, uuid.UUID) else None))
+    return text(sql).bindparams(
+        bindparam("id", key, type_=Uuid() if isinstance(key, uuid.UUID) else None)
+    )
 
 
 def raw(engine, table: str, column: str, key):
     """A stored value read with plain SQL, no sealstore involved (bytes, or str for text)."""
     with engine.connect() as conn:
-        value = conn.execute(_by_id(f"SELECT {column} FROM {table} WHERE id = :id", key)).scalar_one()
+        value = conn.execute(
+            _by_id(f"SELECT {column} FROM {table} WHERE id = :id", key)
+        ).scalar_one()
     if value is None or isinstance(value, str):
         return value
     return bytes(value)

@@ -13,7 +13,12 @@ from sqlalchemy.exc import StatementError
 from sqlalchemy.orm import Session, aliased
 
 from sealstore.adapters.sqlalchemy import BlindIndex, EncryptedString
-from sealstore.errors import BlindIndexError, KeyNotUsable, UnsealedExpression, UnsupportedComparison
+from sealstore.errors import (
+    BlindIndexError,
+    KeyNotUsable,
+    UnsealedExpression,
+    UnsupportedComparison,
+)
 from sealstore.format import column_context
 from sealstore.keyring import use_keyring
 
@@ -64,7 +69,9 @@ def test_index_column_holds_no_plaintext_and_is_the_documented_hmac(db, keyrings
     key = keyrings.idx.primary
     assert stored[:4] == key.key_id.to_bytes(4, "big")
     info = b"sealstore/v1/blind-index" + column_context("ss_users", "email_index")
-    hkey = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=info).derive(key.reveal_material())
+    hkey = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=info).derive(
+        key.reveal_material()
+    )
     assert stored[4:] == hmac.new(hkey, b"ada@example.org", hashlib.sha256).digest()[:16]
     # a keyed hash: neither the plain hash nor the column key's material gives the same bytes
     assert stored[4:] != hashlib.sha256(b"ada@example.org").digest()[:16]
@@ -114,7 +121,9 @@ def test_core_updates_keep_the_index_current(db):
 
 def test_orm_bulk_paths_keep_the_index_current(db):
     with Session(db) as session:
-        session.bulk_insert_mappings(User, [{"id": i, "email": f"u{i}@x.org"} for i in range(1, 21)])
+        session.bulk_insert_mappings(
+            User, [{"id": i, "email": f"u{i}@x.org"} for i in range(1, 21)]
+        )
         session.execute(insert(User), [{"id": i, "email": f"u{i}@x.org"} for i in range(21, 41)])
         session.commit()
     assert _ids(db, User.email == "u7@x.org") == [7]
@@ -134,7 +143,9 @@ def test_core_table_with_the_index_declared_before_its_source(db):
     with db.begin() as conn:
         conn.execute(insert(events), [{"id": i, "payload": f"event {i}"} for i in range(1, 31)])
     with db.connect() as conn:
-        ids = conn.execute(select(events.c.id).where(events.c.payload == "event 17")).scalars().all()
+        ids = (
+            conn.execute(select(events.c.id).where(events.c.payload == "event 17")).scalars().all()
+        )
     assert ids == [17]
 
 

@@ -94,9 +94,13 @@ def test_nulls_stay_sql_null(db):
         assert getattr(user, column) is None
         assert raw(db, "ss_users", column, user_id) is None
     with db.connect() as conn:
-        nulls = conn.execute(
-            select(User.id).where(User.ssn.is_(None), User.email == None)  # noqa: E711
-        ).scalars().all()
+        nulls = (
+            conn.execute(
+                select(User.id).where(User.ssn.is_(None), User.email == None)  # noqa: E711
+            )
+            .scalars()
+            .all()
+        )
     assert nulls == [user_id]
 
 
@@ -185,10 +189,14 @@ def test_core_executemany_insert_and_select(db, keyrings):
     with db.begin() as conn:
         conn.execute(insert(events), rows)
     with db.connect() as conn:
-        got = conn.execute(select(events.c.id, events.c.payload, events.c.body).order_by(events.c.id)).all()
+        got = conn.execute(
+            select(events.c.id, events.c.payload, events.c.body).order_by(events.c.id)
+        ).all()
         raw_payloads = conn.execute(text("SELECT payload FROM ss_events")).scalars().all()
     assert [tuple(r) for r in got] == [(r["id"], r["payload"], r["body"]) for r in rows]
-    assert all(bytes(p)[2:6] == keyrings.enc.primary.key_id.to_bytes(4, "big") for p in raw_payloads)
+    assert all(
+        bytes(p)[2:6] == keyrings.enc.primary.key_id.to_bytes(4, "big") for p in raw_payloads
+    )
     assert not any(b"event" in bytes(p) for p in raw_payloads)
 
 
@@ -209,7 +217,8 @@ def test_bulk_insert_mappings_and_orm_bulk_insert(db):
             User, [{"id": i, "ssn": f"{i:03d}-00-0000", "profile": {"i": i}} for i in range(1, 51)]
         )
         session.execute(
-            insert(User), [{"id": i, "ssn": f"{i:03d}-00-0000", "profile": {"i": i}} for i in range(51, 101)]
+            insert(User),
+            [{"id": i, "ssn": f"{i:03d}-00-0000", "profile": {"i": i}} for i in range(51, 101)],
         )
         session.commit()
     with Session(db) as session:

@@ -52,7 +52,9 @@ enums = Table(
     Column("id", Integer, primary_key=True),
     Column("native", Encrypted(sa.Enum(Status, values_callable=by_value, name="status_native"))),
     Column("non_native", Encrypted(sa.Enum(Status, values_callable=by_value, native_enum=False))),
-    Column("validated", Encrypted(sa.Enum(Status, values_callable=by_value, validate_strings=True))),
+    Column(
+        "validated", Encrypted(sa.Enum(Status, values_callable=by_value, validate_strings=True))
+    ),
     Column("by_name", Encrypted(sa.Enum(Status, name="status_names"))),
     Column("strings", Encrypted(sa.Enum("rouge", "vert ✓", "日本", name="colors"))),
     # what SQLAlchemy itself persists, beside the encrypted columns
@@ -90,7 +92,9 @@ def test_members_round_trip_and_are_stored_as_sqlalchemy_persists_them(db, keyri
 
 def test_persisted_strings_are_accepted_and_read_back_as_members(db):
     with db.begin() as conn:
-        conn.execute(insert(enums).values(id=1, native="fermé ✓", by_name="CLOSED", strings="vert ✓"))
+        conn.execute(
+            insert(enums).values(id=1, native="fermé ✓", by_name="CLOSED", strings="vert ✓")
+        )
         row = conn.execute(select(enums)).one()
     assert row.native is Status.CLOSED and row.by_name is Status.CLOSED and row.strings == "vert ✓"
 

@@ -54,7 +54,9 @@ def test_hide_parameters_keeps_plaintext_out_of_statement_errors(db_url, keyring
     try:
         User.__table__.create(engine, checkfirst=True)
         with pytest.raises(StatementError) as info, engine.begin() as conn:
-            conn.execute(insert(users), [{"id": 1, "ssn": "SECRET-0001-TOO-LONG", "email": "who@x.org"}])
+            conn.execute(
+                insert(users), [{"id": 1, "ssn": "SECRET-0001-TOO-LONG", "email": "who@x.org"}]
+            )
         assert isinstance(info.value.orig, ValueTooLong)
         text = _texts(info.value)
         assert "SECRET-0001" not in text and "who@x.org" not in text
@@ -95,7 +97,11 @@ def _stored_cases(db, keyrings):
         ("never sealed", MalformedCiphertext, b"123-45-6789 " + MARKER.encode()),
         ("never sealed, header-like", MalformedCiphertext, b"\x01\x01" + b"123-45-6789" * 4),
         ("another column", InvalidTag, raw(db, "ss_users", "email", 1)),
-        ("another table", InvalidTag, keyrings.enc.seal(MARKER.encode(), column_context("t", "ssn"))),
+        (
+            "another table",
+            InvalidTag,
+            keyrings.enc.seal(MARKER.encode(), column_context("t", "ssn")),
+        ),
         ("undecodable", UndecodableValue, keyrings.enc.seal(MARKER.encode() + b"\xff\xfe", ctx)),
         ("unknown key", UnknownKeyId, other_key.seal(MARKER.encode(), ctx)),
         ("truncated", MalformedCiphertext, good[:30]),
@@ -152,14 +158,18 @@ def test_read_errors_name_the_column_and_row_and_carry_nothing_of_the_value(db, 
 def test_the_failing_row_is_named_among_many(db, keyrings):
     with db.begin() as conn:
         conn.execute(insert(users), [{"id": i, "ssn": f"SECRET-{i:04d}"} for i in range(1, 601)])
-    write_raw(db, "ss_users", "ssn", 437, raw(db, "ss_users", "ssn", 12))  # another row's value is fine
+    write_raw(
+        db, "ss_users", "ssn", 437, raw(db, "ss_users", "ssn", 12)
+    )  # another row's value is fine
     write_raw(db, "ss_users", "ssn", 522, b"not sealed SECRET-0522")
     with pytest.raises(MalformedCiphertext, match=r"^ss_users\.ssn \(primary key 522\)") as info:
         with Session(db) as session:
             session.scalars(select(User).order_by(User.id)).all()
     assert "SECRET" not in _texts(info.value)
     with db.connect() as conn:  # the rows before it opened
-        assert conn.execute(select(users.c.ssn).where(users.c.id == 437)).scalar_one() == "SECRET-0012"
+        assert (
+            conn.execute(select(users.c.ssn).where(users.c.id == 437)).scalar_one() == "SECRET-0012"
+        )
 
 
 def test_row_bound_read_errors_name_the_row(db, keyrings):
@@ -187,7 +197,9 @@ def test_statement_errors_show_parameters_unless_hidden(db_url, keyrings):
         try:
             User.__table__.create(engine, checkfirst=True)
             with pytest.raises(StatementError) as core, engine.begin() as conn:
-                conn.execute(insert(users), [{"id": 1, "email": "who@x.org", "ssn": "SECRET-0001-TOO-LONG"}])
+                conn.execute(
+                    insert(users), [{"id": 1, "email": "who@x.org", "ssn": "SECRET-0001-TOO-LONG"}]
+                )
             with pytest.raises(StatementError) as orm, Session(engine) as session:
                 session.add(User(id=2, email="who@x.org", ssn="SECRET-0001-TOO-LONG"))
                 session.flush()
@@ -215,7 +227,9 @@ def test_read_errors_are_named_on_the_python_path_too(db, keyrings):
     for path, read, names_row in _read_paths(db):
         with pytest.raises(InvalidTag) as info:
             read()
-        assert str(info.value).startswith("ss_users.ssn (primary key 1)" if names_row else "ss_users.ssn:")
+        assert str(info.value).startswith(
+            "ss_users.ssn (primary key 1)" if names_row else "ss_users.ssn:"
+        )
         assert info.value.__context__ is None
         _assert_clean(info.value, bytes(tampered))
 

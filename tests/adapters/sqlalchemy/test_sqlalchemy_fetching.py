@@ -67,7 +67,16 @@ def _plain(row):
     return tuple(row)
 
 
-COLUMNS = (User.id, User.ssn, User.notes, User.profile, User.avatar, User.visits, User.email_index, User.name)
+COLUMNS = (
+    User.id,
+    User.ssn,
+    User.notes,
+    User.profile,
+    User.avatar,
+    User.visits,
+    User.email_index,
+    User.name,
+)
 
 
 def _core_styles(conn):
@@ -84,7 +93,8 @@ def _core_styles(conn):
     out["yield_per"] = [_plain(r) for r in conn.execute(stmt.execution_options(yield_per=7))]
     out["partitions"] = [[_plain(r) for r in p] for p in conn.execute(stmt).partitions(100)]
     out["stream_results"] = [
-        _plain(r) for r in conn.execution_options(stream_results=True, max_row_buffer=50).execute(stmt)
+        _plain(r)
+        for r in conn.execution_options(stream_results=True, max_row_buffer=50).execute(stmt)
     ]
     out["unique"] = [_plain(r) for r in conn.execute(select(User.ssn).order_by(User.id)).unique()]
     out["mappings"] = [dict(m) for m in conn.execute(stmt).mappings()]
@@ -101,7 +111,9 @@ def _orm_styles(session):
     session.expunge_all()
     out["orm get"] = [key(session.get(User, 5))]
     session.expunge_all()
-    out["orm lookup"] = [key(u) for u in session.scalars(select(User).where(User.email == "u9@example.org"))]
+    out["orm lookup"] = [
+        key(u) for u in session.scalars(select(User).where(User.email == "u9@example.org"))
+    ]
     return out
 
 
@@ -148,7 +160,9 @@ def test_textual_selects_and_returning(db):
         stmt = text("SELECT id, ssn FROM ss_users ORDER BY id").columns(User.id, User.ssn)
         for _ in range(2):
             assert conn.execute(stmt).all()[0] == (1, "001-00-0001")
-        res = conn.execute(text("SELECT ssn, id FROM ss_users ORDER BY id").columns(User.ssn, User.id))
+        res = conn.execute(
+            text("SELECT ssn, id FROM ss_users ORDER BY id").columns(User.ssn, User.id)
+        )
         assert res.all()[0] == ("001-00-0001", 1)
         no_encrypted = conn.execute(select(User.id, User.name).order_by(User.id))
         assert not isinstance(no_encrypted.cursor_strategy, _OpeningFetch)
@@ -179,7 +193,9 @@ def test_a_wrong_tag_raises_and_the_connection_stays_usable(db):
         good = conn.execute(select(User.ssn).where(User.id == 1)).scalar_one()
     with db.connect() as conn:
         sealed_email = conn.execute(text("SELECT email FROM ss_users WHERE id = 2")).scalar_one()
-    write_raw(db, "ss_users", "ssn", N - 5, bytes(sealed_email))  # another column's, in the last chunk
+    write_raw(
+        db, "ss_users", "ssn", N - 5, bytes(sealed_email)
+    )  # another column's, in the last chunk
     with db.connect() as conn:
         with pytest.raises(InvalidTag):
             conn.execute(select(User.id, User.ssn).order_by(User.id)).all()
@@ -196,9 +212,11 @@ def test_threads_running_a_new_statement_at_once(db):
     _fill(db)
     stmt = select(User.id, User.notes).where(User.id > 1).order_by(User.id)  # first run below
     with db.connect() as conn:
-        expected = conn.execution_options(**{OPEN_ON_FETCH_OPTION: False}).execute(
-            select(User.id, User.notes).where(User.id > 1).order_by(User.id.desc())
-        ).all()[::-1]
+        expected = (
+            conn.execution_options(**{OPEN_ON_FETCH_OPTION: False})
+            .execute(select(User.id, User.notes).where(User.id > 1).order_by(User.id.desc()))
+            .all()[::-1]
+        )
     results, errors = [], []
 
     def work():
@@ -221,7 +239,9 @@ def test_ciphertexts_are_released_chunk_by_chunk(tmp_path, keyrings):
     """The point of the module: a large result never holds all its ciphertexts and plaintexts
     at once (measured as traced allocations, not time)."""
     engine = create_engine(f"sqlite:///{tmp_path / 'm.db'}")
-    table = Table("big", MetaData(), Column("id", Integer, primary_key=True), Column("v", EncryptedText()))
+    table = Table(
+        "big", MetaData(), Column("id", Integer, primary_key=True), Column("v", EncryptedText())
+    )
     table.metadata.create_all(engine)
     n, value = 4000, "v" * 4096
     with engine.begin() as conn:
@@ -259,7 +279,12 @@ def test_an_unrelated_engine_is_untouched(tmp_path):
 
 
 def test_the_asyncio_engine(pg_url, keyrings):
-    table = Table("fetch_async", MetaData(), Column("id", Integer, primary_key=True), Column("v", EncryptedText()))
+    table = Table(
+        "fetch_async",
+        MetaData(),
+        Column("id", Integer, primary_key=True),
+        Column("v", EncryptedText()),
+    )
     rows = [{"id": i, "v": f"value {i}"} for i in range(N)]
 
     async def main():
@@ -285,6 +310,7 @@ def test_the_asyncio_engine(pg_url, keyrings):
 def test_relationship_loads_and_echo(tmp_path, keyrings):
     """Joined and select-in eager loads (aliased columns of two tables in one row) and an
     engine that logs its rows open the same values as SQLAlchemy's own processing."""
+
     class Base(DeclarativeBase):
         pass
 
@@ -303,7 +329,11 @@ def test_relationship_loads_and_echo(tmp_path, keyrings):
 
     def load(engine, option):
         with Session(engine) as s:
-            owners = s.scalars(select(Owner).options(option(Owner.pets)).order_by(Owner.id)).unique().all()
+            owners = (
+                s.scalars(select(Owner).options(option(Owner.pets)).order_by(Owner.id))
+                .unique()
+                .all()
+            )
             return [(o.name, [(p.name, p.owner.name) for p in o.pets]) for o in owners]
 
     engine = create_engine(f"sqlite:///{tmp_path / 'rel.db'}")
@@ -316,7 +346,10 @@ def test_relationship_loads_and_echo(tmp_path, keyrings):
     echo = create_engine(engine.url, echo=True)
     for option in (joinedload, selectinload):
         expected = load(off, option)
-        assert expected[3] == ("owner 3", [("pet 3.0", "owner 3"), ("pet 3.1", "owner 3"), ("pet 3.2", "owner 3")])
+        assert expected[3] == (
+            "owner 3",
+            [("pet 3.0", "owner 3"), ("pet 3.1", "owner 3"), ("pet 3.2", "owner 3")],
+        )
         assert load(engine, option) == expected and load(engine, option) == expected
         assert load(echo, option) == expected
     for e in (engine, off, echo):

@@ -98,7 +98,9 @@ def test_types_that_differ_in_binary_keep_the_text_format(pg, keyrings):
     )  # fmt: skip
     pg.meta.create_all(pg)
     with pg.begin() as conn:
-        conn.execute(insert(table), [{"id": 1, "r": 0.1, "doc": {"a": 1}, "ip": "10.0.0.1", "email": "x@y"}])
+        conn.execute(
+            insert(table), [{"id": 1, "r": 0.1, "doc": {"a": 1}, "ip": "10.0.0.1", "email": "x@y"}]
+        )
     for col in (table.c.r, table.c.doc, table.c.ip):
         runs = _runs(pg, select(table.c.email, col))
         assert pg.formats[-3:] == ["TEXT", "TEXT", "TEXT"], col
@@ -108,7 +110,12 @@ def test_types_that_differ_in_binary_keep_the_text_format(pg, keyrings):
         conn.exec_driver_sql("CREATE EXTENSION IF NOT EXISTS citext")
         conn.exec_driver_sql("ALTER TABLE results_unsafe ADD COLUMN nick citext DEFAULT 'Nick'")
         conn.commit()
-    nick = Table("results_unsafe", MetaData(), Column("nick", sa.String), Column("email", EncryptedString(100)))
+    nick = Table(
+        "results_unsafe",
+        MetaData(),
+        Column("nick", sa.String),
+        Column("email", EncryptedString(100)),
+    )
     runs = _runs(pg, select(nick.c.email, nick.c.nick))
     assert pg.formats[-3:] == ["TEXT", "TEXT", "TEXT"]
     assert runs[-1] == [("x@y", "Nick")]
@@ -150,9 +157,16 @@ def test_orm_loads_and_returning_use_it_too(pg, keyrings):
     for _ in range(3):
         with Session(pg) as session:
             people = session.scalars(select(Person).order_by(Person.id)).all()
-            assert [(p.ssn, p.profile) for p in people] == [(f"123-45-{i:04d}", {"i": i}) for i in range(3)]
+            assert [(p.ssn, p.profile) for p in people] == [
+                (f"123-45-{i:04d}", {"i": i}) for i in range(3)
+            ]
     assert pg.formats[-3:] == ["TEXT", "BINARY", "BINARY"]
-    stmt = sa.update(Person.__table__).where(Person.id == 1).values(ssn="999-99-9999").returning(Person.ssn)
+    stmt = (
+        sa.update(Person.__table__)
+        .where(Person.id == 1)
+        .values(ssn="999-99-9999")
+        .returning(Person.ssn)
+    )
     got = []
     for _ in range(2):
         with pg.begin() as conn:
@@ -181,7 +195,9 @@ def test_the_asyncio_driver_switches_its_psycopg_cursor(pg_url, keyrings):
         try:
             async with engine.begin() as conn:
                 await conn.run_sync(meta.create_all)
-                await conn.execute(insert(table), [{"id": 1, "email": "a@b"}, {"id": 2, "email": None}])
+                await conn.execute(
+                    insert(table), [{"id": 1, "email": "a@b"}, {"id": 2, "email": None}]
+                )
             got = []
             for _ in range(3):
                 async with engine.connect() as conn:

@@ -74,7 +74,9 @@ def test_ddl_per_dialect():
     my = str(CreateTable(t).compile(dialect=mysql.dialect()))
     assert "ssn BYTEA" in pg and "notes BYTEA" in pg and "email_index BYTEA" in pg
     assert "ssn BLOB" in lite and "notes BLOB" in lite
-    assert "ssn VARBINARY(99)" in my and "notes LONGBLOB" in my and "email_index VARBINARY(20)" in my
+    assert (
+        "ssn VARBINARY(99)" in my and "notes LONGBLOB" in my and "email_index VARBINARY(20)" in my
+    )
     big = _table(Column("doc", EncryptedBinary(100_000)), name="big")
     assert "doc BLOB(100055)" in str(CreateTable(big).compile(dialect=mysql.dialect()))
 
@@ -213,7 +215,11 @@ def test_interval_codec_round_trips(value):
 
 @given(
     st.recursive(
-        st.none() | st.booleans() | st.integers() | st.text() | st.floats(allow_nan=False, allow_infinity=False),
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.text()
+        | st.floats(allow_nan=False, allow_infinity=False),
         lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner),
         max_leaves=20,
     )
@@ -276,10 +282,15 @@ def test_alembic_autogenerate_renders_the_types():
     )
     engine = sa.create_engine("sqlite://")
     with engine.connect() as conn:
-        code = render_python_code(produce_migrations(MigrationContext.configure(conn), t.metadata).upgrade_ops)
+        code = render_python_code(
+            produce_migrations(MigrationContext.configure(conn), t.metadata).upgrade_ops
+        )
     assert alembic.__version__
     assert "sealstore.adapters.sqlalchemy.EncryptedString(11)" in code
-    assert "sealstore.adapters.sqlalchemy.Encrypted(sa.Numeric(precision=10, scale=2), keyring='pii')" in code
+    assert (
+        "sealstore.adapters.sqlalchemy.Encrypted(sa.Numeric(precision=10, scale=2), keyring='pii')"
+        in code
+    )
     assert "sealstore.adapters.sqlalchemy.BlindIndex('ssn', size=8)" in code
     assert "info=" not in code  # nothing of sealstore's bookkeeping leaks into migrations
     # the rendered column definitions evaluate back to the same types

@@ -13,7 +13,17 @@ import pytest
 import sqlalchemy as sa
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sqlalchemy import Column, Integer, MetaData, Table, create_engine, event, insert, inspect, select
+from sqlalchemy import (
+    Column,
+    Integer,
+    MetaData,
+    Table,
+    create_engine,
+    event,
+    insert,
+    inspect,
+    select,
+)
 from sqlalchemy.exc import StatementError
 
 from sealstore.adapters.sqlalchemy import MAX_OVERHEAD, Encrypted, EncryptedString, codec_for
@@ -67,7 +77,9 @@ def _read_equal(type_, expected, got) -> bool:
     if isinstance(type_, sa.Numeric) and not isinstance(type_, sa.Float):
         if expected.is_finite():
             scale = type_.scale
-            return got == (expected.quantize(D(1).scaleb(-scale)) if scale is not None else expected)
+            return got == (
+                expected.quantize(D(1).scaleb(-scale)) if scale is not None else expected
+            )
     if isinstance(expected, dt.datetime) and expected.tzinfo is not None:
         return got == expected and got.utcoffset() == dt.timedelta(0)
     return got == expected
@@ -93,8 +105,9 @@ def test_no_accepted_decimal_is_longer_than_the_size(value, limits):
     assert len(encoded) <= codec.max_size
 
 
-_OFFSETS = st.builds(lambda us: dt.timezone(dt.timedelta(microseconds=us)),
-                     st.integers(-86399999999, 86399999999))
+_OFFSETS = st.builds(
+    lambda us: dt.timezone(dt.timedelta(microseconds=us)), st.integers(-86399999999, 86399999999)
+)
 _ANY_VALUE = st.one_of(
     st.tuples(st.just(sa.Float()), st.floats()),
     st.tuples(st.just(sa.Time(timezone=True)), st.times(timezones=st.timezones() | _OFFSETS)),
@@ -128,6 +141,7 @@ def mode_engine(request, tmp_path, keyrings):
         url = request.getfixturevalue("pg_url" if backend == "postgresql" else "mariadb_url")
     engine = create_engine(url)
     if backend == "mariadb-non-strict":
+
         @event.listens_for(engine, "connect")
         def _non_strict(dbapi_conn, _record):
             with dbapi_conn.cursor() as cur:
@@ -159,7 +173,11 @@ def test_worst_cases_round_trip_and_fill_their_columns(mode_engine):
     reflected = {c["name"]: c["type"] for c in inspect(mode_engine).get_columns("ss_widths")}
     for name, type_, values in CASES:
         longest = max(len(raw(mode_engine, "ss_widths", name, i + 1)) for i in range(len(values)))
-        assert longest == widths.c[name].type.storage_length == codec_for(type_).max_size + MAX_OVERHEAD
+        assert (
+            longest
+            == widths.c[name].type.storage_length
+            == codec_for(type_).max_size + MAX_OVERHEAD
+        )
         if mode_engine.dialect.name in ("mysql", "mariadb"):
             assert reflected[name].length == longest, name
 
@@ -183,7 +201,9 @@ def test_values_that_would_not_fit_are_refused_before_writing(mode_engine, name,
     error = info.value.orig
     assert isinstance(error, ValueTooLong)
     assert f"ss_widths.{name}" in str(error)
-    assert str(value) not in str(error) and str(value)[:4] not in str(error).replace("ss_widths", "")
+    assert str(value) not in str(error) and str(value)[:4] not in str(error).replace(
+        "ss_widths", ""
+    )
     with mode_engine.connect() as conn:
         assert conn.execute(select(sa.func.count()).select_from(widths)).scalar_one() == 0
 

@@ -21,7 +21,12 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from sealstore.adapters.sqlalchemy import BlindIndex, EncryptedString
-from sealstore.errors import DatabaseOperationFailed, BlindIndexError, MalformedCiphertext, UnsealedExpression
+from sealstore.errors import (
+    DatabaseOperationFailed,
+    BlindIndexError,
+    MalformedCiphertext,
+    UnsealedExpression,
+)
 
 from sqlalchemy_cases import Secret, User, db, keyrings, raw  # noqa: F401
 
@@ -43,8 +48,13 @@ def _upsert(engine, stmt, set_):
 
 def _seed(engine, *ids) -> None:
     with engine.begin() as conn:
-        conn.execute(insert(users), [{"id": i, "email": f"old{i}@x.org", "ssn": "123-45-6789",
-                                      "name": "plain"} for i in ids])
+        conn.execute(
+            insert(users),
+            [
+                {"id": i, "email": f"old{i}@x.org", "ssn": "123-45-6789", "name": "plain"}
+                for i in ids
+            ],
+        )
 
 
 def _ids(engine, *criteria) -> list[int]:
@@ -53,7 +63,9 @@ def _ids(engine, *criteria) -> list[int]:
 
 
 def _stored(engine, ident) -> tuple:
-    return tuple(raw(engine, "ss_users", col, ident) for col in ("ssn", "notes", "email", "email_index"))
+    return tuple(
+        raw(engine, "ss_users", col, ident) for col in ("ssn", "notes", "email", "email_index")
+    )
 
 
 def _moved(engine, ident, new: str, old: str | None = None) -> None:
@@ -84,7 +96,9 @@ REFUSED = {
         [{"id": 2, "ssn": "a"}, {"id": 3, "ssn": bindparam("later")}]
     ),
     "multi-row function": lambda: insert(users).values([{"id": 2, "ssn": func.upper(SECRET)}]),
-    "insert from select": lambda: insert(users).from_select(["id", "notes"], select(users.c.id + 10, users.c.name)),
+    "insert from select": lambda: insert(users).from_select(
+        ["id", "notes"], select(users.c.id + 10, users.c.name)
+    ),
     "ordered_values": lambda: update(users).ordered_values((users.c.notes, func.upper(SECRET))),
     "orm values": lambda: update(User).where(User.id == 1).values(notes=func.upper(SECRET)),
     "orm insert": lambda: insert(User).values(id=2, ssn=func.upper(SECRET)),
@@ -109,8 +123,12 @@ def test_upsert_set_expressions_are_refused(db):
     _seed(db, 1)
     before = _stored(db, 1)
     ins = _dialect_insert(db)(users).values(id=1, ssn="999-99-9999")
-    for set_ in ({"ssn": func.upper(SECRET)}, {"ssn": users.c.name}, {"notes": literal(SECRET)},
-                 {"ssn": ins.excluded.notes if hasattr(ins, "excluded") else ins.inserted.notes}):
+    for set_ in (
+        {"ssn": func.upper(SECRET)},
+        {"ssn": users.c.name},
+        {"notes": literal(SECRET)},
+        {"ssn": ins.excluded.notes if hasattr(ins, "excluded") else ins.inserted.notes},
+    ):
         with pytest.raises(UnsealedExpression), db.begin() as conn:
             conn.execute(_upsert(db, ins, set_))
     assert _stored(db, 1) == before
@@ -146,12 +164,22 @@ def test_lambda_statements_are_checked(db):
     with pytest.raises(UnsealedExpression), db.begin() as conn:  # SQLAlchemy types it String
         conn.execute(lambda_stmt(lambda: update(users).where(users.c.id == 1).values(email=value)))
     with pytest.raises(BlindIndexError), db.begin() as conn:  # sealed, but the index cannot follow
-        conn.execute(lambda_stmt(lambda: update(users).where(users.c.id == 1).values(
-            email=bindparam("e", type_=users.c.email.type))), {"e": value})
+        conn.execute(
+            lambda_stmt(
+                lambda: (
+                    update(users)
+                    .where(users.c.id == 1)
+                    .values(email=bindparam("e", type_=users.c.email.type))
+                )
+            ),
+            {"e": value},
+        )
     assert _stored(db, 1) == before
     with db.begin() as conn:  # parameter sets keyed by column: the index follows
-        conn.execute(lambda_stmt(lambda: update(users).where(users.c.id == bindparam("i"))),
-                     [{"i": 1, "email": value}])
+        conn.execute(
+            lambda_stmt(lambda: update(users).where(users.c.id == bindparam("i"))),
+            [{"i": 1, "email": value}],
+        )
     _moved(db, 1, value, "old1@x.org")
 
 
@@ -159,8 +187,13 @@ def test_values_and_bound_parameters_are_sealed(db):
     _seed(db, 1)
     with db.begin() as conn:
         conn.execute(update(users).where(users.c.id == 1).values(ssn="111-11-1111"))
-        conn.execute(update(users).where(users.c.id == 1).values(notes=bindparam("n")), {"n": SECRET})
-        conn.execute(insert(users).values(id=2, notes=bindparam("n", type_=users.c.notes.type)), {"n": SECRET})
+        conn.execute(
+            update(users).where(users.c.id == 1).values(notes=bindparam("n")), {"n": SECRET}
+        )
+        conn.execute(
+            insert(users).values(id=2, notes=bindparam("n", type_=users.c.notes.type)),
+            {"n": SECRET},
+        )
     for ident in (1, 2):
         assert SECRET.encode() not in raw(db, "ss_users", "notes", ident)
     with Session(db) as session:
@@ -206,7 +239,9 @@ def test_insert_values_with_a_named_bindparam(db):
     with db.begin() as conn:
         conn.execute(stmt, [{"id": 1, "e": "a@x.org"}, {"id": 2, "e": "b@x.org"}])
         conn.execute(stmt, {"id": 3, "e": "c@x.org"})
-        conn.execute(insert(users).values(id=4, email=bindparam("e", "d@x.org", type_=users.c.email.type)))
+        conn.execute(
+            insert(users).values(id=4, email=bindparam("e", "d@x.org", type_=users.c.email.type))
+        )
     for ident, email in ((1, "a@x.org"), (2, "b@x.org"), (3, "c@x.org"), (4, "d@x.org")):
         _moved(db, ident, email)
 
@@ -214,9 +249,13 @@ def test_insert_values_with_a_named_bindparam(db):
 def test_literal_values_multi_row_values_and_ordered_values(db):
     _seed(db, 1, 2)
     with db.begin() as conn:
-        conn.execute(insert(users).values([{"id": 3, "email": "m3@x.org"}, {"id": 4, "email": "m4@x.org"}]))
+        conn.execute(
+            insert(users).values([{"id": 3, "email": "m3@x.org"}, {"id": 4, "email": "m4@x.org"}])
+        )
         conn.execute(update(users).where(users.c.id == 1).values(email="lit@x.org"))
-        conn.execute(update(users).where(users.c.id == 2).ordered_values((users.c.email, "ord@x.org")))
+        conn.execute(
+            update(users).where(users.c.id == 2).ordered_values((users.c.email, "ord@x.org"))
+        )
     _moved(db, 3, "m3@x.org")
     _moved(db, 4, "m4@x.org")
     _moved(db, 1, "lit@x.org", "old1@x.org")
@@ -249,10 +288,17 @@ def test_returning(db):
             pytest.skip("MariaDB has no UPDATE ... RETURNING")
     _seed(db, 1)
     with db.begin() as conn:
-        got = conn.execute(
-            update(users).where(users.c.id == 1).values(email=bindparam("e")).returning(users.c.id),
-            {"e": "ret@x.org"},
-        ).scalars().all()
+        got = (
+            conn.execute(
+                update(users)
+                .where(users.c.id == 1)
+                .values(email=bindparam("e"))
+                .returning(users.c.id),
+                {"e": "ret@x.org"},
+            )
+            .scalars()
+            .all()
+        )
     assert got == [1]
     _moved(db, 1, "ret@x.org", "old1@x.org")
 
@@ -261,10 +307,16 @@ def test_insert_returning_with_named_bindparams(db):
     if not db.dialect.insert_returning:
         pytest.skip(f"{db.dialect.name} has no INSERT ... RETURNING")
     with db.begin() as conn:
-        got = conn.execute(
-            insert(users).values(email=bindparam("e")).returning(users.c.id, sort_by_parameter_order=True),
-            [{"id": 1, "e": "r1@x.org"}, {"id": 2, "e": "r2@x.org"}],
-        ).scalars().all()
+        got = (
+            conn.execute(
+                insert(users)
+                .values(email=bindparam("e"))
+                .returning(users.c.id, sort_by_parameter_order=True),
+                [{"id": 1, "e": "r1@x.org"}, {"id": 2, "e": "r2@x.org"}],
+            )
+            .scalars()
+            .all()
+        )
     assert got == [1, 2]
     _moved(db, 1, "r1@x.org")
     _moved(db, 2, "r2@x.org")
@@ -277,11 +329,19 @@ def test_upserts(db):
     row = ins.excluded if hasattr(ins, "excluded") else ins.inserted
     with db.begin() as conn:
         conn.execute(_upsert(db, ins, {"email": row.email}))
-        conn.execute(_upsert(db, make(users).values(id=2, email="ignored@x.org"), {"email": "up2@x.org"}))
+        conn.execute(
+            _upsert(db, make(users).values(id=2, email="ignored@x.org"), {"email": "up2@x.org"})
+        )
         named = make(users).values(id=bindparam("i"), email=bindparam("e"))
         conn.execute(_upsert(db, named, {"email": bindparam("e")}), [{"i": 3, "e": "up3@x.org"}])
         fresh = make(users).values(id=7, email="new7@x.org")
-        conn.execute(_upsert(db, fresh, {"email": (fresh.excluded if hasattr(fresh, "excluded") else fresh.inserted).email}))
+        conn.execute(
+            _upsert(
+                db,
+                fresh,
+                {"email": (fresh.excluded if hasattr(fresh, "excluded") else fresh.inserted).email},
+            )
+        )
     _moved(db, 1, "up1@x.org", "old1@x.org")
     _moved(db, 2, "up2@x.org", "old2@x.org")
     _moved(db, 3, "up3@x.org", "old3@x.org")
@@ -306,7 +366,9 @@ def test_an_index_the_statement_sets_itself_is_left_as_given(db):
     _seed(db, 1)
     computed = users.c.email_index.type.compute("mine@x.org")
     with db.begin() as conn:
-        conn.execute(update(users).where(users.c.id == 1).values(email="mine@x.org", email_index=computed))
+        conn.execute(
+            update(users).where(users.c.id == 1).values(email="mine@x.org", email_index=computed)
+        )
     assert raw(db, "ss_users", "email_index", 1) == computed
     _moved(db, 1, "mine@x.org", "old1@x.org")
 
@@ -317,8 +379,13 @@ def test_orm_insert_returning_the_model_with_a_list_of_dicts(db):
         pytest.skip(f"{db.dialect.name} has no INSERT ... RETURNING")
     rows = [{"id": 1, "email": "a@x.org", "ssn": "123-45-6789"}, {"id": 2, "email": "b@x.org"}]
     with Session(db) as session:
-        got = session.scalars(insert(User).returning(User, sort_by_parameter_order=True), rows).all()
-        assert [(u.id, u.email, u.ssn) for u in got] == [(1, "a@x.org", "123-45-6789"), (2, "b@x.org", None)]
+        got = session.scalars(
+            insert(User).returning(User, sort_by_parameter_order=True), rows
+        ).all()
+        assert [(u.id, u.email, u.ssn) for u in got] == [
+            (1, "a@x.org", "123-45-6789"),
+            (2, "b@x.org", None),
+        ]
         session.commit()
     _moved(db, 1, "a@x.org")
     _moved(db, 2, "b@x.org")
@@ -363,7 +430,10 @@ def test_a_unique_index_holds_per_index_key_and_reindexing_detects_a_duplicate(d
         with Session(db) as session:  # under the new key the value is new to the database
             session.add(Account(id=2, login="ada"))
             session.commit()
-            assert sorted(session.scalars(select(Account.id).where(Account.login == "ada"))) == [1, 2]
+            assert sorted(session.scalars(select(Account.id).where(Account.login == "ada"))) == [
+                1,
+                2,
+            ]
         # re-indexing row 1 collides with row 2: detected, and reported without the statement's
         # parameters (the driver's IntegrityError names the error class, never the values)
         with pytest.raises(DatabaseOperationFailed, match="IntegrityError|UniqueViolation") as info:

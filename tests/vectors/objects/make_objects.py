@@ -22,9 +22,7 @@ for suite, tag, seg, n in CASES:
     keyring = Keyring([Key(key_id, suite, material, state="primary")], tag_size=tag)
     plaintext = bytes(i * 7 % 251 for i in range(n))
     context = b"sealstore/vectors" if suite == "AEGIS-128L" else b""
-    sealed = b"".join(
-        S.seal_stream(plaintext, keyring, segment_size=seg, context=context)
-    )
+    sealed = b"".join(S.seal_stream(plaintext, keyring, segment_size=seg, context=context))
     out.append(
         {
             "suite": suite,
