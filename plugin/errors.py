@@ -35,6 +35,7 @@ __all__ = [
     "SourceChanged",
     "TruncatedObject",
     "UndecodableValue",
+    "UnencodableValue",
     "UnknownKeyId",
     "UnknownKeyring",
     "UnsealedExpression",
@@ -43,6 +44,7 @@ __all__ = [
     "UnsupportedComparison",
     "UnsupportedOperation",
     "ValueTooLong",
+    "WrongValueType",
     "WrongLocation",
 ]
 
@@ -138,6 +140,17 @@ class ColumnBindingError(SealstoreError, ValueError):
 
 class ValueTooLong(SealstoreError, ValueError):
     """A value is longer than the encrypted column's declared length."""
+
+
+class UnencodableValue(SealstoreError, ValueError):
+    """A value its encrypted column's type cannot hold (not one of an enum's members, a NaN
+    with a payload, text with a lone surrogate, a string that is not a UUID); raised before
+    anything is written, and the message holds nothing of the value."""
+
+
+class WrongValueType(SealstoreError, TypeError):
+    """A value of a Python type its encrypted column does not take (a str for an Integer
+    column, an object JSON cannot serialize); raised before anything is written."""
 
 
 class UndecodableValue(SealstoreError, ValueError):

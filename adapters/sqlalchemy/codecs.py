@@ -38,7 +38,7 @@ from typing import Any, Callable, NamedTuple
 
 from sqlalchemy import types as sqltypes
 
-from ...errors import UndecodableValue, ValueTooLong
+from ...errors import UndecodableValue, UnencodableValue, ValueTooLong, WrongValueType
 
 __all__ = ["Codec", "codec_for", "string_codec", "binary_codec", "json_codec"]
 
@@ -68,18 +68,18 @@ class Codec(NamedTuple):
         raise error
 
 
-def _type_error(name: str, expected: str, value: Any) -> TypeError:
-    return TypeError(f"{name} column expects {expected}, not {type(value).__name__}")
+def _type_error(name: str, expected: str, value: Any) -> WrongValueType:
+    return WrongValueType(f"{name} column expects {expected}, not {type(value).__name__}")
 
 
 def _utf8(text: str, name: str) -> bytes:
-    """``text`` in UTF-8; a lone surrogate raises ValueError without the text (the
+    """``text`` in UTF-8; a lone surrogate raises UnencodableValue without the text (the
     UnicodeEncodeError would carry it in ``.object``, and chain it as ``__context__``)."""
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
         pass
-    raise ValueError(f"{name} value is not valid Unicode (a lone surrogate): it has no UTF-8 form")
+    raise UnencodableValue(f"{name} value is not valid Unicode (a lone surrogate): it has no UTF-8 form")
 
 
 def string_codec(length: int | None, name: str = "EncryptedString") -> Codec:
@@ -125,7 +125,7 @@ def json_codec(name: str = "EncryptedJSON") -> Codec:
         try:
             text = dumps(value)
         except TypeError as exc:
-            raise TypeError(f"{name} value is not JSON serializable: {exc}") from None
+            raise WrongValueType(f"{name} value is not JSON serializable: {exc}") from None
         return _utf8(text, name)
 
     return Codec(encode, loads, None, name)
@@ -221,7 +221,7 @@ def _numeric_codec(precision: int | None, scale: int | None, asdecimal: bool, na
         if not d.is_finite():
             special = _SPECIALS.get("NaN" if d.is_qnan() and not d.as_tuple().digits else str(d))
             if special is None:  # sNaN, NaN with a payload
-                raise ValueError(
+                raise UnencodableValue(
                     f"{name} takes NaN, Infinity and -Infinity, no other special value"
                 )
             return special
@@ -303,7 +303,7 @@ def _uuid_codec(as_uuid: bool, name: str) -> Codec:
             try:
                 return uuid.UUID(value).bytes
             except ValueError:
-                raise ValueError(f"{name} value is not a UUID string") from None
+                raise UnencodableValue(f"{name} value is not a UUID string") from None
         raise _type_error(name, "uuid.UUID", value)
 
     def decode(data: bytes):
@@ -343,7 +343,7 @@ def _enum_codec(type_: sqltypes.Enum, name: str) -> Codec:
         else:
             raise _type_error(name, "an enum member or str", value)
         if text is None:
-            raise ValueError(f"{name} value is not one of the enum's members")
+            raise UnencodableValue(f"{name} value is not one of the enum's members")
         return text.encode("utf-8")
 
     def decode(data: bytes):
