@@ -30,8 +30,8 @@ from __future__ import annotations
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import operators
 from sqlalchemy.sql.compiler import _CompileLabel
+from sqlalchemy.sql import elements as _elements
 from sqlalchemy.sql.elements import (
-    AggregateOrderBy,
     BinaryExpression,
     Cast,
     ClauseList,
@@ -259,10 +259,16 @@ def _compile_over(element, compiler, **kw):
     return compiler.visit_over(element, **kw)
 
 
-@compiles(AggregateOrderBy)
 def _compile_aggregate_order_by(element, compiler, **kw):
     _check_order(element.order_by, "an aggregate's ORDER BY")
     return compiler.visit_aggregateorderby(element, **kw)
+
+
+#: ``func.x(...).aggregate_order_by()`` is new in SQLAlchemy 2.1 (2.0 has only PostgreSQL's
+#: own ``aggregate_order_by``, not hooked: docs/COLUMNS.md)
+AggregateOrderBy = getattr(_elements, "AggregateOrderBy", None)
+if AggregateOrderBy is not None:
+    compiles(AggregateOrderBy)(_compile_aggregate_order_by)
 
 
 @compiles(WithinGroup)

@@ -83,13 +83,14 @@ REFUSED = {
     "having_function": lambda: (
         select(User.name).group_by(User.name).having(func.upper(User.ssn) == PLAIN)
     ),
-    "aggregate_order_by": lambda: select(func.count(User.id).aggregate_order_by(User.ssn)),
     "within_group": lambda: select(func.percentile_disc(0.5).within_group(User.visits)),
     "update_where_function": lambda: (
         update(users).where(func.lower(users.c.ssn) == PLAIN).values(name="x")
     ),
     "delete_where_cast": lambda: delete(users).where(cast(users.c.ssn, String) == PLAIN),
 }
+if hasattr(func.count(), "aggregate_order_by"):  # SQLAlchemy 2.1 and later
+    REFUSED["aggregate_order_by"] = lambda: select(func.count(User.id).aggregate_order_by(User.ssn))
 
 
 def _self_join():
