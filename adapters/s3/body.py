@@ -102,6 +102,10 @@ class Resuming:
             return chunk
 
     def readinto(self, buf) -> int:
+        if not hasattr(self._raw, "readinto"):  # botocore before 1.36 reads only with read()
+            chunk = self.read(len(buf))
+            buf[: len(chunk)] = chunk
+            return len(chunk)
         while True:
             try:
                 n = self._raw.readinto(buf)
