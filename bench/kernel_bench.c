@@ -2,7 +2,7 @@
  * The C kernels alone, without Python: GB/s of every (variant, kernel) this CPU runs, for the
  * message sizes of the AEAD benchmark; medians of repeated timed batches.
  *
- *   make -C bench kernel_bench && ./bench/kernel_bench [seconds-per-case]
+ *   make -C bench kernel_bench && ./bench/kernel_bench [seconds-per-case [largest-size]]
  * (bench/aead_bench.py builds and runs it for you.)
  */
 #include <stdio.h>
@@ -52,6 +52,8 @@ int main(int argc, char **argv)
 {
     const size_t sizes[] = {64, 1024, 16384, 1 << 20, 16 << 20};
     const double budget = argc > 1 ? atof(argv[1]) : 0.2;
+    /* optional: the largest message size to run (--quick stops at 1 MiB) */
+    const size_t max_size = argc > 2 ? (size_t)strtoull(argv[2], NULL, 10) : (size_t)-1;
     uint8_t key[16] = {1}, npub[16] = {2}, ad[16] = {3};
     uint8_t *m = malloc((16 << 20) + 64), *c = malloc((16 << 20) + 64);
 
@@ -69,6 +71,9 @@ int main(int argc, char **argv)
             }
             for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
                 const size_t n = sizes[si];
+                if (n > max_size) {
+                    continue;
+                }
                 for (int dir = 0; dir < 2; dir++) {
                     double rates[REPS], cpb[REPS];
                     size_t iters = 1;
