@@ -79,7 +79,9 @@ def _utf8(text: str, name: str) -> bytes:
         return text.encode("utf-8")
     except UnicodeEncodeError:
         pass
-    raise UnencodableValue(f"{name} value is not valid Unicode (a lone surrogate): it has no UTF-8 form")
+    raise UnencodableValue(
+        f"{name} value is not valid Unicode (a lone surrogate): it has no UTF-8 form"
+    )
 
 
 def string_codec(length: int | None, name: str = "EncryptedString") -> Codec:
