@@ -144,10 +144,11 @@ class ResealTask:
     def process(self, conn, lo, hi, stats: BatchStats, *, emit=None, profile=None) -> None:
         """Re-seal the stale values of ``lo < pk <= hi`` (inside the caller's transaction)."""
         clock = time.perf_counter
-        kb = key_id_bytes(self.target_key_id())
+        target = self.target_key_id()
+        kb = key_id_bytes(target)
         t0 = clock()
         rng = in_range(self.pk_cols, lo, hi)
-        stale = self._stale(self.target_key_id())
+        stale = self._stale(target)
         todo = self._read(conn, stale if rng is None else and_(rng, stale))
         t1 = clock()
 

@@ -95,7 +95,9 @@ def _cmd_rotate(args) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(programs: dict | None = None) -> argparse.ArgumentParser:
+    """The console script's parser; ``programs`` are the ``sealstore.programs`` entry points
+    (looked up when not given)."""
     parser = argparse.ArgumentParser(prog="sealstore", description="sealstore administration")
     parser.add_argument(
         "-c",
@@ -121,7 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--suite", choices=_SUITES, help="suite of the new key (default: config)")
     p.set_defaults(func=_cmd_rotate)
 
-    for name, program in sorted(_programs().items()):  # listed for --help; main() runs them
+    programs = _programs() if programs is None else programs
+    for name, program in sorted(programs.items()):  # listed for --help; main() runs them
         commands.add_parser(name, help=program.load().help)
     for register in _registered(COMMANDS):
         register(commands, keys)
@@ -164,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] and argv[0] in programs:  # its own parser: every option after the word is its
         return programs[argv[0]].load()(argv[1:])
     try:
-        parser = build_parser()
+        parser = build_parser(programs)
     except SealstoreError as exc:
         print(f"sealstore: error: {exc}", file=sys.stderr)
         return 1
