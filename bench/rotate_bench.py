@@ -46,7 +46,7 @@ def _table():
 def _spec(keyring):
     import sqlalchemy as sa
     from sealstore.format import column_context
-    from sealstore.migrations.spec import ColumnSpec
+    from sealstore.migrations.rotation.spec import ColumnSpec
 
     ctx = column_context(TABLE, "v")
     return ColumnSpec(
@@ -101,7 +101,7 @@ def _vacuum(engine) -> None:
 
 def _worker(url, keys, batch_size, ready, go, out) -> None:
     import sqlalchemy as sa
-    from sealstore.migrations.rotation import rotate
+    from sealstore.migrations.rotation.reseal import rotate
 
     keyring = _keyring_from(keys)
     engine = sa.create_engine(url)
@@ -181,7 +181,7 @@ def _settings(engine) -> dict:
 
 def _one_worker_runs(engine, keyring, batch_size: int, rows: int, runs: int):
     """(median rows/s, its seconds, its phase split) of ``runs`` in-process rotations."""
-    from sealstore.migrations.rotation import rotate
+    from sealstore.migrations.rotation.reseal import rotate
 
     samples = []
     for _ in range(max(1, runs)):

@@ -2,7 +2,7 @@
 columns, and online key rotation with status, verify, re-index and safe retirement.
 
 Alembic: add ``sealstore.migrations:versions`` to ``version_locations`` (branch label
-``sealstore``); ``import sealstore.migrations.ops`` gives ``op.encrypt_column`` /
+``sealstore``); ``import sealstore.migrations.alembic.ops`` gives ``op.encrypt_column`` /
 ``op.decrypt_column``, and :data:`rewriter` makes autogenerate use them.
 
 Python API (each also a ``sealstore`` CLI command)::
@@ -49,21 +49,21 @@ VERSIONS = Path(__file__).resolve().parent / "versions"
 VERSION_LOCATION = "sealstore.migrations:versions"
 
 _LAZY = {
-    "ColumnSpec": "spec",
-    "IndexSpec": "spec",
-    "specs_from_metadata": "spec",
-    "WorkerResult": "worker",
+    "ColumnSpec": "rotation.spec",
+    "IndexSpec": "rotation.spec",
+    "specs_from_metadata": "rotation.spec",
+    "WorkerResult": "rotation.worker",
     "create_tables": "schema",
     "drop_tables": "schema",
-    "find_references": "retire",
-    "register_s3_prefix": "retire",
-    "unregister_s3_prefix": "retire",
-    "make_progress": "progress",
-    "reindex": "reindexing",
-    "rewriter": "ops",
-    "rotate": "rotation",
-    "status": "keystatus",
-    "verify": "verification",
+    "find_references": "rotation.retire",
+    "register_s3_prefix": "rotation.retire",
+    "unregister_s3_prefix": "rotation.retire",
+    "make_progress": "rotation.progress",
+    "reindex": "rotation.reindex",
+    "rewriter": "alembic.ops",
+    "rotate": "rotation.reseal",
+    "status": "rotation.status",
+    "verify": "rotation.verify",
 }
 
 

@@ -1,90 +1,13 @@
-"""Alembic autogenerate settings for an application that uses sealstore, in one call.
+"""Moved to :mod:`sealstore.migrations.alembic.autogen`; this name stays for the Alembic revision
+scripts and ``env.py`` files written against sealstore 0.1, which keep working unchanged."""
 
-In the application's ``env.py``::
+import warnings
 
-    from sealstore.migrations.autogen import alembic_options
+from .alembic.autogen import *  # noqa: F403
+from .alembic.autogen import __all__  # noqa: F401
 
-    context.configure(connection=connection, target_metadata=target_metadata,
-                      **alembic_options())
-
-which sets
-
-* ``include_name`` / ``include_object``: sealstore's tables (the key registry, the job and S3
-  prefix tables) and their indexes are left out of the comparison, so a first autogenerate
-  never proposes ``op.drop_table('sealstore_keys')`` (:mod:`sealstore.migrations.ownership`);
-* ``process_revision_directives``: sealstore's rewriter (``String`` -> encrypted type becomes
-  ``op.encrypt_column``; it also removes any operation on sealstore's tables);
-* ``render_item``: a migration that renders a sealstore type imports its module, so the
-  generated file runs without editing the template.
-
-Hooks of the application's own are passed as keyword arguments and run as well: the filters
-must both include an object, the application's ``render_item`` is asked first.
-"""
-
-from __future__ import annotations
-
-from ..adapters.sqlalchemy import BlindIndex, EncryptedType
-from . import ownership
-from .ops import rewriter
-
-__all__ = ["alembic_options", "render_item"]
-
-_TYPES_MODULE = "sealstore.adapters.sqlalchemy"
-
-
-def render_item(type_, obj, autogen_context):
-    """Alembic ``render_item`` hook: a sealstore type renders as
-    ``sealstore.adapters.sqlalchemy.<repr>`` and adds ``import sealstore.adapters.sqlalchemy``
-    to the migration's imports; anything else renders as Alembic's default (``False``)."""
-    if type_ != "type" or not isinstance(obj, (EncryptedType, BlindIndex)):
-        return False
-    if autogen_context.imports is not None:
-        autogen_context.imports.add(f"import {_TYPES_MODULE}")
-    if getattr(obj, "_variant_mapping", None):
-        return False  # Alembic renders each variant (and calls this hook for each)
-    return f"{_TYPES_MODULE}.{obj!r}"
-
-
-def _both(ours, theirs):
-    if theirs is None:
-        return ours
-
-    def include(*args):
-        return ours(*args) and theirs(*args)
-
-    return include
-
-
-def _render_first(theirs):
-    if theirs is None:
-        return render_item
-
-    def render(type_, obj, autogen_context):
-        rendered = theirs(type_, obj, autogen_context)
-        return rendered if rendered is not False else render_item(type_, obj, autogen_context)
-
-    return render
-
-
-def _directives_then(theirs):
-    if theirs is None:
-        return rewriter
-
-    def process(context, revision, directives):
-        rewriter(context, revision, directives)
-        theirs(context, revision, directives)
-
-    return process
-
-
-def alembic_options(
-    *, include_name=None, include_object=None, render_item=None, process_revision_directives=None
-) -> dict:
-    """Keyword arguments for ``context.configure()`` (see the module docstring); the optional
-    arguments are the application's own hooks, combined with sealstore's."""
-    return {
-        "include_name": _both(ownership.include_name, include_name),
-        "include_object": _both(ownership.include_object, include_object),
-        "render_item": _render_first(render_item),
-        "process_revision_directives": _directives_then(process_revision_directives),
-    }
+warnings.warn(
+    "sealstore.migrations.autogen moved to sealstore.migrations.alembic.autogen",
+    DeprecationWarning,
+    stacklevel=2,
+)

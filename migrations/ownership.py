@@ -1,78 +1,13 @@
-"""Which database objects belong to sealstore, so an application's Alembic autogenerate leaves
-them alone.
+"""Moved to :mod:`sealstore.migrations.alembic.ownership`; this name stays for the Alembic revision
+scripts and ``env.py`` files written against sealstore 0.1, which keep working unchanged."""
 
-sealstore's tables (``sealstore_keys``, ``sealstore_jobs``, ``sealstore_job_batches``,
-``sealstore_s3_prefixes``, listed in :mod:`sealstore.migrations.schema`) are created by
-sealstore's own revisions (branch ``sealstore``) or by ``create_tables()``.  An application's
-models do not declare them, so its autogenerate sees them in the database only and proposes
-``op.drop_table('sealstore_keys')``: running that destroys the key registry.
+import warnings
 
-* :func:`include_name` / :func:`include_object` are Alembic's filter hooks: sealstore's tables,
-  and the indexes, constraints and columns of those tables, are neither compared nor rendered.
-* :func:`install` registers the same rule on a ``Rewriter`` (sealstore's
-  ``process_revision_directives`` rewriter has it): any operation on those tables is removed
-  from a generated revision, whatever filters ``env.py`` sets.
-"""
+from .alembic.ownership import *  # noqa: F403
+from .alembic.ownership import __all__  # noqa: F401
 
-from __future__ import annotations
-
-from alembic.operations import ops as alembic_ops
-
-from .schema import metadata
-
-__all__ = ["SEALSTORE_TABLES", "include_name", "include_object", "install", "is_sealstore_table"]
-
-#: The names of the tables sealstore keeps in an application's database.
-SEALSTORE_TABLES = frozenset(metadata.tables)
-
-
-def is_sealstore_table(name: str | None) -> bool:
-    """True for the name of one of sealstore's own tables (in any schema)."""
-    return name in SEALSTORE_TABLES
-
-
-def include_name(name, type_, parent_names) -> bool:
-    """Alembic ``include_name`` hook: skip sealstore's tables and everything inside them."""
-    if type_ == "table":
-        return not is_sealstore_table(name)
-    return not is_sealstore_table(parent_names.get("table_name"))
-
-
-def _table_of(obj):
-    if obj is None:
-        return None
-    table = getattr(obj, "table", None)  # Column, Index, constraints
-    if table is not None:
-        return getattr(table, "name", None)
-    return getattr(obj, "name", None)  # Table
-
-
-def include_object(obj, name, type_, reflected, compare_to) -> bool:
-    """Alembic ``include_object`` hook: skip sealstore's tables, their columns, indexes and
-    constraints, whether they come from the database or from the application's metadata."""
-    if type_ == "table":
-        return not is_sealstore_table(name)
-    return not (is_sealstore_table(_table_of(obj)) or is_sealstore_table(_table_of(compare_to)))
-
-
-def _skip_sealstore_table(context, revision, op):
-    """Rewriter step: drop a table-level operation on one of sealstore's tables."""
-    return [] if is_sealstore_table(op.table_name) else op
-
-
-_TABLE_OPS = (
-    alembic_ops.CreateTableOp,
-    alembic_ops.DropTableOp,
-    alembic_ops.ModifyTableOps,  # its column, index and constraint operations
-    alembic_ops.CreateIndexOp,
-    alembic_ops.DropIndexOp,
-    alembic_ops.CreateTableCommentOp,
-    alembic_ops.DropTableCommentOp,
+warnings.warn(
+    "sealstore.migrations.ownership moved to sealstore.migrations.alembic.ownership",
+    DeprecationWarning,
+    stacklevel=2,
 )
-
-
-def install(rewriter) -> None:
-    """Make ``rewriter`` (an ``alembic.autogenerate.rewriter.Rewriter``) remove every operation
-    on sealstore's tables from the revisions it processes."""
-    for cls in _TABLE_OPS:
-        rewriter.rewrites(cls)(_skip_sealstore_table)

@@ -4,7 +4,7 @@ A *transient* error is one the same transaction may not meet again: a deadlock o
 serialization failure, a lock wait that timed out, a connection that dropped or a server that
 is restarting.  They are recognised whatever layer raised them -- SQLAlchemy's wrappers
 (``DBAPIError.connection_invalidated``, ``.orig``) or the driver itself, which is what
-:func:`sealstore.migrations.cas._execute_binary` meets on psycopg 3's raw cursor -- by SQLSTATE
+:func:`sealstore.migrations.rotation.cas._execute_binary` meets on psycopg 3's raw cursor -- by SQLSTATE
 (psycopg 3, psycopg2, asyncpg), MySQL error number (PyMySQL, mysqlclient) or SQLite result
 code.  A driver ``OperationalError`` that carries no code at all is a connection failure.
 

@@ -35,7 +35,7 @@ def test_the_checker_reports_violations_and_cycles():
         "sealstore.format": {"sealstore.adapters.s3.body"},
         "sealstore.adapters.s3.body": {"sealstore.adapters.sqlalchemy.types", "sealstore._native"},
         "sealstore.adapters.sqlalchemy.types": {"sealstore.format"},
-        "sealstore.migrations.spec": {"sealstore.bench.run"},
+        "sealstore.migrations.rotation.spec": {"sealstore.bench.run"},
     }
     assert len(imports.violations(fake)) == 4
     shared = {"sealstore.adapters.s3.body": {"sealstore.adapters.objects.ranges"},

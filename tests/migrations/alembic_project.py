@@ -41,7 +41,7 @@ _ENCRYPT_USERS_SSN = '''
 """encrypt users.ssn"""
 import sqlalchemy as sa
 from alembic import op
-import sealstore.migrations.ops  # noqa: F401
+import sealstore.migrations.alembic.ops  # noqa: F401
 from sealstore.adapters.sqlalchemy import EncryptedString
 
 revision = "app_0002"

@@ -20,7 +20,7 @@ from sealstore.migrations import schema
 ENV_PY = """
 from alembic import context
 from sqlalchemy import create_engine
-from sealstore.migrations.ops import rewriter
+from sealstore.migrations.alembic.ops import rewriter
 
 config = context.config
 engine = create_engine(config.get_main_option("sqlalchemy.url"))

@@ -23,7 +23,7 @@ from alembic_project import alembic_project, encrypt_users_ssn
 from sealstore.adapters.sqlalchemy import BlindIndex, Encrypted, EncryptedJSON, EncryptedString
 from sealstore.keyring import Keyring, forget_keyring, use_keyring
 from sealstore.migrations import schema
-from sealstore.migrations.ownership import SEALSTORE_TABLES, include_object
+from sealstore.migrations.alembic.ownership import SEALSTORE_TABLES, include_object
 
 OURS = {"sealstore_keys", "sealstore_jobs", "sealstore_job_batches", "sealstore_s3_prefixes"}
 
@@ -112,7 +112,7 @@ def _install_sealstore_hooks(proj: Path) -> None:
     old = "connection=connection, target_metadata=target_metadata"
     assert text.count(old) == 1
     text = text.replace(old, old + ", **alembic_options()")
-    env.write_text("from sealstore.migrations.autogen import alembic_options\n" + text)
+    env.write_text("from sealstore.migrations.alembic.autogen import alembic_options\n" + text)
 
 
 def test_fresh_alembic_init_project_leaves_sealstore_tables_alone(tmp_path, sql_engine):
@@ -152,8 +152,8 @@ def test_fresh_alembic_init_project_leaves_sealstore_tables_alone(tmp_path, sql_
 ENV_PY = """
 from alembic import context
 from sqlalchemy import create_engine
-from sealstore.migrations.autogen import alembic_options
-from sealstore.migrations.ops import rewriter
+from sealstore.migrations.alembic.autogen import alembic_options
+from sealstore.migrations.alembic.ops import rewriter
 
 config = context.config
 hooks = config.attributes.get("hooks", "options")
@@ -425,7 +425,7 @@ def _render(op, **kw) -> tuple[str, set]:
 
 def test_render_item_renders_sealstore_types_only():
     from alembic.operations import ops as alembic_ops
-    from sealstore.migrations.autogen import render_item
+    from sealstore.migrations.alembic.autogen import render_item
 
     t = sa.Table("t", sa.MetaData(), sa.Column("id", sa.Integer, primary_key=True),
                  sa.Column("v", EncryptedString(11)), sa.Column("plain", sa.String(5)))  # fmt: skip
@@ -459,7 +459,7 @@ class _Recorder:
 
 def test_alembic_options_combine_the_applications_hooks():
     from alembic.operations import ops as alembic_ops
-    from sealstore.migrations.autogen import alembic_options
+    from sealstore.migrations.alembic.autogen import alembic_options
 
     seen = []
     opts = alembic_options(

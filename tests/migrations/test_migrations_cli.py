@@ -12,7 +12,7 @@ from cli_runner import key_file_project
 from sealstore.cli import main
 from sealstore.config import load_config
 from sealstore.keyring import forget_keyring, use_keyring
-from sealstore.migrations import ops
+from sealstore.migrations.alembic import ops
 
 MODELS = """
 import sqlalchemy as sa

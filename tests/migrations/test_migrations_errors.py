@@ -1,4 +1,4 @@
-"""No plaintext in the errors of the column conversions (sealstore.migrations.ops): a
+"""No plaintext in the errors of the column conversions (sealstore.migrations.alembic.ops): a
 decrypt_column whose new column cannot hold a value fails with DatabaseOperationFailed, whose
 message, cause and context carry none of the statement's parameters."""
 
@@ -14,7 +14,7 @@ from sealstore.adapters.sqlalchemy import EncryptedString
 from sealstore.errors import DatabaseOperationFailed
 from sealstore.keyring import Keyring, forget_keyring, use_keyring
 
-import sealstore.migrations.ops  # noqa: F401  (op.encrypt_column / op.decrypt_column)
+import sealstore.migrations.alembic.ops  # noqa: F401  (op.encrypt_column / op.decrypt_column)
 
 
 @pytest.fixture

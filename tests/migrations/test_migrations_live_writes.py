@@ -17,9 +17,9 @@ from alembic.migration import MigrationContext
 from alembic.operations import Operations
 from sealstore.adapters.sqlalchemy import EncryptedString
 from sealstore.keyring import Keyring, forget_keyring, use_keyring
-from sealstore.migrations import inplace
+from sealstore.migrations.alembic import inplace
 
-from sealstore.migrations import ops
+from sealstore.migrations.alembic import ops
 
 ROWS = 4000
 

@@ -10,7 +10,7 @@ from fixtures_s3 import make_client
 from sealstore.adapters.s3 import encrypt_client
 from sealstore.cli import main
 from sealstore.config import load_config
-from sealstore.migrations.retire import s3_references
+from sealstore.migrations.rotation.retire import s3_references
 
 
 @pytest.fixture

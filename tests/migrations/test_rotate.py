@@ -1,4 +1,4 @@
-"""Online rotation (sealstore.migrations.rotation) on SQLite and PostgreSQL: every value ends under
+"""Online rotation (sealstore.migrations.rotation.reseal) on SQLite and PostgreSQL: every value ends under
 the primary key, concurrent writers are never overwritten, a worker killed with SIGKILL at
 any point is resumed from the checkpoint, and parallel workers on PostgreSQL share the work
 without doing any of it twice."""
@@ -20,16 +20,16 @@ from sealstore.adapters.sqlalchemy import EncryptedBinary, EncryptedString
 from sealstore.errors import InvalidTag
 from sealstore.format import KEY_ID_OFFSET, column_context
 from sealstore.keyring import Keyring, forget_keyring, use_keyring
-from sealstore.migrations import jobs as jobs_mod
-from sealstore.migrations.keystatus import Reference, references, status
-from sealstore.migrations.rotation import rotate
+from sealstore.migrations.rotation import jobs as jobs_mod
+from sealstore.migrations.rotation.status import Reference, references, status
+from sealstore.migrations.rotation.reseal import rotate
 from sealstore.migrations.schema import (
     create_tables,
     drop_tables,
     sealstore_job_batches,
 )
-from sealstore.migrations.spec import ColumnSpec
-from sealstore.migrations.verification import verify
+from sealstore.migrations.rotation.spec import ColumnSpec
+from sealstore.migrations.rotation.verify import verify
 
 metadata = sa.MetaData()
 secrets = sa.Table(
@@ -332,8 +332,8 @@ import json, os, signal, sys, time
 import sqlalchemy as sa
 from sealstore.adapters.sqlalchemy import EncryptedString
 from sealstore.keyring import Key, Keyring, use_keyring
-from sealstore.migrations.rotation import rotate
-from sealstore.migrations.spec import ColumnSpec
+from sealstore.migrations.rotation.reseal import rotate
+from sealstore.migrations.rotation.spec import ColumnSpec
 
 url, keys_path, batch_size, kill_at, out_path, barrier = sys.argv[1:7]
 keys = [Key(k["id"], k["suite"], bytes.fromhex(k["material"]), state=k["state"])

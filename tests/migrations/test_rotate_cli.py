@@ -227,7 +227,7 @@ def test_reindex_with_the_index_keyring(app, capsys):
 def test_retire_refused_while_s3_objects_use_the_key(app, capsys, s3_endpoint, raw_s3, bucket):
     from fixtures_s3 import make_client
     from sealstore.adapters.s3 import encrypt_client
-    from sealstore.migrations.retire import register_s3_prefix
+    from sealstore.migrations.rotation.retire import register_s3_prefix
 
     main_kr, _ = app.keyrings()
     old = main_kr.primary.id_hex

@@ -8,7 +8,7 @@ import json
 from datetime import datetime, timedelta, timezone
 
 import sqlalchemy as sa
-from sealstore.migrations import jobs
+from sealstore.migrations.rotation import jobs
 from sealstore.migrations.schema import drop_tables, sealstore_jobs
 from test_rotate_cli import add_people, app, cli  # noqa: F401  (app is a fixture)
 

@@ -1,11 +1,11 @@
-"""sealstore.migrations.progress: a rich bar on a terminal, log lines otherwise."""
+"""sealstore.migrations.rotation.progress: a rich bar on a terminal, log lines otherwise."""
 
 from __future__ import annotations
 
 import io
 
 import pytest
-from sealstore.migrations.progress import BarProgress, LogProgress, make_progress
+from sealstore.migrations.rotation.progress import BarProgress, LogProgress, make_progress
 
 
 class Clock:

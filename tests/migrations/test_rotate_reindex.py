@@ -1,4 +1,4 @@
-"""Re-indexing blind indexes (sealstore.migrations.reindexing) after an index-key rotation."""
+"""Re-indexing blind indexes (sealstore.migrations.rotation.reindex) after an index-key rotation."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 import sqlalchemy as sa
 from sealstore.adapters.sqlalchemy import BlindIndex, EncryptedString
 from sealstore.keyring import Keyring, forget_keyring, use_keyring
-from sealstore.migrations.reindexing import reindex
+from sealstore.migrations.rotation.reindex import reindex
 from sealstore.migrations.schema import create_tables, drop_tables
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 

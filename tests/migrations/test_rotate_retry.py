@@ -18,10 +18,10 @@ import sqlalchemy as sa
 from sealstore.adapters.sqlalchemy import EncryptedString
 from sealstore.errors import DatabaseOperationFailed, RetryBudgetExhausted
 from sealstore.keyring import Keyring, forget_keyring, use_keyring
-from sealstore.migrations import cas, jobs, worker
-from sealstore.migrations.rotation import ResealTask, rotate
+from sealstore.migrations.rotation import cas, jobs, worker
+from sealstore.migrations.rotation.reseal import ResealTask, rotate
 from sealstore.migrations.schema import create_tables, drop_tables
-from sealstore.migrations.spec import ColumnSpec
+from sealstore.migrations.rotation.spec import ColumnSpec
 from sealstore.migrations.transient import RetryPolicy, is_transient
 
 metadata = sa.MetaData()

@@ -14,9 +14,9 @@ import pytest
 import sqlalchemy as sa
 from sealstore.adapters.sqlalchemy import EncryptedString
 from sealstore.keyring import Keyring, forget_keyring, use_keyring
-from sealstore.migrations.rotation import rotate
+from sealstore.migrations.rotation.reseal import rotate
 from sealstore.migrations.schema import create_tables
-from sealstore.migrations.spec import ColumnSpec
+from sealstore.migrations.rotation.spec import ColumnSpec
 
 WRITER = r"""
 import json, os, sqlite3, sys, time
@@ -120,7 +120,7 @@ def test_writer_process_beside_encrypt_column_gets_the_lock_in_bounded_time(tmp_
     from alembic.migration import MigrationContext
     from alembic.operations import Operations
 
-    import sealstore.migrations.ops  # noqa: F401
+    import sealstore.migrations.alembic.ops  # noqa: F401
 
     path = tmp_path / "app.db"
     engine = sa.create_engine(f"sqlite:///{path}")

@@ -414,7 +414,7 @@ class Account(_UniqueBase):
 
 
 def test_a_unique_index_holds_per_index_key_and_reindexing_detects_a_duplicate(db, keyrings):
-    from sealstore.migrations.reindexing import reindex
+    from sealstore.migrations.rotation.reindex import reindex
     from sealstore.migrations.schema import create_tables, drop_tables
 
     _UniqueBase.metadata.create_all(db)

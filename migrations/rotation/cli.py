@@ -94,7 +94,7 @@ def _load_models(spec: str):
 
 def _specs(args, engine, keyring_name: str):
     """(column specs, index specs) selected by --models/--column/--table."""
-    from sealstore.migrations.spec import ColumnSpec, specs_from_metadata
+    from sealstore.migrations.rotation.spec import ColumnSpec, specs_from_metadata
 
     columns, indexes = [], []
     for m in args.models or ():
@@ -244,7 +244,7 @@ class _Setup:
 
 
 def _progress(args):
-    from sealstore.migrations.progress import make_progress
+    from sealstore.migrations.rotation.progress import make_progress
 
     return make_progress("none" if args.json else args.progress)
 
@@ -340,7 +340,7 @@ def _results_json(results) -> str:
 @_guard
 def cmd_rotate(args) -> int:
     """Re-seal every value not under the primary key (resumable; run on several machines)."""
-    from sealstore.migrations.rotation import rotate
+    from sealstore.migrations.rotation.reseal import rotate
 
     with _setup(args) as env:
         if not env.columns:
@@ -356,7 +356,7 @@ def cmd_rotate(args) -> int:
 def cmd_reindex(args) -> int:
     """Recompute blind indexes that are not under the index keyring's primary key."""
     from sealstore.config import load_config
-    from sealstore.migrations.reindexing import reindex
+    from sealstore.migrations.rotation.reindex import reindex
 
     with _setup(args) as env:
         if not env.indexes:
@@ -373,7 +373,7 @@ def cmd_reindex(args) -> int:
 @_guard
 def cmd_status(args) -> int:
     """Rows per key id for each column (SQL only, nothing decrypted), NULLs, running jobs."""
-    from sealstore.migrations.keystatus import status
+    from sealstore.migrations.rotation.status import status
 
     with _setup(args) as env:
         report = status(env.engine, env.columns, env.indexes)
@@ -387,7 +387,7 @@ def cmd_status(args) -> int:
 
 
 def _status_json(report) -> str:
-    from sealstore.migrations.jobs import is_dead
+    from sealstore.migrations.rotation.jobs import is_dead
 
     return json.dumps({
         "columns": [{
@@ -427,7 +427,7 @@ def _print_jobs(jobs) -> None:
     """One line per running job: progress, last heartbeat, and whether its lease ran out."""
     from datetime import datetime, timezone
 
-    from sealstore.migrations.jobs import LEASE_SECONDS, is_dead
+    from sealstore.migrations.rotation.jobs import LEASE_SECONDS, is_dead
 
     now = datetime.now(timezone.utc)
     for j in jobs:
@@ -455,7 +455,7 @@ def _print_jobs(jobs) -> None:
 @_guard
 def cmd_verify(args) -> int:
     """Open every value; list the rows that fail by primary key and key id (no plaintext)."""
-    from sealstore.migrations.verification import verify
+    from sealstore.migrations.rotation.verify import verify
 
     with _setup(args) as env:
         results = verify(
@@ -567,7 +567,7 @@ def _reference_specs(args, engine) -> list:
 
 def _s3_urls(args, engine) -> list[str]:
     """The --s3 prefixes, then those registered in the database that are not among them."""
-    from sealstore.migrations.retire import registered_s3_prefixes
+    from sealstore.migrations.rotation.retire import registered_s3_prefixes
 
     urls = list(args.s3 or ())
     if engine is not None:
@@ -577,7 +577,7 @@ def _s3_urls(args, engine) -> list[str]:
 
 def _references(args, engine, specs, key_id: int, urls: list[str]):
     """The columns and S3 prefixes whose values still use ``key_id``."""
-    from sealstore.migrations.retire import find_references
+    from sealstore.migrations.rotation.retire import find_references
 
     client = None
     if urls:
@@ -589,7 +589,7 @@ def _references(args, engine, specs, key_id: int, urls: list[str]):
 
 def _refused(action: str, key, refs, checked: list[str], force: bool) -> bool:
     """Say why ``action`` must not go ahead (True), or what ``--force`` goes ahead with."""
-    from sealstore.migrations.retire import describe
+    from sealstore.migrations.rotation.retire import describe
 
     if refs and not force:
         print(

@@ -17,11 +17,11 @@ from collections.abc import Iterable
 from sqlalchemy import and_, func, literal_column, select
 from sqlalchemy.engine import Connection, Engine
 
-from ..errors import SealstoreError
-from ..format import KEY_ID_OFFSET, KEY_ID_SIZE
+from ...errors import SealstoreError
+from ...format import KEY_ID_OFFSET, KEY_ID_SIZE
 from . import worker
 from .cas import keys_in, swap_until_settled
-from .cursor import in_range
+from ..cursor import in_range
 from .spec import ColumnSpec, specs_from_metadata
 from .worker import BatchStats, WorkerResult
 
@@ -193,7 +193,7 @@ def rotate(
     processes to share the work on PostgreSQL.  ``dry_run`` only counts, per key id, the
     values a run would rewrite.  ``retry`` (a :class:`~sealstore.migrations.transient.RetryPolicy`)
     bounds the retries of transient database errors, 60 s by default; ``sqlite_yield``: see
-    :func:`~sealstore.migrations.worker.run`.  Returns one :class:`WorkerResult` per column.
+    :func:`~sealstore.migrations.rotation.worker.run`.  Returns one :class:`WorkerResult` per column.
     """
     return worker.run_each(
         engine, [ResealTask(spec) for spec in as_column_specs(columns)], dry_run=dry_run,

@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from sqlalchemy import and_, func, select
 from sqlalchemy.engine import Engine
 
-from ..errors import SealstoreError
-from ..format import KEY_ID_OFFSET, KEY_ID_SIZE
-from .cursor import after
-from .rotation import as_column_specs
+from ...errors import SealstoreError
+from ...format import KEY_ID_OFFSET, KEY_ID_SIZE
+from ..cursor import after
+from .reseal import as_column_specs
 from .spec import ColumnSpec
-from .transient import scrubbed
+from ..transient import scrubbed
 
 __all__ = ["Failure", "VerifyResult", "verify"]
 

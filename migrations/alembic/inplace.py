@@ -14,7 +14,7 @@ table without rebuilding it, and is left without one.
 
 from __future__ import annotations
 
-from ..format import HEADER_SIZE, VERSION
+from ...format import HEADER_SIZE, VERSION
 
 __all__ = [
     "check_name",

@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from sqlalchemy import func, inspect, select
 from sqlalchemy.engine import Connection, Engine
 
-from ..errors import SealstoreError
-from ..format import KEY_ID_OFFSET
+from ...errors import SealstoreError
+from ...format import KEY_ID_OFFSET
 from . import jobs
-from .rotation import key_id_bytes, key_id_sql
-from .schema import JOBS_TABLE
+from .reseal import key_id_bytes, key_id_sql
+from ..schema import JOBS_TABLE
 from .spec import ColumnSpec, IndexSpec
-from .transient import scrubbed
+from ..transient import scrubbed
 
 __all__ = [
     "ColumnStatus",

@@ -1,9 +1,9 @@
 """The worker loop shared by rotation and re-indexing: claim, rewrite, checkpoint, repeat.
 
-A *task* (``rotation.ResealTask``, ``reindexing.ReindexTask``) knows one column: the key id values
+A *task* (``reseal.ResealTask``, ``reindex.ReindexTask``) knows one column: the key id values
 should end up under, the SQL filter for values that are not there yet, and how to rewrite the
 stale values of one primary-key range inside a transaction.  :func:`run` drives a task through
-the job tables (see :mod:`sealstore.migrations.jobs`): each batch is one transaction that
+the job tables (see :mod:`sealstore.migrations.rotation.jobs`): each batch is one transaction that
 rewrites the range, marks the batch done and adds the counts to the job, so killing a worker
 at any point loses at most the batch in flight, which the next worker redoes.
 """
@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from sqlalchemy import inspect
 from sqlalchemy.engine import Engine
 
-from ..errors import MigrationRequired
+from ...errors import MigrationRequired
 from . import jobs
-from .schema import BATCHES_TABLE, DONE, JOBS_TABLE, SUPERSEDED
-from .transient import RetryPolicy, scrubbed
+from ..schema import BATCHES_TABLE, DONE, JOBS_TABLE, SUPERSEDED
+from ..transient import RetryPolicy, scrubbed
 
 __all__ = ["WorkerResult", "default_worker_id", "run"]
 
@@ -105,7 +105,7 @@ def run(
     """Run one worker on ``task`` until its job is done (or superseded).
 
     ``progress``: an object with ``start(label, total)``, ``update(done)`` and ``finish()``
-    (see :mod:`sealstore.migrations.progress`).  ``on_event(name, **info)`` is called at each
+    (see :mod:`sealstore.migrations.rotation.progress`).  ``on_event(name, **info)`` is called at each
     step (``joined``, ``claimed``, ``taken``, ``rewritten``, ``committed``, ``finished``):
     hooks for tests and monitoring.  ``profile``: a dict that collects seconds per phase.
     ``retry``: how long transient errors (deadlocks, lost connections...) are retried, in

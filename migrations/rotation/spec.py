@@ -20,9 +20,9 @@ from sqlalchemy import Column, LargeBinary, MetaData, Table, inspect
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.types import TypeEngine
 
-from ..errors import ColumnBindingError
-from ..format import column_context
-from ..keyring import Keyring, get_keyring
+from ...errors import ColumnBindingError
+from ...format import column_context
+from ...keyring import Keyring, get_keyring
 
 __all__ = ["ColumnSpec", "IndexSpec", "select_specs", "specs_from_metadata"]
 
@@ -79,7 +79,7 @@ class ColumnSpec:
     @classmethod
     def from_column(cls, column: Column) -> ColumnSpec:
         """The spec of a model column typed with a sealstore encrypted type."""
-        from ..adapters.sqlalchemy import EncryptedType
+        from ...adapters.sqlalchemy import EncryptedType
 
         type_ = column.type
         if not isinstance(type_, EncryptedType):
@@ -161,7 +161,7 @@ class IndexSpec:
 
 def _plain(type_: TypeEngine) -> TypeEngine:
     """A primary-key type as stored (encrypted primary keys cannot be paginated)."""
-    from ..adapters.sqlalchemy import EncryptedType
+    from ...adapters.sqlalchemy import EncryptedType
 
     if isinstance(type_, EncryptedType):
         raise ColumnBindingError("an encrypted column cannot be a primary key")
@@ -187,7 +187,7 @@ def _tables(source) -> list[Table]:
 def specs_from_metadata(source) -> tuple[list[ColumnSpec], list[IndexSpec]]:
     """Every encrypted column and every blind index of ``source`` (MetaData, a declarative
     base, a mapped class, a Table, or a list of those)."""
-    from ..adapters.sqlalchemy import BlindIndex, EncryptedType
+    from ...adapters.sqlalchemy import BlindIndex, EncryptedType
 
     columns: list[ColumnSpec] = []
     indexes: list[IndexSpec] = []

@@ -13,8 +13,8 @@ from datetime import datetime, timezone
 from sqlalchemy import delete, insert, inspect, select
 from sqlalchemy.engine import Engine
 
-from .keystatus import Reference, references
-from .schema import S3_PREFIXES_TABLE, sealstore_s3_prefixes
+from .status import Reference, references
+from ..schema import S3_PREFIXES_TABLE, sealstore_s3_prefixes
 
 __all__ = [
     "describe",
@@ -59,7 +59,7 @@ def registered_s3_prefixes(engine: Engine) -> list[str]:
 
 
 def _parse(url: str) -> tuple[str, str]:
-    from ..adapters.s3.rotate import parse_s3_url
+    from ...adapters.s3.rotate import parse_s3_url
 
     return parse_s3_url(url)
 
@@ -67,9 +67,9 @@ def _parse(url: str) -> tuple[str, str]:
 def _object_key_id(client, bucket: str, key: str, version: str | None) -> int | None:
     """The keyring key id an object version is sealed under (metadata, else the header), or
     None."""
-    from ..adapters.objects import metadata as M
-    from ..errors import MalformedObject, NotSealedObject
-    from ..stream import HEADER_SIZE, parse_object_header
+    from ...adapters.objects import metadata as M
+    from ...errors import MalformedObject, NotSealedObject
+    from ...stream import HEADER_SIZE, parse_object_header
 
     which = {"Bucket": bucket, "Key": key}
     if version is not None:

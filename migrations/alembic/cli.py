@@ -8,13 +8,13 @@ The encrypted type is the column's type in ``--models`` (the models as they are 
 encrypting: row-bound columns need them), or ``--type string:N | text | binary[:N]`` for a
 column-bound one.  ``--plain-type string:N | text | binary[:N]`` is the plaintext column type
 (required to decrypt; to encrypt it only says how to read the values, default the reflected
-type).  Both run exactly :func:`sealstore.migrations.ops` (each batch committed, live writes
+type).  Both run exactly :func:`sealstore.migrations.alembic.ops` (each batch committed, live writes
 kept, the swap under a short lock) and resume where they stopped when run again.
 """
 
 from __future__ import annotations
 
-from .cli import (
+from ..rotation.cli import (
     UsageError,
     _check_batch_size,
     _config,
@@ -80,8 +80,8 @@ def _state(engine, table: str, column: str, keyring) -> tuple[int, bool | None]:
     conversion is under way): how the CLI, which has no Alembic version table, knows that a
     conversion already finished."""
     import sqlalchemy as sa
-    from sealstore.migrations.ops import shadow_name
-    from sealstore.migrations.rotation import key_id_bytes, key_id_sql
+    from sealstore.migrations.alembic.ops import shadow_name
+    from sealstore.migrations.rotation.reseal import key_id_bytes, key_id_sql
 
     with engine.connect() as conn:
         insp = sa.inspect(conn)
@@ -122,7 +122,7 @@ def _plain_text_column(engine, table: str, column: str) -> bool:
 
 
 def _convert(args, direction: str) -> int:
-    import sealstore.migrations.ops  # noqa: F401  (registers the operations)
+    import sealstore.migrations.alembic.ops  # noqa: F401  (registers the operations)
     from alembic.migration import MigrationContext
     from alembic.operations import Operations
     from sealstore.keyring import forget_keyring, use_keyring

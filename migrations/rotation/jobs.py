@@ -25,17 +25,17 @@ from sqlalchemy import func, insert, select, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
-from .cursor import after, dump_key, load_key
-from .schema import (
+from ..cursor import after, dump_key, load_key
+from ..schema import (
     DONE,
     PENDING,
     RUNNING,
     SUPERSEDED,
 )
-from .schema import (
+from ..schema import (
     sealstore_job_batches as batches_t,
 )
-from .schema import (
+from ..schema import (
     sealstore_jobs as jobs_t,
 )
 

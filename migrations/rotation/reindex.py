@@ -15,11 +15,11 @@ import time
 from sqlalchemy import and_, func, or_, select
 from sqlalchemy.engine import Connection, Engine
 
-from ..errors import SealstoreError
+from ...errors import SealstoreError
 from . import worker
 from .cas import keys_in, swap_until_settled
-from .cursor import in_range
-from .rotation import key_id_bytes, key_id_sql
+from ..cursor import in_range
+from .reseal import key_id_bytes, key_id_sql
 from .spec import IndexSpec, specs_from_metadata
 from .worker import BatchStats, WorkerResult
 
@@ -137,7 +137,7 @@ def reindex(
     sqlite_yield: float = 1.0,
 ) -> list[WorkerResult]:
     """Recompute every blind index of ``indexes`` (IndexSpecs or models) that is not under the
-    index keyring's primary key.  Same contract as :func:`~sealstore.migrations.rotation.rotate`."""
+    index keyring's primary key.  Same contract as :func:`~sealstore.migrations.rotation.reseal.rotate`."""
     return worker.run_each(
         engine, [ReindexTask(spec) for spec in as_index_specs(indexes)], dry_run=dry_run,
         batch_size=batch_size, worker_id=worker_id, progress=progress, on_event=on_event,

@@ -1,0 +1,509 @@
+"""Alembic operations for users' columns: encrypt a plaintext column in place, and back.
+
+::
+
+    import sealstore.migrations.alembic.ops  # registers op.encrypt_column / op.decrypt_column
+
+    def upgrade():
+        op.encrypt_column("users", "ssn", EncryptedString(11))
+
+    def downgrade():
+        op.decrypt_column("users", "ssn", EncryptedString(11), plain_type=sa.String(11))
+
+How: a shadow column ``_ss_<column>`` is added, filled in primary-key order in batches
+(keyset pagination; each value sealed with the context the encrypted type will open it with,
+i.e. bound to the *final* ``table.column``), then the plaintext column is dropped and the
+shadow renamed (``batch_alter_table``, so SQLite works too).  Safe beside live writers (see
+:mod:`sealstore.migrations.alembic.inplace`): a trigger clears the shadow value of every row the
+application writes meanwhile, each batch guards on the value it read, the backfill repeats
+until a pass finds nothing, and the last pass, dropping the triggers and the swap run under a
+lock that blocks writers.  After ``encrypt_column`` a CHECK on the sealed-value header refuses
+plaintext (PostgreSQL, MySQL/MariaDB).  With ``commit_batches=True`` (the default, online
+migrations only) every batch is committed on its own, so a migration that is interrupted
+resumes where it stopped when it runs again: the shadow column and the values already in it
+are kept.
+
+Autogenerate: pass :data:`rewriter` as ``process_revision_directives`` in ``env.py`` and a
+change from ``String`` to an encrypted type is written as ``op.encrypt_column`` (and the
+downgrade as ``op.decrypt_column``) instead of an ``alter_column`` that would fail, and
+operations on sealstore's own tables are removed (:mod:`sealstore.migrations.alembic.ownership`);
+:func:`sealstore.migrations.alembic.autogen.alembic_options` sets it with the other hooks.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from alembic.autogenerate import renderers
+from alembic.autogenerate import rewriter as _rewriter
+from alembic.operations import MigrateOperation, Operations
+from alembic.operations import ops as alembic_ops
+from sqlalchemy import (
+    Column,
+    LargeBinary,
+    MetaData,
+    Table,
+    and_,
+    bindparam,
+    cast,
+    func,
+    inspect,
+    select,
+    text,
+    update,
+)
+
+from ...adapters.sqlalchemy.read_errors import with_primary_key  # read errors name the row
+from ...errors import ColumnBindingError, InternalError, SealstoreError
+from . import inplace, ownership
+from ..cursor import after
+from ..transient import RetryPolicy, scrubbed
+
+__all__ = ["DecryptColumnOp", "EncryptColumnOp", "rewriter", "shadow_name"]
+
+log = logging.getLogger("sealstore.migrations")
+
+DEFAULT_BATCH_SIZE = 1000
+_PREFIX = "_ss_"
+_MAX_NAME = 63  # PostgreSQL's identifier limit, the smallest of the common databases
+_PASSES = 5  # backfill passes before the final one (each catches the rows written meanwhile)
+
+
+def shadow_name(column: str) -> str:
+    """The temporary column a conversion fills: ``_ss_<column>`` (cut to 63 characters)."""
+    return (_PREFIX + column)[:_MAX_NAME]
+
+
+def _encrypted(type_):
+    from ...adapters.sqlalchemy import EncryptedType
+
+    if not isinstance(type_, EncryptedType):
+        raise TypeError(f"expected a sealstore encrypted type, not {type_!r}")
+    return type_
+
+
+class _ColumnConversionOp(MigrateOperation):
+    """What encrypt_column and decrypt_column both take; each one's reverse is the other."""
+
+    def __init__(
+        self,
+        table_name: str,
+        column_name: str,
+        type_,
+        *,
+        plain_type=None,
+        schema: str | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+        commit_batches: bool = True,
+        progress=None,
+        retry=None,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+        self.progress = progress  # .update(values converted), for the CLI
+        self.retry = retry  # RetryPolicy of each committed batch (default 60 s)
+        self.table_name = table_name
+        self.column_name = column_name
+        self.type_ = _encrypted(type_)
+        self.plain_type = plain_type
+        self.schema = schema
+        self.batch_size = batch_size
+        self.commit_batches = commit_batches
+
+    def to_diff_tuple(self) -> tuple:
+        """What ``alembic check`` lists for this operation (no values, types by repr)."""
+        return (self.diff_name, self.schema, self.table_name, self.column_name,
+                self.plain_type, self.type_)  # fmt: skip
+
+    def _as(self, cls):
+        return cls(
+            self.table_name, self.column_name, self.type_, plain_type=self.plain_type,
+            schema=self.schema, batch_size=self.batch_size, commit_batches=self.commit_batches,
+            progress=self.progress, retry=self.retry,
+        )  # fmt: skip
+
+
+@Operations.register_operation("encrypt_column")
+class EncryptColumnOp(_ColumnConversionOp):
+    """Seal the values of a plaintext column and make it an encrypted column of ``type_``."""
+
+    diff_name = "encrypt_column"
+
+    @classmethod
+    def encrypt_column(cls, operations, table_name, column_name, type_, **kw):
+        """``op.encrypt_column(table, column, EncryptedString(11), plain_type=None,
+        schema=None, batch_size=1000, commit_batches=True)``: seal a plaintext column in place.
+        ``plain_type`` reads the existing values (default: the reflected column type)."""
+        return operations.invoke(cls(table_name, column_name, type_, **kw))
+
+    def reverse(self) -> DecryptColumnOp:
+        if self.plain_type is None:
+            raise ValueError("encrypt_column() needs plain_type= to be reversible")
+        return self._as(DecryptColumnOp)
+
+
+@Operations.register_operation("decrypt_column")
+class DecryptColumnOp(_ColumnConversionOp):
+    """Open the values of an encrypted column of ``type_`` and store them as ``plain_type``."""
+
+    diff_name = "decrypt_column"
+
+    def __init__(self, table_name: str, column_name: str, type_, *, plain_type, **kw) -> None:
+        if plain_type is None:
+            raise ValueError("decrypt_column() needs plain_type= (the column's new type)")
+        super().__init__(table_name, column_name, type_, plain_type=plain_type, **kw)
+
+    @classmethod
+    def decrypt_column(cls, operations, table_name, column_name, type_, *, plain_type, **kw):
+        """``op.decrypt_column(table, column, EncryptedString(11), plain_type=sa.String(11))``:
+        the reverse of ``encrypt_column``."""
+        return operations.invoke(cls(table_name, column_name, type_, plain_type=plain_type, **kw))
+
+    def reverse(self) -> EncryptColumnOp:
+        return self._as(EncryptColumnOp)
+
+
+# ---- implementation --------------------------------------------------------------------------
+
+
+def _can_autocommit(ctx) -> bool:
+    """autocommit_block() works unless the caller began the transaction outside Alembic."""
+    in_txn = ctx.connection is not None and ctx.connection.in_transaction()
+    return not in_txn or getattr(ctx, "_transaction", None) is not None
+
+
+class _Converter:
+    """Shared steps of both operations: shadow column, batched backfill, swap."""
+
+    def __init__(self, operations, op, *, shadow_type, read_type, write, sealing) -> None:
+        self.operations = operations
+        self.op = op
+        self.sealing = sealing  # encrypting: add the header CHECK after the swap
+        self.retry = op.retry or RetryPolicy()
+        self.what = f"{type(op).__name__} {op.table_name}.{op.column_name} batch"
+        self.shadow = shadow_name(op.column_name)
+        self.shadow_type = shadow_type
+        self.read_type = read_type
+        self.write = write  # (bound type, rows [(pk, value)]) -> [new values]
+
+    def run(self) -> None:
+        """Convert, with database errors scrubbed of their parameters (plaintext values)."""
+        op = self.op
+        scrubbed(f"{type(op).__name__} {op.table_name}.{op.column_name}", self._run)
+
+    def _run(self) -> None:
+        operations, op = self.operations, self.op
+        ctx = operations.get_context()
+        if ctx.as_sql:
+            raise NotImplementedError(
+                f"{type(op).__name__} rewrites data: it cannot run in offline (--sql) mode"
+            )
+        conn = operations.get_bind()
+        insp = inspect(conn)
+        cols = {c["name"]: c for c in insp.get_columns(op.table_name, schema=op.schema)}
+        name, shadow = op.column_name, self.shadow
+        if name not in cols and shadow in cols:  # interrupted after the drop: finish the swap
+            self._swap(None)
+            return
+        if name not in cols:
+            raise ColumnBindingError(f"table {op.table_name} has no column {name}")
+        original = cols[name]
+        pk = insp.get_pk_constraint(op.table_name, schema=op.schema)["constrained_columns"]
+        if not pk:
+            raise ColumnBindingError(f"table {op.table_name} has no primary key to paginate on")
+        if shadow not in cols:
+            operations.add_column(
+                op.table_name,
+                Column(shadow, self.shadow_type, nullable=True),
+                schema=op.schema,
+            )
+        table = Table(
+            op.table_name,
+            MetaData(),
+            *[Column(n, cols[n]["type"], primary_key=True) for n in pk],
+            Column(name, self.read_type if self.read_type is not None else original["type"]),
+            Column(shadow, _raw(self.shadow_type)),
+            schema=op.schema,
+        )
+        nullable = original.get("nullable", True)
+        if op.commit_batches and _can_autocommit(ctx):
+            with ctx.autocommit_block():
+                live = operations.get_bind()
+                inplace.create_tracking(live, op.table_name, op.schema, name, shadow, pk)
+                self._backfill(live, table, pk, per_batch_commit=True)
+        else:
+            inplace.create_tracking(conn, op.table_name, op.schema, name, shadow, pk)
+            self._backfill(conn, table, pk, per_batch_commit=False)
+        self._final(operations.get_bind(), table, pk, nullable)
+
+    def _backfill(self, conn, table, pk_names, *, per_batch_commit: bool) -> None:
+        """Passes over the rows without a converted value, until one finds none (or
+        ``_PASSES`` passes: the final pass, under the lock, converts what is left)."""
+        op, total = self.op, 0
+        for _ in range(_PASSES):
+            n = self._pass(conn, table, pk_names, per_batch_commit=per_batch_commit)
+            total += n
+            if not n:
+                break
+        log.info(
+            "%s %s.%s: %d values converted before the final pass",
+            type(op).__name__, op.table_name, op.column_name, total,
+        )  # fmt: skip
+
+    def _statement(self, conn, table, pk_cols):
+        """UPDATE shadow WHERE pk = :k AND shadow IS NULL AND column = the value read."""
+        col, shadow = table.c[self.op.column_name], table.c[self.shadow]
+        old = bindparam("o", type_=col.type)
+        if conn.dialect.name in ("mysql", "mariadb"):  # exact: collations ignore case
+            same = cast(col, LargeBinary) == cast(old, LargeBinary)
+        else:
+            same = col == old
+        return (
+            update(table)
+            .where(
+                *[c == bindparam(f"k{i}", type_=c.type) for i, c in enumerate(pk_cols)],
+                shadow.is_(None),
+                same,
+            )
+            .values({shadow: bindparam("v", type_=shadow.type)})
+        )
+
+    def _pass(self, conn, table, pk_names, *, per_batch_commit: bool) -> int:
+        """One pass in primary-key order; returns the values converted."""
+        op = self.op
+        pk_cols = [table.c[n] for n in pk_names]
+        col, shadow = table.c[op.column_name], table.c[self.shadow]
+        bound = op.type_.bound_to(op.table_name, op.column_name)
+        stmt = self._statement(conn, table, pk_cols)
+        n = len(pk_cols)
+        state = {"cursor": None, "done": 0}
+
+        def batch():
+            cond = [col.is_not(None), shadow.is_(None)]
+            if state["cursor"] is not None:
+                cond.append(after(pk_cols, state["cursor"]))
+            q = select(*pk_cols, col).where(and_(*cond)).order_by(*pk_cols).limit(op.batch_size)
+            rows = conn.execute(q).all()
+            if rows:
+                items = [(tuple(r[:n]), r[n]) for r in rows]
+                news = self.write(bound, items)
+                params = []
+                for (pkv, old), new in zip(items, news):
+                    p = {f"k{i}": v for i, v in enumerate(pkv)}
+                    p["o"], p["v"] = old, new
+                    params.append(p)
+                conn.execute(stmt, params)
+            return rows
+
+        while True:
+            t0 = time.perf_counter()
+            if per_batch_commit:
+                rows = self.retry.call(lambda: _committed(conn, batch), self.what)
+                if conn.dialect.name == "sqlite":  # let waiting writers in
+                    time.sleep(min(1.0, time.perf_counter() - t0))
+            else:
+                rows = batch()
+            if not rows:
+                return state["done"]
+            state["done"] += len(rows)
+            state["cursor"] = tuple(rows[-1][:n])
+            if op.progress is not None:
+                op.progress.update(state["done"])
+
+    def _final(self, conn, table, pk_names, nullable) -> None:
+        """Under a lock that blocks writers: convert what is left, drop the triggers, swap the
+        columns (and, encrypting, add the header CHECK)."""
+        op = self.op
+        col, shadow = table.c[op.column_name], table.c[self.shadow]
+        inplace.lock_writers(conn, op.table_name, op.schema, self.shadow)
+        try:
+            self._pass(conn, table, pk_names, per_batch_commit=False)
+            left = conn.execute(
+                select(func.count()).select_from(table).where(col.is_not(None), shadow.is_(None))
+            ).scalar_one()
+            if left:  # writers are blocked: this would be a bug, never a lost write
+                raise InternalError(
+                    f"{left} rows of {op.table_name}.{op.column_name} have no converted value "
+                    "under the lock; nothing was dropped: run the migration again"
+                )
+            inplace.drop_tracking(conn, op.table_name, op.schema, op.column_name)
+            self._drop_header_check(conn)
+            self._swap(nullable)
+            check = inplace.header_check_sql(conn, op.column_name)
+            if self.sealing and check is not None:
+                self.operations.create_check_constraint(
+                    inplace.check_name(op.table_name, op.column_name), op.table_name,
+                    text(check), schema=op.schema,
+                )  # fmt: skip
+        finally:
+            inplace.unlock_writers(conn)
+
+    def _drop_header_check(self, conn) -> None:
+        op = self.op
+        name = inplace.check_name(op.table_name, op.column_name)
+        checks = inspect(conn).get_check_constraints(op.table_name, schema=op.schema)
+        if any(c.get("name") == name for c in checks):
+            self.operations.drop_constraint(name, op.table_name, type_="check", schema=op.schema)
+
+    def _swap(self, nullable) -> None:
+        op = self.op
+        kw = {} if nullable is None else {"nullable": nullable}
+        with self.operations.batch_alter_table(op.table_name, schema=op.schema) as batch:
+            if nullable is not None:
+                batch.drop_column(op.column_name)
+            batch.alter_column(
+                self.shadow,
+                new_column_name=op.column_name,
+                existing_type=_stored_as(self.shadow_type, self.operations.get_bind().dialect),
+                **kw,
+            )
+
+
+def _committed(conn, fn):
+    """``fn()`` in its own transaction on an autocommit connection (SQLite: BEGIN IMMEDIATE,
+    so the batch waits for the write lock before reading instead of failing to upgrade)."""
+    conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.dialect.name == "sqlite" else "BEGIN")
+    try:
+        out = fn()
+        conn.exec_driver_sql("COMMIT")
+    except BaseException:
+        conn.exec_driver_sql("ROLLBACK")
+        raise
+    return out
+
+
+def _stored_as(type_, dialect):
+    """The column type ``type_`` creates on ``dialect`` (VARBINARY(n) on MySQL, not BLOB):
+    what the rename restates, as MySQL's ``CHANGE`` writes the whole column definition."""
+    from ...adapters.sqlalchemy import EncryptedType
+
+    return type_.load_dialect_impl(dialect) if isinstance(type_, EncryptedType) else type_
+
+
+def _raw(type_):
+    """The type to write a shadow column through: raw bytes for encrypted types (the values
+    are sealed here, the type must not seal them again)."""
+    from ...adapters.sqlalchemy import EncryptedType
+
+    return LargeBinary() if isinstance(type_, EncryptedType) else type_
+
+
+def _seal_rows(bound, items):
+    from ...keyring import get_keyring
+
+    keyring = get_keyring(bound.keyring_name)
+    encode = bound.codec.encode
+    if not bound.bind_row:
+        return keyring.seal_many([encode(v) for _, v in items], bound.context())
+    return [keyring.seal(encode(v), bound.context(pk)) for pk, v in items]
+
+
+def _open_rows(bound, items):
+    try:
+        return _open_batch(bound, items)
+    except SealstoreError:
+        pass  # opened again one by one: the error raised names the column and the row
+    return [_open_one(bound, pk, value) for pk, value in items]
+
+
+def _open_one(bound, pk, value):
+    try:
+        return bound.open(value, pk if bound.bind_row else None)
+    except SealstoreError as exc:
+        failure = exc
+    raise with_primary_key(failure, pk)
+
+
+def _open_batch(bound, items):
+    from ...keyring import get_keyring
+
+    keyring = get_keyring(bound.keyring_name)
+    decode = bound.codec.decoded  # UndecodableValue, without the plaintext
+    if not bound.bind_row:
+        return [decode(p) for p in keyring.open_many([bytes(v) for _, v in items], bound.context())]
+    return [decode(keyring.open(bytes(v), bound.context(pk))) for pk, v in items]
+
+
+@Operations.implementation_for(EncryptColumnOp)
+def _encrypt_column(operations, op: EncryptColumnOp) -> None:
+    _Converter(
+        operations,
+        op,
+        shadow_type=op.type_,
+        read_type=op.plain_type,
+        write=_seal_rows,
+        sealing=True,
+    ).run()
+
+
+@Operations.implementation_for(DecryptColumnOp)
+def _decrypt_column(operations, op: DecryptColumnOp) -> None:
+    _Converter(
+        operations,
+        op,
+        shadow_type=op.plain_type,
+        read_type=LargeBinary(),
+        write=_open_rows,
+        sealing=False,
+    ).run()
+
+
+# ---- autogenerate ----------------------------------------------------------------------------
+
+rewriter = _rewriter.Rewriter()
+ownership.install(rewriter)  # never touch sealstore's own tables
+
+
+@rewriter.rewrites(alembic_ops.AlterColumnOp)
+def _alter_column(context, revision, op):
+    """String -> encrypted type becomes encrypt_column; encrypted -> plain, decrypt_column."""
+    from ...adapters.sqlalchemy import EncryptedType
+
+    new, old = op.modify_type, op.existing_type
+    if new is None:
+        return op
+    new_enc, old_enc = isinstance(new, EncryptedType), isinstance(old, EncryptedType)
+    if new_enc == old_enc:
+        return op
+    if new_enc:
+        out = [
+            EncryptColumnOp(op.table_name, op.column_name, new, plain_type=old, schema=op.schema)
+        ]
+    else:
+        out = [
+            DecryptColumnOp(op.table_name, op.column_name, old, plain_type=new, schema=op.schema)
+        ]
+    if op.modify_nullable is not None or op.modify_name is not None:
+        op.modify_type = None  # keep the other changes as a plain alter_column
+        out.append(op)
+    return out
+
+
+def _render(name: str, autogen_context, op) -> str:
+    from alembic.autogenerate.render import _repr_type
+
+    imports = autogen_context.imports
+    if imports is not None:
+        imports.add("import sealstore.adapters.sqlalchemy")
+        imports.add("import sealstore.migrations.alembic.ops  # noqa: F401  (op.encrypt_column)")
+    args = [
+        repr(op.table_name),
+        repr(op.column_name),
+        _repr_type(op.type_, autogen_context),
+    ]
+    if op.plain_type is not None:
+        args.append(f"plain_type={_repr_type(op.plain_type, autogen_context)}")
+    if op.schema is not None:
+        args.append(f"schema={op.schema!r}")
+    return f"op.{name}({', '.join(args)})"
+
+
+@renderers.dispatch_for(EncryptColumnOp)
+def _render_encrypt(autogen_context, op) -> str:
+    return _render("encrypt_column", autogen_context, op)
+
+
+@renderers.dispatch_for(DecryptColumnOp)
+def _render_decrypt(autogen_context, op) -> str:
+    return _render("decrypt_column", autogen_context, op)
