@@ -1,6 +1,6 @@
 """The tables sealstore keeps in the user's database, as SQLAlchemy ``Table`` objects.
 
-* ``sealstore_keys``: the key registry, defined once in :mod:`sealstore.registry` and
+* ``sealstore_keys``: the key registry, defined once in :mod:`sealstore.keysources.database` and
   re-exported here.
 * ``sealstore_s3_prefixes``: S3 locations (``s3://bucket/prefix``) holding objects sealed with
   the keyring, so ``sealstore keys retire`` checks them too before retiring a key.
@@ -32,7 +32,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Connection, Engine
 
-from ..registry import sealstore_keys, sealstore_keys_columns
+from ..keysources.database import sealstore_keys, sealstore_keys_columns
 
 __all__ = [
     "BATCHES_TABLE",

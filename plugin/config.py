@@ -129,7 +129,7 @@ class SealstoreConfig(_Model):
         """The configured :class:`~sealstore.wrapping.Wrapper`, or None for plain key files."""
         w = self.key_source.wrapping
         if isinstance(w, KmsWrapping):
-            from .kms import KmsWrapper
+            from .wrapping.kms import KmsWrapper
 
             return KmsWrapper(
                 w.kms_key_id,
@@ -145,13 +145,13 @@ class SealstoreConfig(_Model):
         return None
 
     def key_source_object(self):
-        """The configured :class:`~sealstore.keysource.KeySource`."""
+        """The configured :class:`~sealstore.keysources.base.KeySource`."""
         src = self.key_source
         if isinstance(src, DatabaseKeySourceConfig):
-            from .registry import DatabaseKeySource
+            from .keysources.database import DatabaseKeySource
 
             return DatabaseKeySource(src.url, self.wrapper())
-        from .keyfile import KeyFile
+        from .keysources.file import KeyFile
 
         return KeyFile(src.path, self.wrapper())
 

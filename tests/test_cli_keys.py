@@ -11,7 +11,7 @@ import sys
 
 import pytest
 from sealstore.cli import main
-from sealstore.keyfile import KeyFile
+from sealstore.keysources.file import KeyFile
 
 
 @pytest.fixture

@@ -16,9 +16,9 @@ from sealstore.config import (
     load_config,
 )
 from sealstore.errors import ConfigError
-from sealstore.keyfile import KeyFile
-from sealstore.kms import KmsWrapper
-from sealstore.registry import DatabaseKeySource
+from sealstore.keysources.file import KeyFile
+from sealstore.wrapping.kms import KmsWrapper
+from sealstore.keysources.database import DatabaseKeySource
 from sealstore.wrapping import MasterKeyWrapper
 
 

@@ -27,7 +27,7 @@ from sealstore.errors import (
     UnknownKeyId,
 )
 from sealstore.format import pack_header, parse_header, sealed_size
-from sealstore.keyfile import KeyFile
+from sealstore.keysources.file import KeyFile
 from sealstore.keyring import Key, KeyState
 from sealstore.stream import open_stream, parse_object_header, seal_stream
 

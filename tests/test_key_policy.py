@@ -23,11 +23,11 @@ from sealstore.errors import (
     ShortTagRefused,
     WrongLocation,
 )
-from sealstore.keyfile import KeyFile
+from sealstore.keysources.file import KeyFile
 from sealstore.keyring import Key, Keyring, KeyState, forget_keyring, named_opener, use_keyring
-from sealstore.keyrecord import KeyRecord
-from sealstore.kms import KmsWrapper
-from sealstore.registry import DatabaseKeySource
+from sealstore.keysources.records import KeyRecord
+from sealstore.wrapping.kms import KmsWrapper
+from sealstore.keysources.database import DatabaseKeySource
 from sealstore.suites import SUITES
 from sealstore.wrapping import MasterKeyWrapper
 

@@ -12,11 +12,11 @@ import boto3
 import pytest
 from moto import mock_aws
 from sealstore.errors import ConfigError, KeyMetadataTampered, KeySourceError
-from sealstore.keyauth import canonical, metadata_tag
-from sealstore.keyfile import KeyFile
+from sealstore.keysources.metadata import canonical, metadata_tag
+from sealstore.keysources.file import KeyFile
 from sealstore.keyring import KeyState
-from sealstore.kms import KmsWrapper
-from sealstore.registry import METADATA_ROW, DatabaseKeySource, sealstore_keys
+from sealstore.wrapping.kms import KmsWrapper
+from sealstore.keysources.database import METADATA_ROW, DatabaseKeySource, sealstore_keys
 from sealstore.wrapping import MasterKeyWrapper
 from sqlalchemy import select, update
 

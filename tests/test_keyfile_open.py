@@ -10,7 +10,7 @@ import time
 
 import pytest
 from sealstore.errors import InsecureKeyFile, KeySourceError
-from sealstore.keyfile import KeyFile
+from sealstore.keysources.file import KeyFile
 from sealstore.wrapping import MasterKeyWrapper
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX file ownership and modes")

@@ -10,9 +10,9 @@ import threading
 
 import pytest
 from sealstore.errors import ConcurrentKeyChange
-from sealstore.keyfile import KeyFile
+from sealstore.keysources.file import KeyFile
 from sealstore.keyring import KeyState
-from sealstore.registry import DatabaseKeySource
+from sealstore.keysources.database import DatabaseKeySource
 from sealstore.wrapping import MasterKeyWrapper
 from sqlalchemy import create_engine
 

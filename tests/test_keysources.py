@@ -20,10 +20,10 @@ from sealstore.errors import (
     UnknownKeyId,
 )
 from sealstore.format import Suite
-from sealstore.keyfile import KeyFile
+from sealstore.keysources.file import KeyFile
 from sealstore.keyring import KeyState
-from sealstore.kms import KmsWrapper
-from sealstore.registry import DatabaseKeySource, sealstore_keys, sealstore_keys_columns
+from sealstore.wrapping.kms import KmsWrapper
+from sealstore.keysources.database import DatabaseKeySource, sealstore_keys, sealstore_keys_columns
 from sealstore.wrapping import MasterKeyWrapper
 from sqlalchemy import create_engine, select
 

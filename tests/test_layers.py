@@ -23,7 +23,7 @@ def graph():
 def test_the_graph_sees_every_module_and_lazy_imports(graph):
     assert "sealstore.keyring" in graph and "sealstore.adapters.s3.handlers" in graph
     # config builds its key sources lazily, inside a method: still an edge
-    assert "sealstore.keyfile" in graph["sealstore.config"]
+    assert "sealstore.keysources.file" in graph["sealstore.config"]
 
 
 def test_no_layer_violation(graph):

@@ -96,7 +96,7 @@ def test_every_suite_has_frozen_golden_vectors(s):
 
 
 def test_every_label_fits_the_key_tables_suite_column():
-    from sealstore.registry import sealstore_keys
+    from sealstore.keysources.database import sealstore_keys
 
     width = sealstore_keys.c.suite.type.length
     assert max(len(s.label) for s in SUITES) <= width

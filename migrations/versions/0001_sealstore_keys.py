@@ -4,7 +4,7 @@ Revision ID: sealstore_0001
 Revises:
 Create Date: 2026-11-30
 
-Frozen copy of ``sealstore.registry.sealstore_keys`` (tests check the two match).
+Frozen copy of ``sealstore.keysources.database.sealstore_keys`` (tests check the two match).
 """
 
 import sqlalchemy as sa

@@ -1,4 +1,4 @@
-"""Fuzz target: loading a key file (``sealstore.keyfile.KeyFile.load``).
+"""Fuzz target: loading a key file (``sealstore.keysources.file.KeyFile.load``).
 
 Properties, for any file content (written with mode 0600):
 * ``load`` returns a Keyring or raises ConfigError, InvalidKeyring or KeySourceError;
@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
 from sealstore import Keyring  # noqa: E402
 from sealstore.errors import ConfigError, InvalidKeyring, KeySourceError  # noqa: E402
-from sealstore.keyfile import KeyFile  # noqa: E402
+from sealstore.keysources.file import KeyFile  # noqa: E402
 
 TARGET = "keyfile"
 ERRORS = (ConfigError, InvalidKeyring, KeySourceError)

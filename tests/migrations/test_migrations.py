@@ -106,8 +106,8 @@ def test_shipped_revisions_upgrade_and_downgrade(alembic_env):
 
 
 def test_registry_table_is_the_key_source_table():
-    """The revision mirrors sealstore.registry; the schema module re-exports that definition."""
-    from sealstore.registry import sealstore_keys
+    """The revision mirrors sealstore.keysources.database; the schema module re-exports that definition."""
+    from sealstore.keysources.database import sealstore_keys
 
     mirrored = schema.metadata.tables["sealstore_keys"]
     assert [(c.name, type(c.type), c.nullable, c.primary_key) for c in mirrored.columns] == [

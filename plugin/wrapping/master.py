@@ -2,11 +2,11 @@
 
 A :class:`Wrapper` turns a key's 32 bytes of material into an opaque ``wrapped`` blob and back,
 bound to the key id (a blob moved to another key id does not unwrap) and to the store format:
-format 2 stores (which authenticate their key metadata, see :mod:`sealstore.keyauth`) wrap
+format 2 stores (which authenticate their key metadata, see :mod:`sealstore.keysources.metadata`) wrap
 under another context than format 1 stores, so a format 2 store stripped of its metadata tag
 and presented as format 1 does not unwrap.  ``key_id=None`` wraps a store's metadata key.
 Two ship here and in
-:mod:`sealstore.kms`: :class:`MasterKeyWrapper` (AES-256-GCM under a local 32-byte master key)
+:mod:`sealstore.wrapping.kms`: :class:`MasterKeyWrapper` (AES-256-GCM under a local 32-byte master key)
 and ``KmsWrapper`` (AWS KMS envelope).  ``None`` as a wrapper means plain material (local
 development key files only).
 """
@@ -21,9 +21,9 @@ from pathlib import Path
 from cryptography.exceptions import InvalidTag as _CryptoInvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from .errors import ConfigError, KeySourceError
-from .holdskey import HoldsKey
-from .securefile import read_secret_file, write_secret_file
+from ..errors import ConfigError, KeySourceError
+from ..holdskey import HoldsKey
+from ..securefile import read_secret_file, write_secret_file
 
 __all__ = ["MasterKeyWrapper", "Wrapper", "wrap_context"]
 

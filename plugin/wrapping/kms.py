@@ -16,8 +16,8 @@ from __future__ import annotations
 import threading
 import time
 
-from .errors import KeySourceError
-from .wrapping import MATERIAL_SIZE, Wrapper
+from ..errors import KeySourceError
+from .master import MATERIAL_SIZE, Wrapper
 
 __all__ = ["KmsWrapper"]
 

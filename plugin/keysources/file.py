@@ -30,14 +30,14 @@ from pydantic import (
     model_validator,
 )
 
-from .errors import ConfigError, KeySourceError
-from .fields import SuiteName
-from .format import Suite
-from .keyauth import StoreMeta
-from .keyring import KeyState
-from .keysource import KeyRecord, KeySource
-from .securefile import exclusive_lock, read_secret_file, write_secret_file
-from .wrapping import Wrapper
+from ..errors import ConfigError, KeySourceError
+from ..fields import SuiteName
+from ..format import Suite
+from .metadata import StoreMeta
+from ..keyring import KeyState
+from .base import KeyRecord, KeySource
+from ..securefile import exclusive_lock, read_secret_file, write_secret_file
+from ..wrapping import Wrapper
 
 __all__ = ["KeyFile", "validation_message"]
 

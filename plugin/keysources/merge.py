@@ -14,9 +14,9 @@ Keys are never removed from a store, so a merge can never lose one.
 
 from __future__ import annotations
 
-from .errors import ConcurrentKeyChange
-from .keyring import KeyState
-from .keyrecord import KeyRecord
+from ..errors import ConcurrentKeyChange
+from ..keyring import KeyState
+from .records import KeyRecord
 
 __all__ = ["merge_records", "record_values"]
 

@@ -5,8 +5,8 @@ A :class:`KeySource` reads and writes :class:`KeyRecord` rows; a :class:`~sealst
 records into a :class:`~sealstore.keyring.Keyring` and back, creates, rotates, re-wraps (KEK
 rotation, no sealed value touched) and refreshes a live keyring from the store.  Every change
 is one read-modify-write under the store's exclusive lock (:meth:`KeySource._exclusive`), with
-a stale writer's changes merged (:mod:`sealstore.keymerge`), and a wrapped store's metadata is
-authenticated (:mod:`sealstore.keyauth`).  See ``docs/KEYS.md``.
+a stale writer's changes merged (:mod:`sealstore.keysources.merge`), and a wrapped store's metadata is
+authenticated (:mod:`sealstore.keysources.metadata`).  See ``docs/KEYS.md``.
 """
 
 from __future__ import annotations
@@ -17,14 +17,14 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 
-from .errors import KeySourceError
-from .format import Suite
-from .holdskey import HoldsKey
-from .keyauth import FORMAT, StoreMeta, canonical, metadata_tag, tag_matches, tampered
-from .keymerge import merge_records, record_values
-from .keyrecord import KeyRecord
-from .keyring import DEFAULT_SUITE, DEFAULT_TAG_SIZE, KEY_SIZE, Key, Keyring, KeyState
-from .wrapping import Wrapper
+from ..errors import KeySourceError
+from ..format import Suite
+from ..holdskey import HoldsKey
+from .metadata import FORMAT, StoreMeta, canonical, metadata_tag, tag_matches, tampered
+from .merge import merge_records, record_values
+from .records import KeyRecord
+from ..keyring import DEFAULT_SUITE, DEFAULT_TAG_SIZE, KEY_SIZE, Key, Keyring, KeyState
+from ..wrapping import Wrapper
 
 __all__ = ["KeyRecord", "KeySource"]
 
@@ -59,7 +59,7 @@ class KeySource(HoldsKey, ABC):
         """The version counter the next write stores (None: the store keeps none)."""
         return None
 
-    # ---- authenticated metadata (sealstore.keyauth) ---------------------------------------------
+    # ---- authenticated metadata (sealstore.keysources.metadata) ---------------------------------------------
 
     def _metadata_key(self, blob: bytes | None = None) -> tuple[bytes, bytearray]:
         """The (wrapped, plain) metadata key: ``blob`` unwrapped, or a new one when None."""
@@ -218,7 +218,7 @@ class KeySource(HoldsKey, ABC):
 
         Under the store's exclusive lock the stored records are read again; when another writer
         changed them since this source last read or wrote them, the two are merged (keys added
-        there are kept and added to ``keyring``; see :mod:`sealstore.keymerge`), and a real
+        there are kept and added to ``keyring``; see :mod:`sealstore.keysources.merge`), and a real
         conflict raises ConcurrentKeyChange with nothing written.
         """
         with self._mutex, self._exclusive():

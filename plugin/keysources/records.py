@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from .format import Suite
-from .holdskey import HoldsKey
-from .keyring import KeyState
+from ..format import Suite
+from ..holdskey import HoldsKey
+from ..keyring import KeyState
 
 __all__ = ["KeyRecord"]
 
@@ -29,7 +29,9 @@ class KeyRecord(HoldsKey):
     rotated_at: datetime | None
     material: bytes | None = None
     wrapped: bytes | None = None
-    wrap_format: int = 1  # the store format ``wrapped`` was wrapped for (sealstore.keyauth)
+    wrap_format: int = (
+        1  # the store format ``wrapped`` was wrapped for (sealstore.keysources.metadata)
+    )
 
     def __post_init__(self) -> None:  # stores may hand back naive datetimes (SQLite): UTC
         self.created_at = _utc(self.created_at)

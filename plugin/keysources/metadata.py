@@ -20,8 +20,8 @@ import hmac
 import json
 from typing import NamedTuple
 
-from .errors import KeyMetadataTampered
-from .keyrecord import KeyRecord
+from ..errors import KeyMetadataTampered
+from .records import KeyRecord
 
 __all__ = ["FORMAT", "StoreMeta", "canonical", "metadata_tag", "tag_matches", "tampered"]
 

@@ -1,0 +1,230 @@
+"""The database key registry: the ``sealstore_keys`` table and the key source that uses it.
+
+Every application server reading the same table sees the same keyring.  Material is always
+stored wrapped (KMS or a master key); the table holds ids, suites, states, timestamps and the
+wrapped blobs, nothing else.  :data:`sealstore_keys` is the single definition of the table:
+the migrations import it (or :func:`sealstore_keys_columns` for ``op.create_table``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from datetime import datetime, timezone
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    DateTime,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    create_engine,
+    func,
+    inspect,
+    select,
+    text,
+)
+from sqlalchemy.engine import Connection, Engine
+
+from ..errors import InvalidKeyring, KeySourceError
+from ..format import Suite
+from .metadata import StoreMeta
+from ..keyring import KeyState
+from .base import KeyRecord, KeySource
+from ..wrapping import Wrapper
+
+__all__ = [
+    "TABLE_NAME",
+    "DatabaseKeySource",
+    "metadata",
+    "sealstore_keys",
+    "sealstore_keys_columns",
+]
+
+TABLE_NAME = "sealstore_keys"
+# The row holding the store's authenticated-metadata record (sealstore.keysources.metadata), outside the
+# key id range: suite "metadata", state "format-2", wrapped_key = wrapped metadata key || tag.
+METADATA_ROW = -1
+_TAG_SIZE = 32
+
+
+def sealstore_keys_columns() -> list[Column]:
+    """Fresh Column objects of the ``sealstore_keys`` table (for ``op.create_table``)."""
+    return [
+        Column("key_id", BigInteger, primary_key=True, autoincrement=False),  # 0..2**32-1
+        Column("suite", String(16), nullable=False),  # "AEGIS-128X4", ...
+        Column("state", String(16), nullable=False),  # primary | active | retired | destroyed
+        Column("created_at", DateTime(timezone=True), nullable=False),
+        Column("rotated_at", DateTime(timezone=True), nullable=True),
+        Column("wrapped_key", LargeBinary, nullable=True),  # NULL once destroyed
+    ]
+
+
+metadata = MetaData()
+sealstore_keys = Table(TABLE_NAME, metadata, *sealstore_keys_columns())
+
+
+class DatabaseKeySource(KeySource):
+    """A keyring in the ``sealstore_keys`` table of ``engine`` (an Engine or a URL)."""
+
+    def __init__(self, engine: Engine | str, wrapper: Wrapper) -> None:
+        if wrapper is None:
+            raise ValueError("the database registry stores wrapped keys only: give a wrapper")
+        super().__init__(wrapper)
+        self.engine = create_engine(engine) if isinstance(engine, str) else engine
+        self._tx = threading.local()  # .conn: the locked transaction of this thread, if any
+
+    def __repr__(self) -> str:
+        return f"DatabaseKeySource({self.engine.url.render_as_string(hide_password=True)!r})"
+
+    __str__ = __repr__
+
+    def create_table(self) -> None:
+        """Create ``sealstore_keys`` if missing (applications normally use the migration)."""
+        metadata.create_all(self.engine, tables=[sealstore_keys])
+
+    @contextlib.contextmanager
+    def _connection(self):
+        """The locked transaction's connection inside :meth:`_exclusive`, else a new one."""
+        conn = getattr(self._tx, "conn", None)
+        if conn is not None:
+            yield conn
+        else:
+            with self.engine.connect() as conn:
+                yield conn
+
+    @contextlib.contextmanager
+    def _exclusive(self, *, create: bool = False):
+        """One transaction holding the registry's write lock: ``BEGIN IMMEDIATE`` on SQLite,
+        ``LOCK TABLE ... SHARE ROW EXCLUSIVE`` on PostgreSQL (readers are not blocked), a
+        ``GET_LOCK`` named lock on MySQL/MariaDB (row locks there deadlock with the inserts),
+        ``SELECT ... FOR UPDATE`` of every row elsewhere.  Reads and writes inside it go
+        through this transaction; it commits when the block ends, rolls back on an error."""
+        if create:
+            self.create_table()
+        elif not inspect(self.engine).has_table(TABLE_NAME):
+            raise KeySourceError(f"{self}: table {TABLE_NAME} does not exist; run the migration")
+        with self.engine.connect() as conn:
+            unlock = _lock_registry(conn)
+            self._tx.conn = conn
+            try:
+                yield
+                conn.commit()
+            except BaseException:
+                conn.rollback()
+                raise
+            finally:
+                self._tx.conn = None
+                unlock()
+
+    def exists(self) -> bool:
+        if not inspect(self.engine).has_table(TABLE_NAME):
+            return False
+        with self._connection() as conn:
+            return bool(conn.execute(select(func.count()).select_from(sealstore_keys)).scalar())
+
+    def _read(self) -> list[KeyRecord]:
+        in_tx = getattr(self._tx, "conn", None) is not None
+        if not in_tx and not inspect(self.engine).has_table(TABLE_NAME):
+            raise KeySourceError(f"{self}: table {TABLE_NAME} does not exist; run the migration")
+        with self._connection() as conn:
+            rows = conn.execute(select(sealstore_keys).order_by(sealstore_keys.c.created_at)).all()
+        if not rows:
+            raise KeySourceError(f"{self}: no keys; run `sealstore keys init` first")
+        meta = [r for r in rows if r.key_id == METADATA_ROW]
+        rows = [r for r in rows if r.key_id != METADATA_ROW]
+        if not rows:
+            raise KeySourceError(f"{self}: no keys; run `sealstore keys init` first")
+        fmt = 2 if meta else 1
+        if meta:
+            blob = bytes(meta[0].wrapped_key or b"")
+            self._stored_meta = StoreMeta(2, blob[:-_TAG_SIZE] or None, blob[-_TAG_SIZE:])
+        else:
+            self._stored_meta = StoreMeta(1)
+        out = []
+        for row in rows:
+            try:
+                out.append(
+                    KeyRecord(
+                        key_id=row.key_id,
+                        suite=Suite.parse(row.suite),
+                        state=KeyState(row.state),
+                        created_at=row.created_at,
+                        rotated_at=row.rotated_at,
+                        wrapped=bytes(row.wrapped_key) if row.wrapped_key is not None else None,
+                        wrap_format=fmt,
+                    )
+                )
+            except ValueError as exc:
+                raise KeySourceError(f"{self}: key {row.key_id:08x}: {exc}") from None
+        return out
+
+    def _write(self, records: list[KeyRecord], *, create: bool, meta: StoreMeta) -> None:
+        t = sealstore_keys
+        with self._connection() as conn:
+            existing = set(conn.execute(select(t.c.key_id)).scalars())
+            if create and existing:
+                raise KeySourceError(f"{self} already holds a keyring; refusing to overwrite it")
+            if meta.fmt >= 2:
+                _put_metadata(conn, meta, METADATA_ROW in existing)
+            for r in records:
+                values = {
+                    "suite": str(r.suite),
+                    "state": r.state.value,
+                    "created_at": r.created_at,
+                    "rotated_at": r.rotated_at,
+                    "wrapped_key": r.wrapped,
+                }
+                if r.key_id in existing:
+                    conn.execute(t.update().where(t.c.key_id == r.key_id).values(**values))
+                else:
+                    conn.execute(t.insert().values(key_id=r.key_id, **values))
+            primaries = conn.execute(
+                select(func.count()).select_from(t).where(t.c.state == KeyState.PRIMARY.value)
+            ).scalar()
+            if primaries != 1:  # a concurrent rotation on another server: roll back
+                raise InvalidKeyring(
+                    f"{self}: writing would leave {primaries} primary keys (concurrent rotation?); "
+                    "refresh the keyring and retry"
+                )
+
+
+def _put_metadata(conn: Connection, meta: StoreMeta, exists: bool) -> None:
+    t = sealstore_keys
+    values = {
+        "suite": "metadata",
+        "state": f"format-{meta.fmt}",
+        "created_at": datetime.now(timezone.utc).replace(microsecond=0),
+        "rotated_at": None,
+        "wrapped_key": meta.key_blob + meta.tag,
+    }
+    if exists:
+        conn.execute(t.update().where(t.c.key_id == METADATA_ROW).values(**values))
+    else:
+        conn.execute(t.insert().values(key_id=METADATA_ROW, **values))
+
+
+_LOCK_WAIT = 60  # seconds a MySQL/MariaDB writer waits for the named lock
+
+
+def _lock_registry(conn: Connection):
+    """Take the registry's write lock at the start of ``conn``'s transaction; returns the
+    function that releases what the transaction's end does not."""
+    dialect = conn.dialect.name
+    if dialect == "sqlite":
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+    elif dialect == "postgresql":
+        conn.exec_driver_sql(f"LOCK TABLE {TABLE_NAME} IN SHARE ROW EXCLUSIVE MODE")
+    elif dialect in ("mysql", "mariadb"):
+        name = f"{TABLE_NAME}:{conn.engine.url.database}"
+        got = conn.execute(text("SELECT GET_LOCK(:n, :t)"), {"n": name, "t": _LOCK_WAIT}).scalar()
+        if got != 1:
+            conn.rollback()
+            raise KeySourceError(f"{TABLE_NAME}: another writer held the lock for {_LOCK_WAIT} s")
+        conn.commit()  # the named lock outlives it; the next transaction reads after it
+        return lambda: conn.execute(text("SELECT RELEASE_LOCK(:n)"), {"n": name})
+    else:
+        conn.execute(select(sealstore_keys.c.key_id).with_for_update()).all()
+    return lambda: None
