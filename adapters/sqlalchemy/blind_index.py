@@ -1,21 +1,17 @@
-"""Blind indexes: equality lookups on encrypted columns through a keyed hash.
+"""Blind indexes on SQLAlchemy columns: equality lookups on encrypted columns through a keyed hash.
 
-A ``BlindIndex`` column stores, next to an encrypted column, ``key_id (4 bytes, big-endian) ||
-HMAC-SHA256(index_key, encoded value)[:size]``.  The index key is derived with HKDF-SHA256 from
-a key of a *separate* keyring (registered as ``"index"`` by default; it must not be the
-keyring that encrypts the column) with ``info = "sealstore/v1/blind-index" ||
-column_context(table, index column)``, so every index has its own key and equal values in two
-indexes do not match each other.  The encoded value is the source column's canonical encoding
-(see ``codecs.py``), so ``"a@x.org"`` and ``"A@x.org"`` are different; normalize before storing
-if lookups should ignore case.
+A ``BlindIndex`` column stores, next to an encrypted column, the index value of
+:mod:`sealstore.blind_index` (``key_id || HMAC-SHA256(index_key, encoded value)[:size]``) for
+the context ``column_context(table, index column)``: every index has its own key, derived from a
+key of a *separate* keyring (``"index"`` by default; never the keyring that encrypts the
+column).  The encoded value is the source column's canonical encoding (:mod:`sealstore.codecs`),
+so ``"a@x.org"`` and ``"A@x.org"`` are different; normalize before storing if lookups should
+ignore case.
 
 Writes use the index keyring's primary key; lookups query every primary and active key, so an
 index-key rotation keeps lookups working while rows are re-indexed (``needs_reindex``).
-
-Truncation (``size``, 1..32 bytes): with N rows, a lookup returns about ``N / 2**(8*size)``
-unrelated rows by collision.  The default 16 bytes makes that negligible for any table; sizes of
-4 bytes or less are the "fuzzy" choice (each index value hides among many rows) and then the
-caller must re-check the decrypted values.  See docs/COLUMNS.md.
+Truncation (``size``, 1..32 bytes, default 16) and its collision rate: see
+:mod:`sealstore.blind_index` and docs/COLUMNS.md.
 """
 
 from __future__ import annotations
@@ -30,8 +26,10 @@ from sqlalchemy.sql.lambdas import PyWrapper
 from sqlalchemy.types import TypeDecorator
 
 from ...errors import BlindIndexError, ColumnBindingError, UnsealedExpression, UnsupportedComparison
+from ... import blind_index as B
+from ...blind_index import DEFAULT_SIZE, INDEX_KEYRING, KEY_ID_SIZE
 from ...format import column_context
-from ...keyring import Keyring, KeyState, get_keyring
+from ...keyring import Keyring, get_keyring
 from .lookups import IndexLookup
 from .rows import PreSealed
 
@@ -42,11 +40,6 @@ __all__ = [
     "equality_via_index",
     "find_blind_index",
 ]
-
-INDEX_KEYRING = "index"
-KEY_ID_SIZE = 4
-DEFAULT_SIZE = 16
-_INFO = b"sealstore/v1/blind-index"
 
 
 class BlindIndex(TypeDecorator):
@@ -73,8 +66,7 @@ class BlindIndex(TypeDecorator):
     ) -> None:
         if not isinstance(source, str) or not source:
             raise TypeError("source must be the name of the encrypted column (a non-empty str)")
-        if not isinstance(size, int) or isinstance(size, bool) or not 1 <= size <= 32:
-            raise ValueError(f"size must be an int in 1..32 (HMAC-SHA256 bytes kept), not {size!r}")
+        B.check_size(size)
         if not isinstance(keyring, str) or not keyring:
             raise TypeError("keyring must be a keyring name (a non-empty str)")
         self.source = source
@@ -158,7 +150,7 @@ class BlindIndex(TypeDecorator):
         if info is None:
             if self.table is None or self.column is None:
                 raise BlindIndexError("BlindIndex is not bound to a table column")
-            info = self._info_memo = _INFO + column_context(self.table, self.column)
+            info = self._info_memo = B.index_info(column_context(self.table, self.column))
         return info
 
     def _keyring(self, source_type) -> Keyring:
@@ -169,11 +161,6 @@ class BlindIndex(TypeDecorator):
                 "a blind index needs its own keyring"
             )
         return keyring
-
-    def _mac(self, keyring: Keyring, key, data: bytes) -> bytes:
-        # the keyring derives and caches the HMAC key, wipes it on destroy()/close() and then
-        # refuses (KeyNotUsable)
-        return keyring.keyed_hash(key.key_id, self._info(), data)
 
     # ---- computing index values -------------------------------------------------------------
 
@@ -195,10 +182,7 @@ class BlindIndex(TypeDecorator):
                 )
             value = value.plaintext
         data = source_type.codec.encode(value)
-        keyring = self._keyring(source_type)
-        key = keyring.primary
-        mac = self._mac(keyring, key, data)
-        return key.key_id.to_bytes(KEY_ID_SIZE, "big") + mac[: self.size]
+        return B.index_value(self._keyring(source_type), self._info(), data, self.size)
 
     def candidates(self, value: Any) -> list[bytes]:
         """Index values of ``value`` under every key a lookup must try (primary first, then active)."""
@@ -206,23 +190,15 @@ class BlindIndex(TypeDecorator):
             return []
         source_type = self.source_column.type
         data = source_type.codec.encode(value)
-        keyring = self._keyring(source_type)
-        keys = [k for k in keyring.keys if k.state is KeyState.PRIMARY]
-        keys += [k for k in keyring.keys if k.state is KeyState.ACTIVE]
-        return [
-            k.key_id.to_bytes(KEY_ID_SIZE, "big") + self._mac(keyring, k, data)[: self.size]
-            for k in keys
-        ]
+        return B.candidates(self._keyring(source_type), self._info(), data, self.size)
 
     def key_id_of(self, stored: bytes) -> int:
         """The index key id at the start of a stored index value."""
-        return int.from_bytes(bytes(stored[:KEY_ID_SIZE]), "big")
+        return B.key_id_of(stored)
 
     def needs_reindex(self, stored: bytes | None) -> bool:
         """True when ``stored`` was not computed with the index keyring's primary key."""
-        if stored is None:
-            return False
-        return self.key_id_of(stored) != get_keyring(self.keyring).primary.key_id
+        return B.is_stale(get_keyring(self.keyring), stored)
 
     def compute_from_params(self, params: dict) -> bytes | None:
         return self.compute(params.get(self.source_column.key))

@@ -29,7 +29,8 @@ from ...errors import ColumnBindingError, SealstoreError
 from ...format import column_context
 from ...keyring import get_keyring, named_opener, named_sealer
 from ...suites import COLUMN_OVERHEAD
-from .codecs import Codec, binary_codec, codec_for, json_codec, string_codec
+from ...codecs import Codec, binary_codec, json_codec, string_codec
+from .codecs import codec_for
 from .comparison import EncryptedComparator
 from .read_errors import read_error
 from .refused import check_selected
@@ -356,7 +357,7 @@ class Encrypted(EncryptedType):
     """Any other generic type, sealed in its canonical encoding: ``Encrypted(Integer)``,
     ``Encrypted(Date)``, ``Encrypted(Numeric(10, 2))``, ``Encrypted(Uuid)`` ...
 
-    The encodings are listed in :mod:`sealstore.adapters.sqlalchemy.codecs`; the declared
+    The encodings are listed in :mod:`sealstore.codecs` (which codec a type gets, in :mod:`sealstore.adapters.sqlalchemy.codecs`); the declared
     type's range, precision and length are enforced before sealing.
     """
 

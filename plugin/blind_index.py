@@ -1,0 +1,88 @@
+"""Blind-index values: equality lookups on encrypted data through a keyed hash, storage-neutral.
+
+An index value is ``key_id (4 bytes, big-endian) || HMAC-SHA256(index_key, encoded value)[:size]``.
+The index key is derived by the keyring (:meth:`sealstore.keyring.Keyring.keyed_hash`, HKDF-SHA256)
+from one of *its* keys with ``info = "sealstore/v1/blind-index" || context``, where the context
+names the index (for a column, :func:`sealstore.format.column_context` of its table and column):
+every index has its own key, and equal values in two indexes do not match each other.  The
+keyring must be a separate one (``"index"`` by default), never the keyring that encrypts the data.
+
+Writes use the keyring's primary key; lookups try the primary and every active key, so an
+index-key rotation keeps lookups working while values are re-indexed (:func:`is_stale`).
+
+Truncation (``size``, 1..32 bytes): with N values, a lookup matches about ``N / 2**(8*size)``
+unrelated ones by collision.  The default 16 bytes makes that negligible; 4 bytes or less is the
+"fuzzy" choice (each index value hides among many rows) and the caller must then re-check the
+decrypted values.  The SQLAlchemy ``BlindIndex`` column type is built on this module.
+"""
+
+from __future__ import annotations
+
+from .keyring import Key, Keyring, KeyState
+
+__all__ = [
+    "DEFAULT_SIZE",
+    "INDEX_KEYRING",
+    "INFO_PREFIX",
+    "KEY_ID_SIZE",
+    "MAX_SIZE",
+    "candidates",
+    "check_size",
+    "index_info",
+    "index_value",
+    "is_stale",
+    "key_id_of",
+]
+
+#: The name of the keyring blind indexes use unless told otherwise.
+INDEX_KEYRING = "index"
+#: Bytes of key id at the start of every index value.
+KEY_ID_SIZE = 4
+#: HMAC bytes kept by default, and at most (all of HMAC-SHA256).
+DEFAULT_SIZE = 16
+MAX_SIZE = 32
+#: The HKDF ``info`` prefix of every blind-index key (format v1).
+INFO_PREFIX = b"sealstore/v1/blind-index"
+
+
+def check_size(size: object) -> int:
+    """``size`` if it is an int in 1..32, else ValueError (a bool is not a size)."""
+    if not isinstance(size, int) or isinstance(size, bool) or not 1 <= size <= MAX_SIZE:
+        raise ValueError(f"size must be an int in 1..32 (HMAC-SHA256 bytes kept), not {size!r}")
+    return size
+
+
+def index_info(context: bytes) -> bytes:
+    """The HKDF ``info`` of the index named by ``context`` (e.g. a column context)."""
+    return INFO_PREFIX + context
+
+
+def _value(keyring: Keyring, key: Key, info: bytes, data: bytes, size: int) -> bytes:
+    # the keyring derives and caches the HMAC key, wipes it on destroy()/close() and then
+    # refuses (KeyNotUsable)
+    mac = keyring.keyed_hash(key.key_id, info, data)
+    return key.key_id.to_bytes(KEY_ID_SIZE, "big") + mac[:size]
+
+
+def index_value(keyring: Keyring, info: bytes, data: bytes, size: int) -> bytes:
+    """The index value of the encoded plaintext ``data`` under the keyring's primary key."""
+    return _value(keyring, keyring.primary, info, data, size)
+
+
+def candidates(keyring: Keyring, info: bytes, data: bytes, size: int) -> list[bytes]:
+    """Index values of ``data`` under every key a lookup must try: the primary, then the active."""
+    keys = [k for k in keyring.keys if k.state is KeyState.PRIMARY]
+    keys += [k for k in keyring.keys if k.state is KeyState.ACTIVE]
+    return [_value(keyring, k, info, data, size) for k in keys]
+
+
+def key_id_of(stored: bytes) -> int:
+    """The index key id at the start of a stored index value."""
+    return int.from_bytes(bytes(stored[:KEY_ID_SIZE]), "big")
+
+
+def is_stale(keyring: Keyring, stored: bytes | None) -> bool:
+    """True when ``stored`` was not computed with the keyring's primary key (NULL is not stale)."""
+    if stored is None:
+        return False
+    return key_id_of(stored) != keyring.primary.key_id
