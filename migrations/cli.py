@@ -374,7 +374,8 @@ def cmd_reindex(args) -> int:
 
 @_guard
 def cmd_status(args) -> int:
-    """Rows per key id for each column (SQL only, nothing decrypted), NULLs, running jobs."""
+    """Rows per key id for each column (SQL only, nothing decrypted), NULLs, running jobs;
+    exit 1 while values remain under keys other than the primary (or hold no key id)."""
     from sealstore.migrations.keystatus import status
 
     with _setup(args) as env:

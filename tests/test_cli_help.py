@@ -40,3 +40,9 @@ def test_help_pages_print_their_description(argv, capsys):
         main([*argv, "--help"])
     assert info.value.code == 0
     assert parser.description.split()[0] in capsys.readouterr().out
+
+
+def test_bench_program_has_its_own_description():
+    from sealstore.bench.run import build_parser as bench_parser
+
+    assert (bench_parser().description or "").strip()

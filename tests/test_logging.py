@@ -186,6 +186,7 @@ def test_s3_flow(debug, tmp_path, s3_endpoint, raw_s3, bucket):
     bodies = {f"obj/{i}": os.urandom(3000 + i) for i in range(4)}
     for key, body in bodies.items():
         s3.put_object(Bucket=bucket, Key=key, Body=body)
+    s3.copy_object(Bucket=bucket, Key="copied", CopySource=f"{bucket}/obj/1")
     got = s3.get_object(Bucket=bucket, Key="obj/0", Range="bytes=100-2000")["Body"].read()
     assert got == bodies["obj/0"][100:2001]
     old_stored = [raw_s3.get_object(Bucket=bucket, Key=k)["Body"].read() for k in bodies]
@@ -201,6 +202,8 @@ def test_s3_flow(debug, tmp_path, s3_endpoint, raw_s3, bucket):
     up, down = "sealstore.adapters.s3.uploads", "sealstore.adapters.s3.downloads"
     assert logged(records, up, logging.DEBUG, f"PutObject {bucket}/obj/0: sealed under key")
     assert logged(records, down, logging.DEBUG, f"GetObject {bucket}/obj/0: opening under key")
+    copied = f"CopyObject {bucket}/obj/1 -> {bucket}/copied: re-sealed"
+    assert logged(records, "sealstore.adapters.s3.copying", logging.DEBUG, copied)
     assert logged(records, "sealstore.adapters.s3.rotate", logging.INFO, f"to key {primary}")
     assert logged(records, "sealstore.adapters.s3.rotate", logging.DEBUG, "obj/2: resealed")
     assert logged(records, "sealstore.adapters.s3.rotate", logging.INFO, "done: 4 objects")
