@@ -1,6 +1,7 @@
 """The ``sealstore`` console script.  This module adds the ``keys`` commands:
 
     sealstore --version
+    sealstore [--log-level debug|info|warning] COMMAND ...
     sealstore [--config PATH] keys init [--suite SUITE] [--tag-size 16|32] [--json]
     sealstore [--config PATH] keys list [--json]
     sealstore [--config PATH] keys rotate [--suite SUITE] [--json]
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from datetime import datetime, timezone
 
@@ -153,6 +155,11 @@ def build_parser(programs: dict | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"sealstore {version()}")
     parser.add_argument(
+        "--log-level",
+        choices=_LOG_LEVELS,
+        help="print sealstore's log records from this level on to stderr (docs/LOGGING.md)",
+    )
+    parser.add_argument(
         "-c",
         "--config",
         metavar="PATH",
@@ -248,13 +255,30 @@ def main(argv: list[str] | None = None) -> int:
     return run_command(parser.parse_args(argv))
 
 
+_LOG_LEVELS = ("debug", "info", "warning")
+
+
 def run_command(args) -> int:
-    """Run a parsed ``sealstore`` command; a SealstoreError is one line on stderr and exit 1."""
+    """Run a parsed ``sealstore`` command; a SealstoreError is one line on stderr and exit 1.
+    ``--log-level``: the ``sealstore`` loggers' records go to stderr meanwhile (never stdout,
+    which ``--json`` keeps for its document)."""
+    logger = logging.getLogger("sealstore")
+    level = getattr(args, "log_level", None)
+    handler, before = None, logger.level
+    if level is not None:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(level.upper())
     try:
         return args.func(args)
     except SealstoreError as exc:
         print(f"sealstore: error: {exc}", file=sys.stderr)
         return 1
+    finally:
+        if handler is not None:
+            logger.removeHandler(handler)
+            logger.setLevel(before)
 
 
 if __name__ == "__main__":  # pragma: no cover

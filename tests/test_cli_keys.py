@@ -221,3 +221,23 @@ def test_version_without_distribution_metadata(monkeypatch):
 
     monkeypatch.setattr(importlib.metadata, "version", missing)
     assert cli.version().startswith("unknown (no installed sealstore distribution")
+
+
+def test_log_level_goes_to_stderr_and_leaves_json_alone(keyfile, capsys):
+    import logging
+
+    assert main(["--log-level", "debug", "keys", "init", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["wrapped"] is False  # stdout is still the one document
+    assert "DEBUG sealstore.keyfile: wrote key file" in err
+    assert "INFO sealstore.keysource: created a keyring" in err
+    assert main(["--log-level", "info", "keys", "rotate"]) == 0
+    out, err = capsys.readouterr()
+    assert "INFO sealstore.keyring.ring: key" in err and "DEBUG" not in err
+    assert "sealstore." not in out
+    for secret in materials(keyfile):
+        assert secret not in out + err
+    logger = logging.getLogger("sealstore")
+    assert not any(isinstance(h, logging.StreamHandler) for h in logger.handlers)
+    assert main(["keys", "list"]) == 0
+    assert "sealstore.keyfile" not in capsys.readouterr().err  # off again without the option
