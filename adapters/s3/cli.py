@@ -33,6 +33,7 @@ def _default_checkpoint(url: str) -> str:
 
 def _cmd_rotate(args) -> int:
     import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
     from sealstore.config import load_config
 
     from . import encrypt_client
@@ -44,17 +45,17 @@ def _cmd_rotate(args) -> int:
         print(f"sealstore: error: {exc}", file=sys.stderr)
         return 2
     keyring = load_config(getattr(args, "config", None)).load_keyring()
-    client = boto3.client("s3", endpoint_url=args.endpoint_url, region_name=args.region)
-    encrypt_client(client, keyring, bind_location=not args.no_bind_location)
     checkpoint = args.checkpoint or _default_checkpoint(args.url)
-    started = time.monotonic()
-    total = None
-    if wants_bar(args.progress, json_output=args.json):
-        total = pending_objects(client, bucket, prefix, checkpoint=checkpoint)
-    progress = make_object_progress(
-        args.progress, total, verbose=args.verbose, json_output=args.json
-    )
+    started, progress = time.monotonic(), None
     try:
+        client = boto3.client("s3", endpoint_url=args.endpoint_url, region_name=args.region)
+        encrypt_client(client, keyring, bind_location=not args.no_bind_location)
+        total = None
+        if wants_bar(args.progress, json_output=args.json):
+            total = pending_objects(client, bucket, prefix, checkpoint=checkpoint)
+        progress = make_object_progress(
+            args.progress, total, verbose=args.verbose, json_output=args.json
+        )
         report = rotate_objects(
             client,
             bucket,
@@ -65,11 +66,25 @@ def _cmd_rotate(args) -> int:
             pause=args.pause,
             progress=progress,
         )
+    except (BotoCoreError, ClientError) as exc:  # the listing itself: nothing was rotated
+        print(f"sealstore: error: S3: {_s3_error(exc)}", file=sys.stderr)
+        return 1
     finally:
-        progress.close()
+        if progress is not None:
+            progress.close()
         keyring.close()
     _print_report(args, report, checkpoint, time.monotonic() - started)
     return 0 if report.ok else 1
+
+
+def _s3_error(exc) -> str:
+    """``Operation: Code`` of a ClientError, the class and message of another botocore error."""
+    from botocore.exceptions import ClientError
+
+    if isinstance(exc, ClientError):
+        error = exc.response.get("Error", {})
+        return f"{exc.operation_name}: {error.get('Code', '?')} ({error.get('Message', '')})"
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _print_report(args, report, checkpoint: str, seconds: float) -> None:

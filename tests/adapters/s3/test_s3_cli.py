@@ -148,3 +148,12 @@ def test_dry_run_writes_no_checkpoint(project, capsys):
     code, out, _ = run(capsys, *base, url, "--dry-run", "--progress", "none")
     assert code == 0 and out.startswith("dry run: 5 objects in ")
     assert not list(tmp_path.glob(".sealstore-rotate-*"))
+
+
+def test_a_missing_bucket_is_one_error_line(project, capsys):
+    base, url, tmp_path = project
+    for mode in ("bar", "lines"):  # the counting pass and the run itself
+        code, out, err = run(capsys, *base, "s3://no-such-bucket-here/x", "--progress", mode)
+        assert (code, out) == (1, "")
+        assert err.startswith("sealstore: error: S3: ListObjectsV2: NoSuchBucket")
+        assert "Traceback" not in err and len(err.splitlines()) == 1
