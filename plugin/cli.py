@@ -1,25 +1,31 @@
 """The ``sealstore`` console script.  This module adds the ``keys`` commands:
 
-    sealstore [--config PATH] keys init [--suite SUITE] [--tag-size 16|32]
+    sealstore --version
+    sealstore [--log-level debug|info|warning] COMMAND ...
+    sealstore [--config PATH] keys init [--suite SUITE] [--tag-size 16|32] [--json]
     sealstore [--config PATH] keys list [--json]
-    sealstore [--config PATH] keys rotate [--suite SUITE]
+    sealstore [--config PATH] keys rotate [--suite SUITE] [--json]
 
 The key source comes from the configuration (:func:`sealstore.config.load_config`: the file
 given with ``--config`` or ``$SEALSTORE_CONFIG``, then ``SEALSTORE_*`` variables).  Nothing
-here ever prints key material.  Exit status: 0 ok, 1 sealstore error, 2 usage error.
+here ever prints key material.  ``--json`` prints one JSON document on stdout and nothing else
+there (warnings and errors go to stderr).  ``keys init`` warns loudly on stderr (and in the
+JSON ``warning`` field) when it writes plain, unwrapped keys.  Exit status: 0 ok, 1 sealstore
+error, 2 usage error.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from datetime import datetime, timezone
 
 from .errors import SealstoreError
 from .format import Suite
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "main", "version"]
 
 _SUITES = [str(s) for s in Suite]
 
@@ -38,12 +44,50 @@ def _config(args):
     return load_config(args.config)
 
 
+def version() -> str:
+    """The installed distribution's version (``importlib.metadata``), or a note saying why
+    there is none (run from a source tree that was never installed)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("sealstore")
+    except PackageNotFoundError:
+        return "unknown (no installed sealstore distribution: pip install sealstore)"
+
+
+def _plaintext_warning(source) -> str:
+    return (
+        f"WARNING: {source} holds PLAIN, UNWRAPPED keys: anyone who can read it can decrypt "
+        "every value sealed with them. For anything but local development configure a "
+        "wrapping (key_source.wrapping: master-key or aws-kms; docs/KEYS.md)"
+    )
+
+
 def _cmd_init(args) -> int:
     cfg = _config(args)
     source = cfg.key_source_object()
     keyring = source.init(suite=args.suite or cfg.suite, tag_size=args.tag_size or cfg.tag_size)
     key = keyring.primary
-    print(f"created keyring in {source} with primary key {key.id_hex} ({key.suite})")
+    keyring.close()
+    wrapping = source.wrapper.kind if source.wrapper is not None else "none"
+    warning = _plaintext_warning(source) if source.wrapper is None else None
+    if warning:
+        print(f"sealstore: {warning}", file=sys.stderr)
+    if args.json:
+        doc = {
+            "key_source": str(source),
+            "wrapping": wrapping,
+            "wrapped": source.wrapper is not None,
+            "primary": {"id": key.id_hex, "suite": str(key.suite)},
+            "warning": warning,
+        }
+        print(json.dumps(doc, indent=2))
+        return 0
+    print(
+        f"created keyring in {source} with primary key {key.id_hex} ({key.suite}), "
+        f"wrapping: {wrapping}"
+    )
     return 0
 
 
@@ -91,14 +135,30 @@ def _cmd_rotate(args) -> int:
     old = keyring.primary
     key = source.rotate(keyring, suite=args.suite)
     keyring.close()
-    print(f"new primary key {key.id_hex} ({key.suite}); {old.id_hex} is now active")
+    if args.json:
+        doc = {
+            "primary": {"id": key.id_hex, "suite": str(key.suite)},
+            "previous": {"id": old.id_hex, "state": old.state.value},
+        }
+        print(json.dumps(doc, indent=2))
+        return 0
+    print(f"new primary key {key.id_hex} ({key.suite}); {old.id_hex} is now {old.state.value}")
     return 0
 
 
 def build_parser(programs: dict | None = None) -> argparse.ArgumentParser:
     """The console script's parser; ``programs`` are the ``sealstore.programs`` entry points
     (looked up when not given)."""
-    parser = argparse.ArgumentParser(prog="sealstore", description="sealstore administration")
+    parser = argparse.ArgumentParser(
+        prog="sealstore",
+        description="sealstore administration: keys, column and object rotation, checks",
+    )
+    parser.add_argument("--version", action="version", version=f"sealstore {version()}")
+    parser.add_argument(
+        "--log-level",
+        choices=_LOG_LEVELS,
+        help="print sealstore's log records from this level on to stderr (docs/LOGGING.md)",
+    )
     parser.add_argument(
         "-c",
         "--config",
@@ -106,26 +166,47 @@ def build_parser(programs: dict | None = None) -> argparse.ArgumentParser:
         help="config file (.toml/.json); default $SEALSTORE_CONFIG",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    keys = commands.add_parser("keys", help="manage the keyring").add_subparsers(
-        dest="keys_command", required=True, metavar="ACTION"
-    )
+    keys = commands.add_parser(
+        "keys",
+        help="manage the keyring",
+        description="Create, list, rotate (and, with the migrations commands, retire or "
+        "destroy) the keys of the configured key source; never prints key material.",
+    ).add_subparsers(dest="keys_command", required=True, metavar="ACTION")
 
-    p = keys.add_parser("init", help="create the keyring with one primary key")
+    p = keys.add_parser(
+        "init",
+        help="create the keyring with one primary key",
+        description="Create the configured key source's keyring with one primary key. Keys "
+        "are wrapped when a wrapping (master-key, aws-kms) is configured; plain keys get a "
+        "loud warning on stderr.",
+    )
     p.add_argument("--suite", choices=_SUITES, help="suite of the first key (default: config)")
     p.add_argument("--tag-size", type=int, choices=(16, 32), help="tag size (default: config)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_init)
 
-    p = keys.add_parser("list", help="show ids, suites, states and ages (never material)")
+    p = keys.add_parser(
+        "list",
+        help="show ids, suites, states and ages (never material)",
+        description="Show each key's id, suite, state, creation time, age and rotation time.",
+    )
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_list)
 
-    p = keys.add_parser("rotate", help="create a new primary key; the old one stays active")
+    p = keys.add_parser(
+        "rotate",
+        help="create a new primary key; the old one stays active",
+        description="Create a new primary key; the old primary stays active, so values "
+        "sealed under it still open (sealstore rotate re-seals them).",
+    )
     p.add_argument("--suite", choices=_SUITES, help="suite of the new key (default: config)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_rotate)
 
     programs = _programs() if programs is None else programs
     for name, program in sorted(programs.items()):  # listed for --help; main() runs them
-        commands.add_parser(name, help=program.load().help)
+        text = program.load().help
+        commands.add_parser(name, help=text, description=text)
     for register in _registered(COMMANDS):
         register(commands, keys)
     return parser
@@ -174,13 +255,30 @@ def main(argv: list[str] | None = None) -> int:
     return run_command(parser.parse_args(argv))
 
 
+_LOG_LEVELS = ("debug", "info", "warning")
+
+
 def run_command(args) -> int:
-    """Run a parsed ``sealstore`` command; a SealstoreError is one line on stderr and exit 1."""
+    """Run a parsed ``sealstore`` command; a SealstoreError is one line on stderr and exit 1.
+    ``--log-level``: the ``sealstore`` loggers' records go to stderr meanwhile (never stdout,
+    which ``--json`` keeps for its document)."""
+    logger = logging.getLogger("sealstore")
+    level = getattr(args, "log_level", None)
+    handler, before = None, logger.level
+    if level is not None:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+        logger.setLevel(level.upper())
     try:
         return args.func(args)
     except SealstoreError as exc:
         print(f"sealstore: error: {exc}", file=sys.stderr)
         return 1
+    finally:
+        if handler is not None:
+            logger.removeHandler(handler)
+            logger.setLevel(before)
 
 
 if __name__ == "__main__":  # pragma: no cover

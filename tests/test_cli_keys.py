@@ -11,6 +11,7 @@ import sys
 
 import pytest
 from sealstore.cli import main
+from sealstore.config import load_config
 from sealstore.keysources.file import KeyFile
 
 
@@ -124,3 +125,121 @@ def test_python_dash_m(keyfile):
         text=True,
     )
     assert r.returncode == 0 and json.loads(r.stdout)[0]["state"] == "primary"
+
+
+def test_init_plain_keys_warns_loudly(keyfile, capsys):
+    assert main(["keys", "init"]) == 0
+    out, err = capsys.readouterr()
+    assert "wrapping: none" in out
+    assert "WARNING" in err and "PLAIN, UNWRAPPED keys" in err and str(keyfile) in err
+    for secret in materials(keyfile):
+        assert secret not in out + err
+
+
+def test_init_json_plain(keyfile, capsys):
+    assert main(["keys", "init", "--json", "--suite", "AEGIS-128L"]) == 0
+    out, err = capsys.readouterr()
+    doc = json.loads(out)  # the whole of stdout is one document
+    key = json.loads(keyfile.read_text())["keys"][0]
+    assert doc == {
+        "key_source": f"KeyFile({str(keyfile)!r})",
+        "wrapping": "none",
+        "wrapped": False,
+        "primary": {"id": key["id"], "suite": "AEGIS-128L"},
+        "warning": doc["warning"],
+    }
+    assert "PLAIN, UNWRAPPED" in doc["warning"] and doc["warning"] in err
+    for secret in materials(keyfile):
+        assert secret not in out + err
+
+
+def test_init_with_a_master_key_writes_wrapped_keys_without_warning(
+    keyfile, tmp_path, capsys, monkeypatch
+):
+    from sealstore.wrapping.master import MasterKeyWrapper
+
+    master = MasterKeyWrapper.create_file(tmp_path / "master.key")
+    monkeypatch.setenv("SEALSTORE_KEY_SOURCE__WRAPPING__TYPE", "master-key")
+    monkeypatch.setenv("SEALSTORE_KEY_SOURCE__WRAPPING__PATH", str(master))
+    assert main(["keys", "init", "--json"]) == 0
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
+    assert (doc["wrapping"], doc["wrapped"], doc["warning"]) == ("master-key", True, None)
+    assert "WARNING" not in err
+    stored = json.loads(keyfile.read_text())
+    assert stored["sealstore_keyring"] == 2 and stored["wrapping"] == {"type": "master-key"}
+    (key,) = stored["keys"]
+    assert "material" not in key and key["wrapped"] and key["id"] == doc["primary"]["id"]
+    master_b64 = master.read_text().strip()
+    raw_master = base64.b64decode(master_b64)
+    for secret in (master_b64, raw_master.hex(), key["wrapped"], stored["metadata_key"]):
+        assert secret not in out + err
+    kr = load_config().load_keyring()  # the configured wrapping opens what init wrote
+    material = kr.primary.reveal_material()
+    for secret in (base64.b64encode(material).decode(), material.hex()):
+        assert secret not in out + err
+    kr.close()
+    assert main(["keys", "rotate", "--json"]) == 0
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
+    assert doc["previous"] == {"id": key["id"], "state": "active"}
+    assert all("material" not in k for k in json.loads(keyfile.read_text())["keys"])
+
+
+def test_rotate_json(keyfile, capsys):
+    main(["keys", "init"])
+    capsys.readouterr()
+    assert main(["keys", "rotate", "--json", "--suite", "AES-256-GCM"]) == 0
+    out, err = capsys.readouterr()
+    doc = json.loads(out)
+    keys = {k["state"]: k for k in json.loads(keyfile.read_text())["keys"]}
+    assert doc == {
+        "primary": {"id": keys["primary"]["id"], "suite": "AES-256-GCM"},
+        "previous": {"id": keys["active"]["id"], "state": "active"},
+    }
+    assert err == ""
+    for secret in materials(keyfile):
+        assert secret not in out
+
+
+def test_version(capsys):
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"sealstore {version('sealstore')}"
+
+
+def test_version_without_distribution_metadata(monkeypatch):
+    import importlib.metadata
+
+    from sealstore import cli
+
+    def missing(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", missing)
+    assert cli.version().startswith("unknown (no installed sealstore distribution")
+
+
+def test_log_level_goes_to_stderr_and_leaves_json_alone(keyfile, capsys):
+    import logging
+
+    assert main(["--log-level", "debug", "keys", "init", "--json"]) == 0
+    out, err = capsys.readouterr()
+    assert json.loads(out)["wrapped"] is False  # stdout is still the one document
+    assert "DEBUG sealstore.keysources.file: wrote key file" in err
+    assert "INFO sealstore.keysources.base: created a keyring" in err
+    assert main(["--log-level", "info", "keys", "rotate"]) == 0
+    out, err = capsys.readouterr()
+    assert "INFO sealstore.keyring.ring: key" in err and "DEBUG" not in err
+    assert "sealstore." not in out
+    for secret in materials(keyfile):
+        assert secret not in out + err
+    logger = logging.getLogger("sealstore")
+    assert not any(isinstance(h, logging.StreamHandler) for h in logger.handlers)
+    assert main(["keys", "list"]) == 0
+    assert (
+        "sealstore.keysources.file" not in capsys.readouterr().err
+    )  # off again without the option

@@ -24,6 +24,7 @@ destination setting (storage class, SSE, ACL, object lock, ...) is the request's
 from __future__ import annotations
 
 import datetime
+import logging
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import unquote, urlencode
 
@@ -40,6 +41,8 @@ from .transfer import part_size
 
 __all__ = ["COPY_PART", "COPY_WORKERS", "SINGLE_COPY", "copy_source", "reseal_copy",
            "reseal_part_copy"]  # fmt: skip
+
+log = logging.getLogger(__name__)
 
 #: Plaintext bytes up to which a copy is one GET and one PUT.
 SINGLE_COPY = 16 << 20
@@ -129,6 +132,10 @@ def reseal_copy(sealing, params):
         return None
     meta, extra = _destination(sealing, params, args, head)
     bucket, key = params["Bucket"], params["Key"]
+    log.debug(
+        "CopyObject %s/%s -> %s/%s: re-sealed through the client (%d plaintext bytes)",
+        args["Bucket"], args["Key"], bucket, key, n,
+    )  # fmt: skip
     if n <= SINGLE_COPY:
         put = _copy_whole(sealing, args, head, bucket, key, meta, extra, n)
     else:

@@ -4,6 +4,7 @@ ranged, resumed when a body is cut short) and HeadObject, answered in plaintext 
 from __future__ import annotations
 
 import io
+import logging
 
 from botocore.exceptions import ClientError
 from sealstore.errors import (
@@ -32,6 +33,8 @@ from .body import (
 from .sizes import size_of
 
 __all__ = ["DownloadHandlers"]
+
+log = logging.getLogger(__name__)
 
 
 class DownloadHandlers:
@@ -158,6 +161,10 @@ class DownloadHandlers:
         if expected is not None and expected != n:
             raw.close()
             raise MalformedObject(f"object metadata says {expected} bytes, its size says {n}")
+        log.debug(
+            "GetObject %s/%s: opening under key %s (%d plaintext bytes)",
+            request.get("Bucket"), request.get("Key"), header.key_id_hex, n,
+        )  # fmt: skip
         return cipher, n
 
     def _open_range(self, parsed, context, rng) -> None:

@@ -25,6 +25,7 @@ checkpoint complete, and the next run starts over.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from dataclasses import asdict, dataclass, field
@@ -38,7 +39,9 @@ from .large import MAX_SINGLE_REQUEST, copy_multipart, needs_multipart, put_mult
 from .location import object_location
 from .settings import for_copy, object_settings
 
-__all__ = ["RotationReport", "parse_s3_url", "rotate_objects"]
+__all__ = ["RotationReport", "parse_s3_url", "pending_objects", "rotate_objects"]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -106,6 +109,16 @@ def _save_checkpoint(path, report: RotationReport) -> None:
     os.replace(tmp, path)
 
 
+def pending_objects(client, bucket: str, prefix: str = "", *, checkpoint: str | None = None) -> int:
+    """How many objects :func:`rotate_objects` with the same arguments would visit now: one
+    listing pass (one request per 1000 objects), after the checkpoint's position when the run
+    would resume from it.  Objects written meanwhile may make the run visit more."""
+    sealing = client.sealstore
+    after = _load_checkpoint(checkpoint, bucket, prefix, sealing.keyring.primary.id_hex)
+    args = {"Bucket": bucket, "Prefix": prefix, **({"StartAfter": after} if after else {})}
+    return sum(len(page.get("Contents", [])) for page in _pages(sealing, args))
+
+
 def rotate_objects(
     client,
     bucket: str,
@@ -132,6 +145,11 @@ def rotate_objects(
     args = {"Bucket": bucket, "Prefix": prefix}
     if report.after:
         args["StartAfter"] = report.after
+    log.info(
+        "s3 rotate s3://%s/%s to key %s%s%s", bucket, prefix, primary.id_hex,
+        f", resuming after {report.after!r}" if report.after else "",
+        " (dry run)" if dry_run else "",
+    )  # fmt: skip
     for page in _pages(sealing, args):
         for item in page.get("Contents", []):
             key = item["Key"]
@@ -142,6 +160,7 @@ def rotate_objects(
             )  # fmt: skip
             report.scanned += 1
             report.last_key = key
+            log.debug("s3 rotate %s/%s: %s", bucket, key, outcome)
             _save_checkpoint(checkpoint, report)
             if progress is not None:
                 progress(report, key, outcome)
@@ -149,6 +168,11 @@ def rotate_objects(
                 time.sleep(pause)
     report.complete = True
     _save_checkpoint(checkpoint, report)
+    log.info(
+        "s3 rotate s3://%s/%s done: %d objects, %d re-sealed, %d conflicts, %d failed",
+        bucket, prefix, report.scanned, report.resealed, len(report.conflicts),
+        len(report.failures),
+    )  # fmt: skip
     return report
 
 

@@ -4,6 +4,7 @@ same bytes (docs/S3.md)."""
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 import threading
@@ -25,6 +26,8 @@ from .body import (
 )
 
 __all__ = ["SPOOL_MEMORY", "UploadHandlers"]
+
+log = logging.getLogger(__name__)
 
 #: Sealed bodies of unknown length are spooled; this much stays in memory, the rest on disk.
 SPOOL_MEMORY = 8 << 20
@@ -98,6 +101,10 @@ class UploadHandlers:
         params["Body"] = out
         params["ContentLength"] = size
         params["Metadata"] = {**meta, **M.object_metadata(cipher.header, length)}
+        log.debug(
+            "PutObject %s/%s: sealed under key %s (%d plaintext, %d stored bytes)",
+            params.get("Bucket"), params.get("Key"), cipher.header.key_id_hex, length, size,
+        )  # fmt: skip
 
     @staticmethod
     def _spool(reader: SealingReader):
@@ -139,6 +146,10 @@ class UploadHandlers:
         )
         context["sealstore_upload"] = _Upload(cipher, part_size, length)
         params["Metadata"] = {**meta, **M.object_metadata(cipher.header, length)}
+        log.debug(
+            "CreateMultipartUpload %s/%s: sealing under key %s, parts of %d bytes",
+            params.get("Bucket"), params.get("Key"), cipher.header.key_id_hex, part_size,
+        )  # fmt: skip
 
     def remember_multipart(self, http_response, parsed, context, **kwargs):
         state = context.get("sealstore_upload")

@@ -14,6 +14,8 @@ kept, the swap under a short lock) and resume where they stopped when run again.
 
 from __future__ import annotations
 
+import json
+
 from ..rotation.cli import (
     UsageError,
     _check_batch_size,
@@ -149,7 +151,7 @@ def _convert(args, direction: str) -> int:
         else:
             done = (total and not sealed) or _plain_text_column(engine, table, column)
         if done:
-            print(f"{table}.{column}: already {direction}ed ({total} values); nothing to do")
+            _report(args, table, column, direction, total, already=True)
             return 0
         progress = _progress(args)
         progress.start(f"{direction} {table}.{column}", total)
@@ -165,8 +167,19 @@ def _convert(args, direction: str) -> int:
         forget_keyring(name)
         keyring.close()
         engine.dispose()
-    print(f"{table}.{column}: {direction}ed ({total} values)")
+    _report(args, table, column, direction, total, already=False)
     return 0
+
+
+def _report(args, table: str, column: str, direction: str, total: int, *, already: bool) -> None:
+    if args.json:
+        doc = {"column": f"{table}.{column}", "operation": f"{direction}-column",
+               "values": total, "already_done": already}  # fmt: skip
+        print(json.dumps(doc, indent=2))
+    elif already:
+        print(f"{table}.{column}: already {direction}ed ({total} values); nothing to do")
+    else:
+        print(f"{table}.{column}: {direction}ed ({total} values)")
 
 
 @_guard
@@ -183,19 +196,24 @@ def cmd_decrypt_column(args) -> int:
 
 def add_convert_commands(commands) -> None:
     """Add ``encrypt-column`` and ``decrypt-column``."""
-    for name, func, what in (
+    for name, func, what, more in (
         (
             "encrypt-column",
             cmd_encrypt_column,
             "seal a plaintext column in place (online, resumable)",
+            "Seal a plaintext column in place, as the Alembic encrypt_column operation does "
+            "(shadow column, batches, live writes kept, swap under a short lock); run it again "
+            "to resume.",
         ),
         (
             "decrypt-column",
             cmd_decrypt_column,
             "open an encrypted column in place (online, resumable)",
+            "Open an encrypted column in place into a plaintext column of --plain-type, as the "
+            "Alembic decrypt_column operation does; run it again to resume.",
         ),
     ):
-        p = commands.add_parser(name, help=what)
+        p = commands.add_parser(name, help=what, description=more)
         p.add_argument("target", metavar="TABLE.COLUMN")
         p.add_argument(
             "--db", metavar="URL", help="SQLAlchemy database URL (default $SEALSTORE_DATABASE_URL)"
@@ -227,4 +245,5 @@ def add_convert_commands(commands) -> None:
             help="how long to retry deadlocks and lost connections (default 60)",
         )
         p.add_argument("--progress", choices=("auto", "bar", "log", "none"), default="auto")
-        p.set_defaults(func=func, json=False)
+        p.add_argument("--json", action="store_true", help="machine-readable output")
+        p.set_defaults(func=func)

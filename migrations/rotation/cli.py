@@ -6,7 +6,8 @@
     sealstore [--config PATH] verify  --db URL (--models ... | --column ...) [--batch-size N]
     sealstore [--config PATH] reindex --db URL --models MODULE --index-config PATH [...]
     sealstore [--config PATH] keys retire KEY_ID --db URL (--models ... | --column ...)
-              [--s3 s3://BUCKET/PREFIX]... [--endpoint-url URL] [--force]
+              [--s3 s3://BUCKET/PREFIX]... [--endpoint-url URL] [--force] [--json]
+    sealstore [--config PATH] db init [--db URL] [--json]
 
 The keyring comes from the sealstore configuration (``--config`` / ``$SEALSTORE_CONFIG``) and is
 registered under ``--keyring`` (default ``default``); the columns are the encrypted columns of
@@ -14,8 +15,9 @@ the models (``--models app.models`` imports the module and uses its MetaData / d
 bases; ``app.models:Base`` names one) that use that keyring, or ``--column table.column`` for a
 column-bound column known only by name.  The database is ``--db`` or ``$SEALSTORE_DATABASE_URL``
 (or the registry's URL when the key source is a database).  Nothing prints plaintext or key
-material.  Exit status: 0 ok, 1 something is left (failures, values not under the primary,
-references), 2 usage error.
+material.  ``--json`` prints one JSON document on stdout and nothing else there (progress,
+warnings and errors go to stderr).  Exit status: 0 ok, 1 something is left (failures, values
+not under the primary -- ``status`` too -- references), 2 usage error.
 """
 
 from __future__ import annotations
@@ -372,18 +374,26 @@ def cmd_reindex(args) -> int:
 
 @_guard
 def cmd_status(args) -> int:
-    """Rows per key id for each column (SQL only, nothing decrypted), NULLs, running jobs."""
+    """Rows per key id for each column (SQL only, nothing decrypted), NULLs, running jobs;
+    exit 1 while values remain under keys other than the primary (or hold no key id)."""
     from sealstore.migrations.rotation.status import status
 
     with _setup(args) as env:
         report = status(env.engine, env.columns, env.indexes)
         states = {k.key_id: k.state.value for k in env.keyring.keys}
+    left = sum(c.not_primary for c in report.columns)
     if args.json:
         print(_status_json(report))
-        return 0
-    _print_key_table(report, states)
-    _print_jobs(report.jobs)
-    return 0
+    else:
+        _print_key_table(report, states)
+        _print_jobs(report.jobs)
+    if left:  # exit 1: values remain under old keys (or hold no key id): rotate them first
+        print(
+            f"sealstore: {left} values are not under their primary key "
+            "(run sealstore rotate / reindex)",
+            file=sys.stderr,
+        )
+    return 1 if left else 0
 
 
 def _status_json(report) -> str:
@@ -519,6 +529,8 @@ def _retire_or_destroy(args, action: str) -> int:
         key = keyring.get(key_id)  # UnknownKeyId -> exit 1
         refs = _references(args, engine if specs or urls else None, specs, key_id, urls)
         if _refused(action, key, refs, checked, args.force):
+            if args.json:
+                print(_retire_json(key, action, refs, checked, done=False))
             return 1
         getattr(keyring, action)(key_id)
         source.save(keyring)
@@ -526,11 +538,21 @@ def _retire_or_destroy(args, action: str) -> int:
         keyring.close()
         if engine is not None:
             engine.dispose()
-    if refs:
+    if args.json:
+        print(_retire_json(key, action, refs, checked, done=True))
+    elif refs:
         print(f"key {key.id_hex} {_DONE[action]} (forced)")
     else:
         print(f"key {key.id_hex} {_DONE[action]}; checked {', '.join(checked) or 'nothing'}")
     return 0
+
+
+def _retire_json(key, action: str, refs, checked: list[str], *, done: bool) -> str:
+    return json.dumps({
+        "key_id": key.id_hex, "action": action, "done": done, "state": key.state.value,
+        "forced": bool(refs) and done, "checked": checked,
+        "references": [{"name": r.name, "count": r.count} for r in refs],
+    }, indent=2)  # fmt: skip
 
 
 def _parse_key_id(text: str) -> int:
@@ -626,7 +648,11 @@ def cmd_db_init(args) -> int:
         scrubbed("db init", RetryPolicy().call, lambda: create_tables(engine), "db init")
     finally:
         engine.dispose()
-    print(f"sealstore tables ready in {engine.url.render_as_string(hide_password=True)}")
+    where = engine.url.render_as_string(hide_password=True)
+    if args.json:
+        print(json.dumps({"database": where, "tables": "ready"}, indent=2))
+    else:
+        print(f"sealstore tables ready in {where}")
     return 0
 
 
@@ -672,7 +698,11 @@ def _columns_args(p, *, progress: bool = True, json_output: bool = True) -> None
 def add_commands(commands) -> None:
     """Add rotate, reindex, status and verify to the console script's sub-commands."""
     p = commands.add_parser(
-        "rotate", help="re-seal column values under the primary key (online, resumable)"
+        "rotate",
+        help="re-seal column values under the primary key (online, resumable)",
+        description="Re-seal every value of the named encrypted columns that is not under "
+        "the keyring's primary key, in batches, online and resumable; exit 1 when values "
+        "are left (failures, rows changed meanwhile).",
     )
     _columns_args(p)
     p.add_argument(
@@ -683,7 +713,10 @@ def add_commands(commands) -> None:
     p.set_defaults(func=cmd_rotate)
 
     p = commands.add_parser(
-        "reindex", help="recompute blind indexes with the index keyring's primary key"
+        "reindex",
+        help="recompute blind indexes with the index keyring's primary key",
+        description="Recompute the blind indexes that are not under the index keyring's "
+        "primary key (online, resumable).",
     )
     _columns_args(p)
     p.add_argument(
@@ -695,22 +728,41 @@ def add_commands(commands) -> None:
     p.add_argument("--dry-run", action="store_true", help="only count what would change")
     p.set_defaults(func=cmd_reindex)
 
-    p = commands.add_parser("status", help="rows per key id per column (SQL only), running jobs")
+    p = commands.add_parser(
+        "status",
+        help="rows per key id per column (SQL only), running jobs",
+        description="Count the rows of each encrypted column and blind index per key id "
+        "(SQL only, nothing decrypted) and list running jobs. Exit status 1 when values "
+        "remain under keys other than the primary (rotation not finished), else 0.",
+    )
     _columns_args(p, progress=False)
     p.set_defaults(func=cmd_status)
 
-    p = commands.add_parser("verify", help="open every value; report failing rows by primary key")
+    p = commands.add_parser(
+        "verify",
+        help="open every value; report failing rows by primary key",
+        description="Open every value of the named columns (nothing printed but row keys "
+        "and key ids); exit 1 when some fail.",
+    )
     _columns_args(p)
     p.set_defaults(func=cmd_verify)
 
 
 def add_db_commands(commands) -> None:
     """Add ``db init``."""
-    db = commands.add_parser("db", help="sealstore's own tables").add_subparsers(
-        dest="db_command", required=True, metavar="ACTION"
+    db = commands.add_parser(
+        "db",
+        help="sealstore's own tables",
+        description="Manage sealstore's own tables (jobs, batches, S3 prefixes, key registry).",
+    ).add_subparsers(dest="db_command", required=True, metavar="ACTION")
+    p = db.add_parser(
+        "init",
+        help="create sealstore's tables (for applications without Alembic)",
+        description="Create sealstore's tables where missing (applications with Alembic run "
+        "its sealstore migrations instead).",
     )
-    p = db.add_parser("init", help="create sealstore's tables (for applications without Alembic)")
     p.add_argument("--db", metavar="URL", help=f"SQLAlchemy database URL (default ${DB_ENV})")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=cmd_db_init)
 
 
@@ -720,12 +772,20 @@ def add_keys_commands(keys) -> None:
         ("retire", cmd_retire, "retire a key once no value uses it (--force: anyway)"),
         ("destroy", cmd_destroy, "destroy a key for good once no value uses it (--force: anyway)"),
     ):
-        _retire_parser(keys.add_parser(action, help=what), func)
+        _retire_parser(keys.add_parser(action, help=what, description=_DESCRIBE[action]), func)
+
+
+_DESCRIBE = {
+    "retire": "Retire a key once no column value, blind index or S3 object uses it (values "
+    "under a retired key no longer open until it is reactivated); --force retires it anyway.",
+    "destroy": "Destroy a key's material for good once no value uses it; --force destroys it "
+    "anyway (values under it never open again).",
+}
 
 
 def _retire_parser(p, func) -> None:
     p.add_argument("key_id", metavar="KEY_ID", help="8 hex digits (sealstore keys list)")
-    _columns_args(p, progress=False, json_output=False)
+    _columns_args(p, progress=False)
     p.add_argument(
         "--s3",
         action="append",

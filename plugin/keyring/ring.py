@@ -4,6 +4,7 @@ changes (add, rotate, retire, destroy) and keyed hashes for blind indexes."""
 from __future__ import annotations
 
 import hmac
+import logging
 import os
 import threading
 from collections.abc import Callable, Iterable
@@ -38,6 +39,8 @@ from .keys import (
     _Slot,
 )
 from .values import ValuePath
+
+log = logging.getLogger(__name__)
 
 
 class Keyring(ValuePath, HoldsKey):
@@ -307,6 +310,7 @@ class Keyring(ValuePath, HoldsKey):
             keys = dict(self._keys)
             keys[key.key_id] = key
             self._keys = keys
+        log.info("key %s added (%s, %s)", key.id_hex, key.suite, key.state.value)
         return key
 
     def new_key(self, *, suite: Suite | str | int | None = None) -> Key:
@@ -334,7 +338,8 @@ class Keyring(ValuePath, HoldsKey):
             old._rotated_at = _now()
             key._state = KeyState.PRIMARY
             self._publish()
-            return key
+        log.info("key %s is now the primary; %s is active", key.id_hex, old.id_hex)
+        return key
 
     def rotate(self, *, suite: Suite | str | int | None = None) -> Key:
         """Create a new primary key; the previous primary stays usable for opening (active)."""
@@ -363,12 +368,13 @@ class Keyring(ValuePath, HoldsKey):
             if key.state not in allowed:
                 hint = "; rotate first" if key.state is KeyState.PRIMARY else ""
                 raise InvalidKeyring(f"key {key.id_hex} is {key.state}, cannot become {to}{hint}")
-            key._state = to
+            before, key._state = key.state, to
             if to is KeyState.DESTROYED:
                 key._wipe()
                 self._forget_hash_keys(lambda kid: kid == key_id)
             self._publish()
-            return key
+        log.info("key %s: %s -> %s", key.id_hex, before.value, to.value)
+        return key
 
     def close(self) -> None:
         """Wipe all key material (best effort in Python; the C contexts wipe on free), the
@@ -386,6 +392,7 @@ class Keyring(ValuePath, HoldsKey):
                 key._wipe()
             self._forget_hash_keys(lambda key_id: True)
             hooks, self._close_hooks = self._close_hooks, []
+        log.debug("keyring closed: material of %d keys wiped", len(self._keys))
         for hook in hooks:
             hook()
 

@@ -12,6 +12,7 @@ authenticated (:mod:`sealstore.keysources.metadata`).  See ``docs/KEYS.md``.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import threading
 from abc import ABC, abstractmethod
@@ -27,6 +28,12 @@ from ..keyring import DEFAULT_SUITE, DEFAULT_TAG_SIZE, KEY_SIZE, Key, Keyring, K
 from ..wrapping import Wrapper
 
 __all__ = ["KeyRecord", "KeySource"]
+
+log = logging.getLogger(__name__)
+
+
+def _wrapping(wrapper: Wrapper | None) -> str:
+    return "none (plain material)" if wrapper is None else wrapper.kind
 
 
 class KeySource(HoldsKey, ABC):
@@ -185,6 +192,7 @@ class KeySource(HoldsKey, ABC):
         """The stored keyring, material unwrapped once per key."""
         with self._mutex:
             keys = [self._key(r) for r in self._remember(self._read_checked())]
+        log.debug("loaded %d keys from %s (wrapping %s)", len(keys), self, _wrapping(self.wrapper))
         return self._owned(
             Keyring(
                 keys,
@@ -225,9 +233,11 @@ class KeySource(HoldsKey, ABC):
             stored = self._read_checked()
             records = self._records(keyring)
             if (self._version(), record_values(stored)) != self._seen:  # changed by another writer
+                log.info("%s changed since it was read: merging with the other writer", self)
                 records = merge_records(self._seen and self._seen[1], records, stored)
             self._store(records, create=False)
             self._remember(records)
+        log.debug("saved %d keys to %s", len(records), self)
         self._apply(keyring, records)
 
     def init(
@@ -239,6 +249,10 @@ class KeySource(HoldsKey, ABC):
                 raise KeySourceError(f"{self} already holds a keyring; refusing to overwrite it")
             keyring = self._owned(Keyring.generate(suite, tag_size, key_factory=self.new_material))
             self._store(self._remember(self._records(keyring)), create=True)
+        log.info(
+            "created a keyring in %s: primary key %s (%s), wrapping %s",
+            self, keyring.primary.id_hex, keyring.primary.suite, _wrapping(self.wrapper),
+        )  # fmt: skip
         return keyring
 
     def rotate(self, keyring: Keyring | None = None, *, suite: Suite | str | None = None) -> Key:
@@ -257,6 +271,7 @@ class KeySource(HoldsKey, ABC):
             records = self._records(keyring)
             self._store(records, create=False)
             self._remember(records)
+        log.info("rotated %s: new primary key %s (%s)", self, key.id_hex, key.suite)
         return key
 
     def rewrap(self, new: Wrapper) -> int:
@@ -287,6 +302,7 @@ class KeySource(HoldsKey, ABC):
         self._wrapped = {
             r.key_id: (r.wrapped, r.wrap_format) for r in records if r.wrapped is not None
         }
+        log.info("re-wrapped %d keys of %s under %s", count, self, _wrapping(new))
         return count
 
     def refresh(self, keyring: Keyring) -> None:
@@ -297,6 +313,7 @@ class KeySource(HoldsKey, ABC):
         """
         with self._mutex:
             records = self._remember(self._read_checked())
+        log.debug("refreshing a keyring from %s (%d stored keys)", self, len(records))
         self._apply(keyring, records)
 
     def _apply(self, keyring: Keyring, stored: list[KeyRecord]) -> None:

@@ -9,6 +9,7 @@ the migrations import it (or :func:`sealstore_keys_columns` for ``op.create_tabl
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 from datetime import datetime, timezone
 
@@ -34,6 +35,8 @@ from .metadata import StoreMeta
 from ..keyring import KeyState
 from .base import KeyRecord, KeySource
 from ..wrapping import Wrapper
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "TABLE_NAME",
@@ -159,6 +162,7 @@ class DatabaseKeySource(KeySource):
                 )
             except ValueError as exc:
                 raise KeySourceError(f"{self}: key {row.key_id:08x}: {exc}") from None
+        log.debug("read %d key rows from %s (store format %d)", len(out), self, fmt)
         return out
 
     def _write(self, records: list[KeyRecord], *, create: bool, meta: StoreMeta) -> None:
@@ -189,6 +193,7 @@ class DatabaseKeySource(KeySource):
                     f"{self}: writing would leave {primaries} primary keys (concurrent rotation?); "
                     "refresh the keyring and retry"
                 )
+        log.debug("wrote %d key rows to %s (store format %d)", len(records), self, meta.fmt)
 
 
 def _put_metadata(conn: Connection, meta: StoreMeta, exists: bool) -> None:

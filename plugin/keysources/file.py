@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import logging
 import os
 from datetime import datetime
 from pathlib import Path
@@ -40,6 +41,8 @@ from ..securefile import exclusive_lock, read_secret_file, write_secret_file
 from ..wrapping import Wrapper
 
 __all__ = ["KeyFile", "validation_message"]
+
+log = logging.getLogger(__name__)
 
 
 def _b64(value: str | None, size: int | None = None) -> str | None:
@@ -161,6 +164,7 @@ class KeyFile(KeySource):
             yield
 
     def _read(self) -> list[KeyRecord]:
+        log.debug("reading key file %s", self.path)
         raw = read_secret_file(self.path)
         try:
             data = json.loads(raw)
@@ -242,3 +246,7 @@ class KeyFile(KeySource):
         }
         write_secret_file(self.path, (json.dumps(doc, indent=2) + "\n").encode())
         self.version = version
+        log.debug(
+            "wrote key file %s: version %d, %d keys, format %d", self.path, version, len(records),
+            meta.fmt,
+        )  # fmt: skip

@@ -13,6 +13,7 @@ in plaintext and no sealed value changes.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 
@@ -20,6 +21,8 @@ from ..errors import KeySourceError
 from .master import MATERIAL_SIZE, Wrapper
 
 __all__ = ["KmsWrapper"]
+
+log = logging.getLogger(__name__)
 
 _CONTEXT_KEY = "sealstore-key-id"
 DEFAULT_CACHE_MAX_AGE = 300.0  # seconds
@@ -35,6 +38,10 @@ def _context(key_id: int | None, fmt: int) -> dict[str, str]:
     if fmt != 1:
         ctx["sealstore-format"] = str(fmt)
     return ctx
+
+
+def _what(key_id: int | None) -> str:
+    return "metadata key" if key_id is None else f"key {key_id:08x}"
 
 
 class KmsWrapper(Wrapper):
@@ -88,16 +95,20 @@ class KmsWrapper(Wrapper):
             entry[2] += 1
             return bytes(entry[0])
 
-    def _call(self, op: str, **kwargs) -> dict:
+    def _call(self, op: str, key_id: int | None, **kwargs) -> dict:
+        what = _what(key_id)
+        log.debug("KMS %s for %s under %s", op, what, self.kms_key_id)  # names only: no kwargs
         try:
             return getattr(self._client, op)(**kwargs)
         except Exception as exc:  # botocore ClientError, endpoint errors, ...
             code = getattr(exc, "response", {}).get("Error", {}).get("Code", type(exc).__name__)
+            log.debug("KMS %s for %s failed (%s)", op, what, code)
             raise KeySourceError(f"KMS {op} failed ({code})") from None
 
     def generate(self, key_id: int | None, fmt: int = 2) -> tuple[bytes, bytes]:
         r = self._call(
             "generate_data_key",
+            key_id,
             KeyId=self.kms_key_id,
             KeySpec="AES_256",
             EncryptionContext=_context(key_id, fmt),
@@ -109,6 +120,7 @@ class KmsWrapper(Wrapper):
     def wrap(self, key_id: int | None, material: bytes, fmt: int = 2) -> bytes:
         r = self._call(
             "encrypt",
+            key_id,
             KeyId=self.kms_key_id,
             Plaintext=bytes(material),
             EncryptionContext=_context(key_id, fmt),
@@ -119,9 +131,11 @@ class KmsWrapper(Wrapper):
         wrapped = bytes(wrapped)
         cached = self._cached((key_id, fmt, wrapped))
         if cached is not None:
+            log.debug("KMS cache served the unwrap of %s", _what(key_id))
             return cached
         r = self._call(
             "decrypt",
+            key_id,
             CiphertextBlob=wrapped,
             EncryptionContext=_context(key_id, fmt),
             KeyId=self.kms_key_id,
@@ -141,6 +155,7 @@ class KmsWrapper(Wrapper):
             return super().rewrap(key_id, wrapped, new, fmt, new_fmt)
         r = self._call(
             "re_encrypt",
+            key_id,
             CiphertextBlob=bytes(wrapped),
             SourceEncryptionContext=_context(key_id, fmt),
             SourceKeyId=self.kms_key_id,

@@ -14,6 +14,7 @@ development key files only).
 from __future__ import annotations
 
 import base64
+import logging
 import os
 from abc import ABC, abstractmethod
 from pathlib import Path
@@ -26,6 +27,8 @@ from ..holdskey import HoldsKey
 from ..securefile import read_secret_file, write_secret_file
 
 __all__ = ["MasterKeyWrapper", "Wrapper", "wrap_context"]
+
+log = logging.getLogger(__name__)
 
 MATERIAL_SIZE = 32
 _WRAP_VERSION = b"\x01"
@@ -91,6 +94,7 @@ class MasterKeyWrapper(Wrapper):
     @classmethod
     def from_file(cls, path: str | os.PathLike) -> MasterKeyWrapper:
         """Read a master key file (base64 of 32 bytes; mode 0600 required)."""
+        log.debug("reading master key file %s", path)
         text = read_secret_file(path).strip()
         try:
             key = base64.b64decode(text, validate=True)
@@ -114,6 +118,7 @@ class MasterKeyWrapper(Wrapper):
             raise KeySourceError(f"{path} already exists; refusing to overwrite a master key")
         key = base64.b64encode(os.urandom(MATERIAL_SIZE)) + b"\n"
         write_secret_file(path, key, exclusive=True)
+        log.info("created master key file %s", path)
         return path
 
     def wrap(self, key_id: int | None, material: bytes, fmt: int = 2) -> bytes:

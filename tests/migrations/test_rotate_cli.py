@@ -97,7 +97,7 @@ def test_status_rotate_verify_retire(app, capsys):
     new = re.search(r"new primary key ([0-9a-f]{8})", out).group(1)
 
     code, out, _ = cli(capsys, "--config", "main.json", "status", *app.cols)
-    assert code == 0
+    assert code == 1  # values left under the old key
     rows = [line.split() for line in out.splitlines()]
     assert rows[0] == ["COLUMN", "KEY", "ID", "STATE", "ROWS"]
     assert ["cli_people.email", old, "active", "45"] in rows

@@ -67,7 +67,7 @@ def test_a_job_without_heartbeat_is_dead_and_taken_over(app, capsys):  # noqa: F
     with app.engine.begin() as conn:
         conn.execute(sa.update(sealstore_jobs).values(heartbeat_at=stale, worker="gone:1"))
     code, out, _ = cli(capsys, "--config", "main.json", "status", *app.cols)
-    assert code == 0 and f"job {job.job_id}: rotate cli_people.email" in out and "DEAD" in out
+    assert code == 1 and f"job {job.job_id}: rotate cli_people.email" in out and "DEAD" in out
     code, out, _ = cli(capsys, "--config", "main.json", "status", "--json", *app.cols)
     assert [j["dead"] for j in json.loads(out)["jobs"]] == [True]
     code, out, err = cli(capsys, "--config", "main.json", "rotate", *app.cols)
