@@ -349,6 +349,8 @@ def enum_codec(
     persisted strings) to the members they are read back as; they are never written.
     """
     by_string = dict(by_string)
+    if not all(isinstance(text, str) for text in by_string):
+        raise TypeError("an enum codec's persisted values must all be str")
     legacy = dict(legacy or {})
     to_string: dict[int, str] = {}
     for text, member in by_string.items():

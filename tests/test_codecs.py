@@ -83,3 +83,8 @@ def test_bad_values_never_appear_in_the_message():
     assert "s3cret" not in str(err.value) and err.value.__context__ is None
     with pytest.raises(ValueTooLong):
         C.integer_codec(32, "I").encode(2**31)
+
+
+def test_enum_codec_refuses_persisted_values_that_are_not_strings():
+    with pytest.raises(TypeError, match="str"):
+        C.enum_codec({None: None, "A": "A"}, "E")

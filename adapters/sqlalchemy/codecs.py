@@ -34,7 +34,8 @@ def _enum_codec(type_: sqltypes.Enum, name: str) -> Codec:
     """The strings SQLAlchemy's own Enum persists: ``type_._object_lookup`` maps each one to its
     member (SQLAlchemy's own table, aliases included)."""
     enum_class = type_.enum_class
-    by_string = dict(type_._object_lookup)
+    # (its None -> None entry is SQL NULL, which is never sealed)
+    by_string = {k: v for k, v in type_._object_lookup.items() if k is not None}
     # enums with values_callable were sealed as member names before: read those back too, when
     # no name is also a persisted string (else a name could mean another member)
     legacy = {}
