@@ -166,6 +166,19 @@ def build_parser(programs: dict | None = None) -> argparse.ArgumentParser:
         help="config file (.toml/.json); default $SEALSTORE_CONFIG",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    keys = _add_keys_commands(commands)
+    programs = _programs() if programs is None else programs
+    for name, program in sorted(programs.items()):  # listed for --help; main() runs them
+        text = program.load().help
+        commands.add_parser(name, help=text, description=text)
+    for register in _registered(COMMANDS):
+        register(commands, keys)
+    return parser
+
+
+def _add_keys_commands(commands):
+    """``sealstore keys init | list | rotate``; returns the ``keys`` sub-parsers, where the
+    layers above add ``retire`` and ``destroy``."""
     keys = commands.add_parser(
         "keys",
         help="manage the keyring",
@@ -202,14 +215,7 @@ def build_parser(programs: dict | None = None) -> argparse.ArgumentParser:
     p.add_argument("--suite", choices=_SUITES, help="suite of the new key (default: config)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_rotate)
-
-    programs = _programs() if programs is None else programs
-    for name, program in sorted(programs.items()):  # listed for --help; main() runs them
-        text = program.load().help
-        commands.add_parser(name, help=text, description=text)
-    for register in _registered(COMMANDS):
-        register(commands, keys)
-    return parser
+    return keys
 
 
 #: entry-point group of the layers above the core (adapters, migrations): ``register(commands,
