@@ -3,8 +3,18 @@ the benchmark itself, and its imports, load only when it runs (sealstore.bench.r
 
 from __future__ import annotations
 
+import sys
+
+from sealstore.errors import MissingExtra
+from sealstore.extras import require
+
 
 def bench(argv: list[str]) -> int:
+    try:  # before its imports: a missing one is a line naming the extra, not a traceback
+        require("bench", "sealstore bench")
+    except MissingExtra as exc:
+        print(f"sealstore bench: error: {exc}", file=sys.stderr)
+        return 1
     from .run import main
 
     return main(argv)

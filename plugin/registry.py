@@ -12,6 +12,10 @@ import contextlib
 import threading
 from datetime import datetime, timezone
 
+from .extras import require
+
+require("sqlalchemy", "the database key source (sealstore.registry)", ("sqlalchemy",))
+
 from sqlalchemy import (
     BigInteger,
     Column,
