@@ -229,5 +229,9 @@ class MissingExtra(SealstoreError, ImportError):
             f"pip install 'sealstore[{extra}]'",
             name=missing[0],
         )
+        self.what = what
         self.extra = extra
         self.missing = tuple(missing)
+
+    def __reduce__(self):  # pickles (to another process) with its own arguments
+        return (type(self), (self.what, self.extra, list(self.missing)))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import pickle
 import re
 import subprocess
 import sys
@@ -44,6 +45,9 @@ def test_missing_extra_is_an_import_error_naming_the_command():
         "pip install 'sealstore[s3]'"
     )
     assert (exc.name, exc.extra, exc.missing) == ("boto3", "s3", ("boto3", "botocore"))
+    again = pickle.loads(pickle.dumps(exc))  # e.g. raised in a worker process
+    assert type(again) is MissingExtra and str(again) == str(exc)
+    assert (again.name, again.extra, again.missing) == (exc.name, exc.extra, exc.missing)
 
 
 def test_require_passes_when_installed_and_refuses_modules_of_another_extra():
