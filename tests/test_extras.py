@@ -191,7 +191,7 @@ def test_help_lists_the_real_commands_when_the_extras_are_installed():
     [
         (["boto3"], ["s3", "rotate", "s3://bucket/p", "--dry-run"], "s3"),
         (["alembic"], ["migrations", "rotate"], "sqlalchemy"),
-        (["moto"], ["bench", "--quick"], "bench"),
+        (["rich"], ["bench", "--quick"], "bench"),
     ],
 )
 def test_a_command_without_its_extra_is_one_line_and_exit_1(blocked, argv, extra, tmp_path):
