@@ -23,6 +23,10 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
+from sealstore.extras import require
+
+require("sqlalchemy", "sealstore.migrations")  # every submodule needs SQLAlchemy and Alembic
+
 __all__ = [
     "VERSIONS",
     "VERSION_LOCATION",

@@ -22,7 +22,7 @@ import logging
 import sys
 from datetime import datetime, timezone
 
-from .errors import SealstoreError
+from .errors import MissingExtra, SealstoreError
 from .format import Suite
 
 __all__ = ["build_parser", "main", "version"]
@@ -239,7 +239,28 @@ def _registered(group: str) -> list:
         raise SealstoreError(
             f"no {group} entry points: sealstore's install is incomplete (reinstall it)"
         )
-    return [ep.load() for ep in found]
+    return [_load(ep) for ep in found]
+
+
+def _load(ep):
+    """An entry point's object; for sub-commands whose extra is not installed, a register
+    function that adds one command, the entry point's name, which says what to install (so
+    ``sealstore --help`` lists it and running it is one line naming the extra, exit 1)."""
+    try:
+        return ep.load()
+    except MissingExtra as exc:
+        missing = exc
+
+    def register(commands, keys) -> None:
+        p = commands.add_parser(ep.name, help=f"not available: {missing}")
+        p.add_argument("args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+        p.set_defaults(func=lambda args: _raise(missing))
+
+    return register
+
+
+def _raise(exc: Exception):
+    raise exc
 
 
 def _programs() -> dict:

@@ -26,6 +26,7 @@ __all__ = [
     "MalformedCiphertext",
     "MalformedObject",
     "MigrationRequired",
+    "MissingExtra",
     "NonceReuseRefused",
     "NotSealedObject",
     "OverlappingBuffers",
@@ -215,3 +216,22 @@ class DatabaseOperationFailed(SealstoreError, RuntimeError):
 class RetryBudgetExhausted(DatabaseOperationFailed):
     """A transient database error (deadlock, serialization failure, lost connection, lock
     timeout) kept recurring until the retry budget ran out; ``.attempts`` and ``.elapsed`` say how long."""
+
+
+class MissingExtra(SealstoreError, ImportError):
+    """A part of sealstore was imported or used whose optional dependencies are not installed;
+    the message names the extra that brings them (``pip install 'sealstore[s3]'``).  ``.extra``
+    is that extra's name, ``.name`` the first missing module."""
+
+    def __init__(self, what: str, extra: str, missing: list[str]) -> None:
+        super().__init__(
+            f"{what} needs the {extra!r} extra (missing: {', '.join(missing)}): "
+            f"pip install 'sealstore[{extra}]'",
+            name=missing[0],
+        )
+        self.what = what
+        self.extra = extra
+        self.missing = tuple(missing)
+
+    def __reduce__(self):  # pickles (to another process) with its own arguments
+        return (type(self), (self.what, self.extra, list(self.missing)))

@@ -16,6 +16,10 @@ client does keeps working; ``client.sealstore.raw()`` gives untouched access to 
 
 from __future__ import annotations
 
+from sealstore.extras import require
+
+require("s3", "sealstore.adapters.s3")  # before anything imports boto3 or botocore
+
 import inspect
 
 from sealstore.errors import UnsupportedClient

@@ -14,6 +14,10 @@ import threading
 import time
 from datetime import datetime, timezone
 
+from ..extras import require
+
+require("sqlalchemy", "the database key source (sealstore.keysources.database)", ("sqlalchemy",))
+
 from sqlalchemy import (
     BigInteger,
     Column,
