@@ -10,7 +10,7 @@ is an error: a floor nobody tests is a guess.
 
     python tools/lowest_constraints.py --test-requirements > test-requirements.txt
 
-prints the test extra (the bench extra it names expanded) without the packages that pin
+prints the test extra (the extras it names expanded) without the packages that pin
 botocore to their own release and so cannot sit beside the lowest boto3 (``SEPARATE``): their
 tests skip there and run in the main test venv.
 """
@@ -54,8 +54,9 @@ def test_requirements(pyproject: Path) -> list[str]:
     out = []
     for dep in extras["test"]:
         name = _REQ.match(dep)["name"].lower()
-        if name == "sealstore":  # sealstore[bench]: the bench extra's own list
-            out += extras["bench"]
+        if name == "sealstore":  # sealstore[bench], sealstore[docs]: those extras' own lists
+            for extra in re.search(r"\[([^\]]*)\]", dep)[1].split(","):
+                out += extras[extra.strip()]
         elif name not in SEPARATE:
             out.append(dep)
     return out
