@@ -153,9 +153,10 @@ def commands(block: Block) -> list[str]:
     return joined
 
 
-def problems(paths: list[Path]) -> list[str]:
+def problems(paths: list[Path], fixtures: set[str] | frozenset = frozenset()) -> list[str]:
     """What is wrong with the blocks of ``paths``: an unmarked block in a language that does
-    not run, an unknown or dangling marker, a console block showing output."""
+    not run, an unknown or dangling marker, a fixture not in ``fixtures``, a console block
+    showing output."""
     found: list[str] = []
     for page in paths:
         try:
@@ -170,6 +171,9 @@ def problems(paths: list[Path]) -> list[str]:
                     )
                 if not marked and block.lang in ("console", "sh"):
                     commands(block)
+                unknown = sorted(set(block.fixtures) - set(fixtures))
+                if unknown:
+                    found.append(f"{block.where}: unknown fixtures {unknown}")
         except DocError as exc:
             found.append(str(exc))
     return found

@@ -287,7 +287,7 @@ def test_block_runs(group, request, monkeypatch, tmp_path):
 def test_every_block_runs_or_is_marked():
     """An unmarked block in a language the test cannot run fails here, as does a marker the
     test does not know, a dangling marker, or a console block that shows output."""
-    found = problems(pages())
+    found = problems(pages(), set(FIXTURES))
     assert not found, "\n".join(found)
 
 
@@ -314,13 +314,15 @@ def test_ci_blocks_are_the_ones_ci_runs():
         ("<!-- continues -->\n```python\npass\n```\n", "needs a run block before it"),
         ("```console\n$ true\noutput\n```\n", "'$ ' commands only"),
         ("```python\npass\n", "unclosed code block"),
+        ("<!-- fixture: database -->\n```python\npass\n```\n", "unknown fixtures ['database']"),
+        ("<!-- file: ../x.toml -->\n```toml\n```\n", "is not one we run"),
     ],
 )
 def test_the_checker_refuses_bad_pages(tmp_path, text, problem):
     """The checks above find what they must refuse."""
     path = tmp_path / "page.md"
     path.write_text(text, encoding="utf-8")
-    found = problems([path])
+    found = problems([path], set(FIXTURES))
     assert len(found) == 1 and problem in found[0], found
 
 
