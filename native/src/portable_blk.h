@@ -104,11 +104,23 @@ SEALSTORE_INLINE void pgroup_keystream(const pgroup *g, aesp_w *z0, aesp_w *z1)
     *z1 = aesp_or(aesp_mask(aesp_shr(lo, 4), 0x0F0F0F0Fu), aesp_mask(hi, 0xF0F0F0F0u));
 }
 
+/*
+ * The same, called rather than inlined: for initialization, associated data, the last partial
+ * block and finalization, which would otherwise copy the whole round into each of their call
+ * sites (code size, and compile times of minutes for the four-lane kernel).  The message loops
+ * keep the inlined form.
+ */
+static void pgroup_update_call(pgroup *g, const aesp_w m0, const aesp_w m1)
+{
+    pgroup_update(g, m0, m1);
+}
+
 /* Update(M0, M1) of every lane, the message being RATE bytes (M0 of all lanes, then M1). */
 SEALSTORE_INLINE void pstate_absorb(pstate *st, const uint8_t *src)
 {
     for (int l = 0; l < LANES; l++) {
-        pgroup_update(&st->g[l], aesp_load(src + 16 * l), aesp_load(src + BLKBYTES + 16 * l));
+        pgroup_update_call(&st->g[l], aesp_load(src + 16 * l),
+                           aesp_load(src + BLKBYTES + 16 * l));
     }
 }
 

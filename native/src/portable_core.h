@@ -32,7 +32,7 @@ SEALSTORE_INLINE void aegis_init(pstate *st, const uint8_t *k, const uint8_t *np
                 st->g[l].p[b] = aesp_xor(st->g[l].p[b], ctx.p[b]);
             }
 #endif
-            pgroup_update(&st->g[l], nb, kb);
+            pgroup_update_call(&st->g[l], nb, kb);
         }
     }
 }
@@ -93,7 +93,7 @@ SEALSTORE_INLINE void aegis_mac(pstate *st, uint8_t *mac, size_t maclen, uint64_
         pgroup *g = &st->g[l];
         const aesp_w t = aesp_xor(pgroup_slot(g, 2), aesp_load(u));
         for (int i = 0; i < 7; i++) {
-            pgroup_update(g, t, t);
+            pgroup_update_call(g, t, t);
         }
         for (int j = 0; j < 4; j++) {
             t0 = aesp_xor(t0, pgroup_slot(g, j));
