@@ -70,7 +70,7 @@ SEALSTORE_INLINE aesp_w aesp_splat(const uint32_t v)
 }
 
 /* lane c of the result is lane c + K (mod 4) of a */
-#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)
+#if defined(__clang__)
 #define AESP_LANES(a, K)                                                                       \
     __builtin_shufflevector((a), (a), (K) & 3, ((K) + 1) & 3, ((K) + 2) & 3, ((K) + 3) & 3)
 #else
