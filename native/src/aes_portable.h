@@ -6,7 +6,8 @@
  * lane c for AES column c; inside a lane, bit 8*r + j is bit b of row r (byte 4*c + r) of
  * block Bj.  With that layout:
  *   SubBytes    is the Boyar-Peralta depth-16 circuit (34 AND, 94 XOR/XNOR), implemented from
- *               the equations of "A depth-16 circuit for the AES S-box" (Boyar, Peralta, 2011)
+ *               the equations of "A depth-16 circuit for the AES S-box" (Boyar, Peralta,
+ *               IACR ePrint 2011/332)
  *               and checked against the S-box computed from its definition (tests);
  *   ShiftRows   moves row r from lane c + r to lane c: three lane rotations and masks;
  *   MixColumns  mixes the bytes of one lane: byte rotations of every lane and XORs;
