@@ -208,7 +208,10 @@ def c_harness(seconds: float = 0.3, largest: int | None = None) -> dict:
     src = _kernel_sources()
     cc = _compiler()
     bench_c = Path(__file__).resolve().parent / "kernel_bench.c"
-    sources = [bench_c, *sorted((src / "src").rglob("*.c"))]
+    sources = [(bench_c, ()), *((s, ()) for s in sorted((src / "src").rglob("*.c")))]
+    # the portable kernel's pre-bitsliced baseline, one object per degree (portable_baseline)
+    baseline = bench_c.with_name("kernel_baseline.c")
+    sources += [(baseline, (f"-DLANES={n}", f"-I{src / 'src'}")) for n in (1, 2, 4)]
     with tempfile.TemporaryDirectory() as tmp:
         exe = os.path.join(tmp, "kernel_bench")
         objects = _compile_objects(cc, src / "include", sources, tmp)
@@ -218,15 +221,17 @@ def c_harness(seconds: float = 0.3, largest: int | None = None) -> dict:
     return json.loads(out.stdout)
 
 
-def _compile_objects(cc: str, include: Path, sources: list[Path], tmp: str) -> list[str]:
-    """Each source compiled to an object file, one compiler per core (the -O3 kernels take
-    most of the harness's time when compiled one after the other)."""
+def _compile_objects(
+    cc: str, include: Path, sources: list[tuple[Path, tuple[str, ...]]], tmp: str
+) -> list[str]:
+    """Each (source, extra flags) compiled to an object file, one compiler per core (the -O3
+    kernels take most of the harness's time when compiled one after the other)."""
     from concurrent.futures import ThreadPoolExecutor
 
     def one(i_src):
-        i, source = i_src
+        i, (source, extra) = i_src
         obj = os.path.join(tmp, f"{i}-{source.stem}.o")
-        _run_build([cc, "-O3", "-I", str(include), "-c", "-o", obj, str(source)], cc)
+        _run_build([cc, "-O3", "-I", str(include), *extra, "-c", "-o", obj, str(source)], cc)
         return obj
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:

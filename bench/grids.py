@@ -116,7 +116,30 @@ def aead(sec: dict) -> list[Grid]:
         grids.append(_libaegis(sec["versus_libaegis"]))
     if sec.get("c_harness"):
         grids.append(_harness(sec["c_harness"]["results"]))
+        grids.append(_portable_baseline(sec["c_harness"].get("portable_baseline", [])))
     return [g for g in grids if g.rows]
+
+
+def _portable_baseline(rows: list[dict]) -> Grid:
+    """The portable kernel against its pre-bitsliced baseline, timed round-robin in C."""
+    g = Grid(
+        "portable kernel vs its pre-bitsliced baseline (kernel_bench.c, round-robin), GB/s",
+        ["variant", "op"] + list(dict.fromkeys(SIZES[r["size"]] for r in rows)),
+    )
+    for variant, op in dict.fromkeys((r["variant"], r["op"]) for r in rows):
+        get = {SIZES[r["size"]]: r for r in rows if (r["variant"], r["op"]) == (variant, op)}
+        g.rows.append(
+            [variant, op]
+            + [
+                f"{r['portable_gbps']:.3f} vs {r['baseline_gbps']:.3f} (x{r['speedup_median']:.1f})"
+                for r in get.values()
+            ]
+        )
+    if rows:
+        g.notes.append(
+            f"x: median over {rows[0]['reps']} alternating batches of the per-batch speed-up"
+        )
+    return g
 
 
 def _small_calls(rows: list[dict]) -> Grid:
