@@ -120,8 +120,33 @@ def build_objects(key: str, cc: list[str], sources, tmp_path_factory):
 @pytest.fixture(scope="session")
 def vectors_file(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("kat") / "vectors.txt"
-    path.write_text("\n".join(kat_vectors.lines()) + "\n")
+    path.write_text("\n".join(kat_vectors.lines() + kat_vectors.wycheproof_lines()) + "\n")
     return path
+
+
+def test_wycheproof_lines_are_every_case_of_the_file():
+    lines = kat_vectors.wycheproof_lines()
+    assert len(lines) == 479  # tests/test_aead_vectors.py checks the file holds 479 cases
+    cols = [line.split() for line in lines]
+    assert all(len(c) == 9 and c[0] == "AEGIS-128L" and c[1] == "16" for c in cols)
+    assert {c[2] for c in cols} == {"0", "1"}  # valid cases and must-fail ones
+    # the C drivers read at most 4095 hex characters per field
+    assert max(len(f) for c in cols for f in c[3:]) < 4096
+
+
+@pytest.mark.parametrize(
+    "group,result",
+    [({"keySize": 128, "ivSize": 96, "tagSize": 128}, "valid"),
+     ({"keySize": 128, "ivSize": 128, "tagSize": 128}, "acceptable")],
+)  # fmt: skip
+def test_wycheproof_lines_refuse_what_the_drivers_cannot_check(tmp_path, group, result):
+    import json
+
+    case = {"tcId": 1, "key": "00", "iv": "00", "aad": "", "msg": "", "ct": "", "tag": "00"}
+    doc = {"testGroups": [dict(group, tests=[dict(case, result=result)])]}
+    (tmp_path / "aegis128L_test.json").write_text(json.dumps(doc))
+    with pytest.raises(ValueError):
+        kat_vectors.wycheproof_lines(str(tmp_path))
 
 
 def _kernel_files(machine: str) -> list[str]:
@@ -194,6 +219,8 @@ def test_c_driver_passes_on_every_kernel(kat_binary, vectors_file):
     r = run([str(kat_binary), str(vectors_file)], timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "0 failures" in r.stdout
+    nlines = len(kat_vectors.lines()) + len(kat_vectors.wycheproof_lines())
+    assert f"kat: {nlines} vector lines" in r.stdout, r.stdout
     listed = r.stdout.rsplit("kernels:", 1)[1].split()
     cpu = run([str(kat_binary), "kernels"]).stdout
     assert listed and set(listed) == set(cpu.split("AEGIS-128X4:")[1].split())
