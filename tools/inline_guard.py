@@ -204,12 +204,17 @@ def main(argv=None) -> int:
         print("inline guard: nothing to check", file=sys.stderr)
         return 2
     extra = shlex.split(opts.cflags)
-    with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(os.cpu_count() or 2) as pool:
-        texts = list(
-            pool.map(
-                lambda nb: _build(nb[0], nb[1][0], nb[1][2], nb[1][4], extra, tmp), enumerate(todo)
+    try:
+        with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(os.cpu_count() or 2) as pool:
+            texts = list(
+                pool.map(
+                    lambda nb: _build(nb[0], nb[1][0], nb[1][2], nb[1][4], extra, tmp),
+                    enumerate(todo),
+                )
             )
-        )
+    except (RuntimeError, subprocess.CalledProcessError) as e:
+        print(f"FAIL inline guard: a build failed:\n{e}", file=sys.stderr)
+        return 1
     bad = known = 0
     for (kernel, label, _, flags_label, _), text in zip(todo, texts, strict=True):
         failures, summary = check_object(kernel, text)
