@@ -3,10 +3,10 @@ syntax or aarch64): functions, their control-flow graph, natural loops, and what
 loop holds.  Used by ``sealstore.bench.inner_loop`` (the aarch64 instruction mix) and by
 ``tools/inline_guard.py`` (calls and stack traffic in the main loop).
 
-The *main loop* of a set of functions is the natural loop (the target of a back edge, which
-dominates its source, and every block that reaches the source without passing the target)
-that writes output and holds the most AES round instructions: the message loop of an AEGIS
-kernel.
+The *main loop* of a set of functions is the innermost natural loop (the target of a back
+edge, which dominates its source, and every block that reaches the source without passing the
+target) that writes output and holds the most AES round instructions: the message loop of an
+AEGIS kernel.
 """
 
 from __future__ import annotations
@@ -216,14 +216,20 @@ def natural_loops(body: list[Insn]) -> list[Loop]:
 
 
 def main_loop(funcs: dict[str, list[Insn]]) -> Loop | None:
-    """The message loop among ``funcs``: of the loops holding AES rounds, those that store to
-    memory other than the stack (the output) first (the initialisation and finalisation loops
-    store nothing), then the most AES rounds, then the smallest.  None if no loop has one."""
-    best = None
-    for body in funcs.values():
-        for loop in natural_loops(body):
-            aes = loop.count(lambda i: i.is_aes)
-            key = (loop.count(lambda i: i.is_memory_store) > 0, aes, -len(loop.insns))
-            if aes and (best is None or key > best[0]):
-                best = (key, loop)
-    return None if best is None else best[1]
+    """The message loop among ``funcs``: of the loops that hold AES rounds and store to memory
+    other than the stack (the output; the initialisation and finalisation loops store
+    nothing), the innermost ones (a loop around another such loop, e.g. one over chunks, is
+    not it), and of those the one with the most AES rounds, then the smallest.  Without such a
+    loop, the loop with the most AES rounds; None if no loop has one."""
+    loops = [lp for body in funcs.values() for lp in natural_loops(body)]
+    with_aes = [lp for lp in loops if lp.count(lambda i: i.is_aes)]
+    writing = [lp for lp in with_aes if lp.count(lambda i: i.is_memory_store)]
+    inner = [
+        lp
+        for lp in writing
+        if not any(o is not lp and o.head in {i.addr for i in lp.insns} for o in writing)
+    ]
+    pool = inner or with_aes
+    if not pool:
+        return None
+    return max(pool, key=lambda lp: (lp.count(lambda i: i.is_aes), -len(lp.insns)))

@@ -6,8 +6,9 @@
 #   * "kat kernels"/"kat selected": armcrypto is built, runnable and chosen for every variant;
 #   * armcrypto on the draft vectors and Project Wycheproof's AEGIS-128L file, then against
 #     the portable kernel on pseudo-random inputs of every length 0..4096 and large odd ones
-#     (1 MiB +- a few bytes, 1.5 MiB + 13), encrypt and decrypt, tampered ciphertext/tag/AD
-#     rejected with the output wiped, and the attached, prefixed and segment calls (kat -L);
+#     (4 KiB + 133, 8 KiB - 1, 1 MiB +- a few bytes, 1.5 MiB + 13), encrypt and decrypt,
+#     tampered ciphertext/tag/AD rejected with the output wiped, and the attached, prefixed
+#     and segment calls (kat -L);
 #   * a CPU without the Crypto Extension (every qemu CPU model has it, so the driver, linked
 #     with --wrap=getauxval, clears HWCAP_AES from what the kernel reports: KAT_HWCAP_CLEAR):
 #     portable is selected, armcrypto is not offered, "-k armcrypto" is refused, and the
