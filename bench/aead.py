@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives.ciphers import aead as crypto_aead
 from sealstore import native
 from sealstore.suites import SUITES
 
+from . import inner_loop
 from .grids import size_name as _size_name
 from .json_output import write_json
 from .timing import measure
@@ -293,6 +294,19 @@ def versus_libaegis(quick: bool = False) -> list[dict] | None:
     return rows
 
 
+def _aarch64_loop(result: dict) -> list[str]:
+    """The armcrypto loop's instruction mix into ``result`` when the aarch64 tools are here
+    (three compiles); otherwise a note saying what is missing."""
+    why = inner_loop.available()
+    if why is None:
+        try:
+            result["aarch64_loop"] = inner_loop.measure(_kernel_sources())
+            return []
+        except (HarnessUnavailable, subprocess.CalledProcessError, ValueError) as e:
+            why = str(e).splitlines()[0]
+    return [f"aarch64 instruction mix: not run ({why})"]
+
+
 def section(opts) -> dict:
     """The AEAD section of ``sealstore bench`` (its tables: ``sealstore.bench.grids.aead``)."""
     quick = bool(getattr(opts, "quick", False))
@@ -307,6 +321,7 @@ def section(opts) -> dict:
             progress("C kernel harness")
     except HarnessUnavailable as e:
         notes.append(f"C kernel harness: not run: {e}")
+    notes += _aarch64_loop(result)
     lib_rows = versus_libaegis(quick)
     if lib_rows is None:
         notes.append(

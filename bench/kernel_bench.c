@@ -46,7 +46,7 @@ static int cmp(const void *a, const void *b)
 }
 
 static const char *variant_names[] = {"AEGIS-128L", "AEGIS-128X2", "AEGIS-128X4"};
-static const char *kernel_names[] = {"portable", "aesni", "avx2", "avx512"};
+static const char *kernel_names[] = {"portable", "aesni", "avx2", "avx512", "armcrypto"};
 
 #define REPS 15
 

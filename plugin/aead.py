@@ -39,9 +39,9 @@ class _AEGIS:
     """An AEGIS-128L/128X cipher bound to one key and one native kernel.
 
     ``tag_size`` is 16 or 32 bytes (32 gives key commitment).  ``kernel`` names a native
-    kernel (``"portable"``, ``"aesni"``, ``"avx2"``, ``"avx512"``) for tests and benchmarks;
-    by default the best one this CPU runs (or ``SEALSTORE_KERNEL``) is used.  One object is
-    safe to use from many threads.
+    kernel (``"portable"``, ``"aesni"``, ``"avx2"``, ``"avx512"``, ``"armcrypto"``) for tests
+    and benchmarks; by default the best one this CPU runs (or ``SEALSTORE_KERNEL``) is used.
+    One object is safe to use from many threads.
     """
 
     _variant = ""

@@ -19,7 +19,7 @@ lib = _native.lib
 __all__ = ["KERNELS", "VARIANTS", "info", "kernels", "variant_kernels"]
 
 #: Kernel names, from the least to the most preferred.
-KERNELS = ("portable", "aesni", "avx2", "avx512")
+KERNELS = ("portable", "aesni", "avx2", "avx512", "armcrypto")
 #: Variant names and their native ids, as the C library reports them (the suite registry,
 #: ``sealstore.suites``, names each suite's variant; tests/test_suites.py checks they agree).
 VARIANTS = {
@@ -36,6 +36,7 @@ _FEATURES = (
     "avx512f",
     "os_ymm",
     "os_zmm",
+    "arm_aes",
 )
 
 
@@ -49,7 +50,8 @@ def _kernel_id(name: str) -> int:
 
 
 def features() -> list[str]:
-    """CPU features seen (cpuid, and xgetbv for the register state the OS saves)."""
+    """CPU features seen (x86: cpuid, and xgetbv for the register state the OS saves;
+    aarch64: ``arm_aes`` from HWCAP_AES or macOS's FEAT_AES)."""
     bits = lib.sealstore_cpu_features()
     return [name for i, name in enumerate(_FEATURES) if bits & (1 << i)]
 

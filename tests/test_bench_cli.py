@@ -106,7 +106,11 @@ def test_every_part_of_every_section_ran(quick_report):
     }
     assert all(r["speedup_median"] > 1 for r in base), base
     assert sections["aead"]["versus_libaegis"]
-    assert not sections["aead"]["notes"], sections["aead"]["notes"]
+    # the aarch64 instruction mix needs the cross binutils (system packages CI installs)
+    notes = [n for n in sections["aead"]["notes"] if not n.startswith("aarch64 instruction mix")]
+    assert not notes, notes
+    if os.environ.get("CI", "").lower() == "true":
+        assert sections["aead"]["aarch64_loop"], sections["aead"]["notes"]
     assert not sections["columns"]["unavailable"], sections["columns"]["unavailable"]
     assert {r["variant"] for r in sections["columns"]["rows"]} >= {
         "plaintext",
