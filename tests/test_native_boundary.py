@@ -249,7 +249,7 @@ def test_importing_the_extension_keeps_the_gil_on_a_free_threaded_build():
 
 def test_module_declares_it_needs_the_gil():
     """The slot is compiled in only where the C API has it (3.13+); the source must say so."""
-    src = native.__file__.rsplit("/", 2)[0] + "/native/speedups.c"
+    src = native.__file__.rsplit("/", 2)[0] + "/native/python/module.c"
     if not os.path.exists(src):
         pytest.skip("installed without the sources")
     text = open(src).read()
