@@ -91,8 +91,8 @@ PyObject *py_check_disjoint(PyObject *module, PyObject *const *args, Py_ssize_t 
         PyBuffer_Release(&out);
         return NULL;
     }
-    rc = check_disjoint(out.buf, written < out.len ? written : out.len, ins, names, (int)nins,
-                        in_place);
+    rc = check_disjoint(in_place ? "buf" : "out", out.buf, written < out.len ? written : out.len,
+                        ins, names, (int)nins, in_place);
     for (Py_ssize_t i = 0; i < nins; i++) {
         release(&views[i]);
     }

@@ -155,7 +155,34 @@ static PyObject *Context_decrypt(ContextObject *self, PyObject *const *args, Py_
     return crypt_bytes(self, args, nargs, kwnames, 0);
 }
 
-static const char *const names_into[] = {"out", "nonce", "data", "associated_data"};
+/* cryptography's order (>= 47): the buffer last, every argument required. */
+static const char *const names_into[] = {"nonce", "data", "associated_data", "buf"};
+
+#define INTO_ORDER                                                                          \
+    "(encrypt_into and decrypt_into take the buffer last, as cryptography's do: "           \
+    "(nonce, data, associated_data, buf))"
+
+/* The caller's buffer: -1 with a TypeError that names the argument order (a call in the old
+   order, buffer first, lands here: its last argument, the AD or None, is not writable). */
+static inline int get_buf(PyObject *obj, Py_buffer *view, const char *fname)
+{
+    if (obj == NULL) {
+        PyErr_Format(PyExc_TypeError, "%s() missing required argument 'buf' " INTO_ORDER,
+                     fname);
+        return -1;
+    }
+    if (PyObject_GetBuffer(obj, view, PyBUF_WRITABLE) != 0) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_BufferError)) {
+            PyErr_Clear();
+            PyErr_Format(PyExc_TypeError,
+                         "buf must be a writable, contiguous bytes-like object, not "
+                         "%.80s " INTO_ORDER,
+                         Py_TYPE(obj)->tp_name);
+        }
+        return -1;
+    }
+    return 0;
+}
 
 /* 0 if ``out`` can take ``need`` bytes without overlapping an input (the data may start exactly
    at it: in place); -1 with ValueError or OverlappingBuffers. */
@@ -163,13 +190,15 @@ static inline int check_out(const Py_buffer *out, Py_ssize_t need, const Inputs 
 {
     const Py_buffer *ins[3] = {&in->data, &in->nonce, &in->ad};
     if (out->len < need) {
-        PyErr_Format(PyExc_ValueError, "out must be at least %zd bytes, got %zd", need, out->len);
+        PyErr_Format(PyExc_ValueError, "buf must be at least %zd bytes, got %zd", need, out->len);
         return -1;
     }
-    return check_disjoint(out->buf, need, ins, names_inputs, 3, 1);
+    return check_disjoint("buf", out->buf, need, ins, names_inputs, 3, 1);
 }
 
-/* encrypt_into / decrypt_into share everything but the direction. */
+/* encrypt_into / decrypt_into(nonce, data, associated_data, buf) share everything but the
+   direction.  buf is parsed first: a call in the old order fails on it with a TypeError
+   before anything else is read. */
 static PyObject *crypt_into(ContextObject *self, PyObject *const *args, Py_ssize_t nargs,
                             PyObject *kwnames, int enc)
 {
@@ -179,13 +208,14 @@ static PyObject *crypt_into(ContextObject *self, PyObject *const *args, Py_ssize
     Inputs in;
     PyObject *res = NULL;
     Py_ssize_t need;
+    const char *fname = enc ? "encrypt_into" : "decrypt_into";
 
-    if (parse_args(args, nargs, kwnames, 3, enc ? "encrypt_into" : "decrypt_into", a,
-                   names_into) != 0 ||
-        get_buffer(a[0], &out, "out", 1) != 0) {
+    /* three required by parse_args, the fourth (buf) required by get_buf */
+    if (parse_args(args, nargs, kwnames, 3, fname, a, names_into) != 0 ||
+        get_buf(a[3], &out, fname) != 0) {
         return NULL;
     }
-    if (get_inputs(a[1], a[2], a[3], &in) != 0) {
+    if (get_inputs(a[0], a[1], a[2], &in) != 0) {
         PyBuffer_Release(&out);
         return NULL;
     }
@@ -213,36 +243,44 @@ static PyObject *Context_decrypt_into(ContextObject *self, PyObject *const *args
 
 /* ---- the type ---- */
 
+/* Each docstring starts with its text signature ("name($self, ...)\n--\n\n"), so
+   inspect.signature works on the methods (and on the cipher objects, which bind them). */
 #define FASTKW (METH_FASTCALL | METH_KEYWORDS)
-#define METHOD(name, fn, doc) {name, (PyCFunction)(void (*)(void))fn, FASTKW, doc}
+#define METHOD(name, fn, sig, doc)                                                             \
+    {name, (PyCFunction)(void (*)(void))fn, FASTKW, name "($self, " sig ")\n--\n\n" doc}
 static PyMethodDef Context_methods[] = {
-    METHOD("encrypt", Context_encrypt,
-           "encrypt(nonce, data, associated_data=None) -> ciphertext || tag"),
-    METHOD("decrypt", Context_decrypt, "decrypt(nonce, data, associated_data=None) -> plaintext"),
-    METHOD("encrypt_into", Context_encrypt_into,
-           "encrypt_into(out, nonce, data, associated_data=None) -> bytes written"),
-    METHOD("decrypt_into", Context_decrypt_into,
-           "decrypt_into(out, nonce, data, associated_data=None) -> bytes written"),
-    METHOD("seal", Context_seal,
-           "seal(prefix, plaintext, associated_data=None) -> prefix || nonce || ct || tag"),
-    METHOD("open", Context_open, "open(prefix_len, sealed, associated_data=None) -> plaintext"),
-    METHOD("seal_many", Context_seal_many,
-           "seal_many(prefix, plaintexts, associated_data=None) -> list"),
-    METHOD("open_many", Context_open_many,
-           "open_many(prefix_len, sealed, associated_data=None) -> list"),
+    METHOD("encrypt", Context_encrypt, "nonce, data, associated_data=None",
+           "Encrypt data; returns ciphertext || tag."),
+    METHOD("decrypt", Context_decrypt, "nonce, data, associated_data=None",
+           "Decrypt and verify ciphertext || tag; returns the plaintext or raises InvalidTag."),
+    METHOD("encrypt_into", Context_encrypt_into, "nonce, data, associated_data, buf",
+           "Write ciphertext || tag into buf (the buffer last, as cryptography's); returns the "
+           "number of bytes written."),
+    METHOD("decrypt_into", Context_decrypt_into, "nonce, data, associated_data, buf",
+           "Write the plaintext into buf (wiped on failure: InvalidTag); returns the number of "
+           "bytes written."),
+    METHOD("seal", Context_seal, "prefix, plaintext, associated_data=None",
+           "prefix || nonce || ciphertext || tag with a fresh random nonce; AD = prefix || ad."),
+    METHOD("open", Context_open, "prefix_len, sealed, associated_data=None",
+           "Open a value made by seal; returns the plaintext or raises InvalidTag."),
+    METHOD("seal_many", Context_seal_many, "prefix, plaintexts, associated_data=None",
+           "seal over a list, in one call; returns a list."),
+    METHOD("open_many", Context_open_many, "prefix_len, sealed, associated_data=None",
+           "open over a list, in one call; returns a list (InvalidTag has .index)."),
     METHOD("seal_segments_into", Context_seal_segments,
-           "seal_segments_into(out, data, segment_size, nonce_prefix, first_index, final, "
-           "associated_data=None) -> bytes written"),
+           "out, data, segment_size, nonce_prefix, first_index, final, associated_data=None",
+           "Seal data as stream segments first_index, ... into out; returns the bytes written."),
     METHOD("open_segments_into", Context_open_segments,
-           "open_segments_into(out, data, segment_size, nonce_prefix, first_index, final, "
-           "associated_data=None) -> bytes written"),
+           "out, data, segment_size, nonce_prefix, first_index, final, associated_data=None",
+           "Open what seal_segments_into wrote into out; returns the bytes written."),
     {NULL, NULL, 0, NULL}};
 
 PyTypeObject ContextType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sealstore._speedups.Context",
     .tp_basicsize = sizeof(ContextObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "A native cipher context's fast entry points (internal).",
+    .tp_doc = "Context(context, owner)\n--\n\n"
+              "A native cipher context's fast entry points (internal).",
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Context_init,
     .tp_dealloc = (destructor)Context_dealloc,

@@ -77,14 +77,18 @@ void set_error_index(Py_ssize_t index)
     PyErr_Restore(type, value, tb);
 }
 
-void raise_overlap(const char *name, int in_place_ok)
+void raise_overlap(const char *out_name, const char *name, int in_place_ok)
 {
-    if (error_class(&overlapping_cls, "OverlappingBuffers") != NULL) {
+    if (error_class(&overlapping_cls, "OverlappingBuffers") == NULL) {
+        return;
+    }
+    if (in_place_ok) {
         PyErr_Format(overlapping_cls,
-                     in_place_ok ? "out overlaps %s: it must start exactly where %s starts (in "
-                                   "place) or not overlap it at all"
-                                 : "out must not overlap %s",
-                     name, name);
+                     "%s overlaps %s: it must start exactly where %s starts (in place) or not "
+                     "overlap it at all",
+                     out_name, name, name);
+    } else {
+        PyErr_Format(overlapping_cls, "%s must not overlap %s", out_name, name);
     }
 }
 
@@ -92,7 +96,8 @@ void raise_overlap(const char *name, int in_place_ok)
 
 static PyMethodDef module_functions[] = {
     {"check_disjoint", (PyCFunction)(void (*)(void))py_check_disjoint, METH_FASTCALL,
-     "check_disjoint(out, written, in_place, data, *others): raise OverlappingBuffers when the "
+     "check_disjoint($module, out, written, in_place, data, *others)\n--\n\n"
+     "Raise OverlappingBuffers when the "
      "first `written` bytes of out overlap an input (data may start exactly at out when "
      "in_place); None stands for an absent input."},
     {NULL, NULL, 0, NULL},

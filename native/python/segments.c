@@ -97,7 +97,7 @@ static Py_ssize_t output_len(const SegmentCall *s, size_t maclen, int seal)
                      s->out.len);
         return -1;
     }
-    if (check_disjoint(s->out.buf, (Py_ssize_t)need, ins, names, 3, 0) != 0) {
+    if (check_disjoint("out", s->out.buf, (Py_ssize_t)need, ins, names, 3, 0) != 0) {
         return -1;
     }
     return (Py_ssize_t)need;

@@ -95,8 +95,8 @@ int nonce_register_atfork(void);
 void raise_invalid_tag(Py_ssize_t index);
 /* sealstore.errors.InternalError: the kernel reported a state that should be impossible. */
 void raise_internal_error(const char *msg);
-/* sealstore.errors.OverlappingBuffers naming the input ``name``. */
-void raise_overlap(const char *name, int in_place_ok);
+/* sealstore.errors.OverlappingBuffers naming the output ``out_name`` and the input ``name``. */
+void raise_overlap(const char *out_name, const char *name, int in_place_ok);
 /* Name the list position of the exception being raised (``.index``), as InvalidTag does. */
 void set_error_index(Py_ssize_t index);
 
@@ -170,15 +170,17 @@ static inline int first_overlap(const void *out, Py_ssize_t written, const Py_bu
 }
 
 /* 0 if the ``written`` bytes at ``out`` overlap none of the inputs (first_overlap), else -1
-   with OverlappingBuffers naming the input. */
-static inline int check_disjoint(const void *out, Py_ssize_t written, const Py_buffer *const *ins,
-                                 const char *const *names, int n, int in_place)
+   with OverlappingBuffers naming the output (the _into calls' ``buf``, the segment calls'
+   ``out``) and the input. */
+static inline int check_disjoint(const char *out_name, const void *out, Py_ssize_t written,
+                                 const Py_buffer *const *ins, const char *const *names, int n,
+                                 int in_place)
 {
     const int i = first_overlap(out, written, ins, n, in_place);
     if (i < 0) {
         return 0;
     }
-    raise_overlap(names[i], i == 0 && in_place);
+    raise_overlap(out_name, names[i], i == 0 && in_place);
     return -1;
 }
 
@@ -212,7 +214,7 @@ int get_size(PyObject *obj, const char *what, Py_ssize_t *out);
 PyObject *snapshot_items(PyObject *obj, const char *msg);
 
 /* _speedups.check_disjoint(out, written, in_place, data, *others), for the calls written in
-   Python (AES-GCM). */
+   Python (AES-GCM): the in-place ones are the _into calls, whose output is named ``buf``. */
 PyObject *py_check_disjoint(PyObject *module, PyObject *const *args, Py_ssize_t nargs);
 
 /* ---- the other parts of the module ---- */
