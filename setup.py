@@ -40,9 +40,14 @@ setup(
         Extension(
             "sealstore._speedups",
             sources=[
-                "native/speedups.c",
-                "native/bound.c",
-                "native/rowmap.c",
+                "native/python/module.c",
+                "native/python/nonces.c",
+                "native/python/buffers.c",
+                "native/python/context.c",
+                "native/python/prefixed.c",
+                "native/python/segments.c",
+                "native/python/bound.c",
+                "native/python/rowmap.c",
                 "native/src/util.c",
                 "native/src/calls.c",
             ],

@@ -101,7 +101,7 @@ def run(quick: bool = False, all_kernels: bool = False, progress=None) -> dict:
                     kernel,
                     "encrypt_into",
                     size,
-                    lambda: c.encrypt_into(out, nonce, data, ad),
+                    lambda: c.encrypt_into(nonce, data, ad, out),
                     budget,
                 )
                 add(variant, kernel, "decrypt", size, lambda: c.decrypt(nonce, ct, ad), budget)
@@ -110,7 +110,7 @@ def run(quick: bool = False, all_kernels: bool = False, progress=None) -> dict:
                     kernel,
                     "decrypt_into",
                     size,
-                    lambda: c.decrypt_into(out, nonce, ct, ad),
+                    lambda: c.decrypt_into(nonce, ct, ad, out),
                     budget,
                 )
                 if size == 64:

@@ -5,8 +5,10 @@ They mirror ``cryptography.hazmat.primitives.ciphers.aead``: the key goes to the
 ``decrypt`` raises :class:`sealstore.errors.InvalidTag` on any authentication failure.  Any
 contiguous buffer is accepted without a copy.
 
-Beyond cryptography's API, every class has ``encrypt_into``/``decrypt_into`` (write into a
-caller's buffer) and the prefixed-value calls the sealed-value format is built on:
+``encrypt_into(nonce, data, associated_data, buf)``/``decrypt_into`` write into a caller's
+buffer, in cryptography's argument order (>= 47: the buffer last; ``buf`` may be longer than
+the output, the number of bytes written is returned).  Beyond cryptography's API, every class
+has the prefixed-value calls the sealed-value format is built on:
 ``seal_prefixed(prefix, plaintext, ad)`` returns ``prefix || nonce || ciphertext || tag`` with a
 fresh random nonce and ``prefix || ad`` authenticated, and ``open_prefixed`` reverses it.
 """
@@ -93,16 +95,17 @@ class _AEGIS:
         """Decrypt and verify ``data`` (ciphertext || tag); raises InvalidTag."""
         return self._fast.decrypt(nonce, data, associated_data)
 
-    def encrypt_into(self, out, nonce, data, associated_data=None) -> int:  # noqa: F811
-        """Write ciphertext || tag into ``out``; returns the number of bytes written.  ``out``
-        may start exactly where ``data`` does (in place); any other overlap with an input
-        raises OverlappingBuffers before anything is written."""
-        return self._fast.encrypt_into(out, nonce, data, associated_data)
+    def encrypt_into(self, nonce, data, associated_data, buf) -> int:  # noqa: F811
+        """Write ciphertext || tag into ``buf`` (cryptography's order: the buffer last);
+        returns the number of bytes written.  ``buf`` may start exactly where ``data`` does (in
+        place); any other overlap with an input raises OverlappingBuffers before anything is
+        written."""
+        return self._fast.encrypt_into(nonce, data, associated_data, buf)
 
-    def decrypt_into(self, out, nonce, data, associated_data=None) -> int:  # noqa: F811
-        """Write the plaintext into ``out``; on failure the ``len(data) - tag_size`` bytes it
+    def decrypt_into(self, nonce, data, associated_data, buf) -> int:  # noqa: F811
+        """Write the plaintext into ``buf``; on failure the ``len(data) - tag_size`` bytes it
         would have written are wiped and InvalidTag is raised.  Overlap: as encrypt_into."""
-        return self._fast.decrypt_into(out, nonce, data, associated_data)
+        return self._fast.decrypt_into(nonce, data, associated_data, buf)
 
     def seal_prefixed(self, prefix, plaintext, associated_data=None) -> bytes:  # noqa: F811
         """``prefix || nonce || ciphertext || tag`` with a random nonce; AD = prefix || ad."""
@@ -198,17 +201,19 @@ class AESGCM:
         except _CryptoInvalidTag:
             raise InvalidTag() from None
 
-    def encrypt_into(self, out, nonce, data, associated_data=None) -> int:
+    def encrypt_into(self, nonce, data, associated_data, buf) -> int:
+        dst = _out_view(buf)  # first: a call in the old order (buffer first) fails here
         n = memoryview(data).nbytes + self.tag_size
-        dst = _out_view(out, n)
+        _check_room(dst, n)
         _speedups.check_disjoint(dst, n, True, data, nonce, associated_data)
         return self._aead.encrypt_into(nonce, data, associated_data, dst[:n])
 
-    def decrypt_into(self, out, nonce, data, associated_data=None) -> int:
+    def decrypt_into(self, nonce, data, associated_data, buf) -> int:
+        dst = _out_view(buf)
         n = memoryview(data).nbytes - self.tag_size
         if n < 0:
             raise InvalidTag()
-        dst = _out_view(out, n)
+        _check_room(dst, n)
         _speedups.check_disjoint(dst, n, True, data, nonce, associated_data)
         try:
             return self._aead.decrypt_into(nonce, data, associated_data, dst[:n])
@@ -314,16 +319,30 @@ def _gcm_segment_nonce(prefix, index: int, final: bool) -> bytes:
     return prefix + index.to_bytes(4, "big") + (b"\x01" if final else b"\x00")
 
 
-def _out_view(out, need: int) -> memoryview:
+_INTO_ORDER = (
+    "(encrypt_into and decrypt_into take the buffer last, as cryptography's do: "
+    "(nonce, data, associated_data, buf))"
+)
+
+
+def _out_view(buf) -> memoryview:
+    """The caller's output buffer as bytes; a TypeError naming the argument order otherwise
+    (a call in the old order passes the AD or None there)."""
     try:
-        dst = memoryview(out)
+        dst = memoryview(buf)
     except TypeError:
         raise TypeError(
-            f"out must be a writable bytes-like object, not {type(out).__name__}"
+            f"buf must be a writable, contiguous bytes-like object, not {type(buf).__name__} "
+            + _INTO_ORDER
         ) from None
-    if dst.readonly:
-        raise TypeError("out must be a writable bytes-like object")
-    dst = dst.cast("B")
+    if dst.readonly or not dst.contiguous:
+        raise TypeError(
+            "buf must be a writable, contiguous bytes-like object, not a read-only or "
+            "non-contiguous one " + _INTO_ORDER
+        )
+    return dst.cast("B")
+
+
+def _check_room(dst: memoryview, need: int) -> None:
     if dst.nbytes < need:
-        raise ValueError(f"out must be at least {need} bytes, got {dst.nbytes}")
-    return dst
+        raise ValueError(f"buf must be at least {need} bytes, got {dst.nbytes}")

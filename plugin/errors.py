@@ -8,6 +8,8 @@ working.  No exception message ever contains key material or plaintext.
 
 from __future__ import annotations
 
+from cryptography.exceptions import InvalidTag as _CryptoInvalidTag
+
 __all__ = [
     "BlindIndexError",
     "ColumnBindingError",
@@ -54,10 +56,12 @@ class SealstoreError(Exception):
     """Base class of every sealstore exception (never raised directly)."""
 
 
-class InvalidTag(SealstoreError):
+class InvalidTag(SealstoreError, _CryptoInvalidTag):
     """Authentication failed: wrong key, wrong associated data, or modified/truncated input.
 
     Raised bare, without a message, so a forged and a truncated ciphertext look the same.
+    Also a ``cryptography.exceptions.InvalidTag``, so code written for cryptography's AEAD
+    classes catches it.
     """
 
 

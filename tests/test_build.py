@@ -57,11 +57,7 @@ def _builder():
 BUILD_FFI = _builder()
 
 
-SPEEDUPS = [
-    NATIVE / "speedups.c",
-    NATIVE / "bound.c",
-    NATIVE / "rowmap.c",
-]  # the CPython entry points
+SPEEDUPS = sorted((NATIVE / "python").glob("*.c"))  # the CPython entry points
 
 
 def builder_sources(machine: str | None = None) -> list[Path]:

@@ -61,7 +61,7 @@ def test_sdist_ships_the_native_build(sdist):
         "pyproject.toml",
         "native/build_ffi.py",
         "native/sealstore_cdef.h",
-        "native/speedups.c",
+        "native/python/module.c",
         "native/include/sealstore.h",
         "plugin/__init__.py",
     }
