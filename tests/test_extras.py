@@ -5,7 +5,7 @@ extra before importing it and raises MissingExtra (an ImportError) naming ``pip 
 Each case runs in a fresh interpreter where the extra's modules are made unfindable
 (``sys.modules[name] = None``, what ``importlib.util.find_spec`` and ``import`` both honour), so
 the package's import-time registrations never run twice in the test process.  The same
-imports on real installs without the extras: tests/test_packaging.py.
+imports on real installs without the extras: tests/toolchain/test_packaging.py.
 """
 
 from __future__ import annotations

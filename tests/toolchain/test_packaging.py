@@ -24,7 +24,7 @@ pytestmark = [
     pytest.mark.toolchain
 ]  # compilers, builds, whole runs: pytest -m 'not toolchain' skips them
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run(cmd, **kw) -> subprocess.CompletedProcess:

@@ -11,7 +11,7 @@
   known-answer driver (draft vectors, and byte identity with every other kernel of this CPU on
   inputs of every length around the block and lane boundaries).
 
-The default form runs in every other test (tests/test_build.py, test_native.py, the vectors).
+The default form runs in every other test (tests/toolchain/test_build.py, test_native.py, the vectors).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import pytest
 
 pytestmark = [pytest.mark.toolchain]
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NATIVE = ROOT / "native"
 CHECK = ROOT / "tests" / "native" / "portable_check.c"
 KAT = ROOT / "tests" / "native" / "kat.c"

@@ -13,7 +13,7 @@ import pytest
 
 from sealstore.bench import aead, disasm, grids, inner_loop
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
 # one AEGIS-128L-shaped iteration: 2 AESE (8 bytes), one spill, one copy, loop control

@@ -18,7 +18,7 @@ import pytest
 
 from sealstore.bench import disasm
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 GUARD = ROOT / "tools" / "inline_guard.py"
 IN_CI = os.environ.get("CI", "").lower() == "true"
 
