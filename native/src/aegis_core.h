@@ -44,6 +44,29 @@ SEALSTORE_INLINE void aegis_update(blk s[8], const blk m0, const blk m1)
     s[1] = blk_aesround(s[0], s[1]);
     s[0] = blk_xor(blk_aesround(t, m0), s[0]);
 }
+
+/*
+ * The same Update for messages computed from the state (decryption: M = C ^ keystream, and
+ * the keystream is S1, S2, S3, S5, S6 and S7 of this very state).  Fed in as the round key,
+ * such an M would put its three XORs in front of the AES round on the S0 and S4 chains; here
+ * the rounds take the state alone and M joins after them, AESRound(S7, S0 ^ M0) =
+ * AESRound(S7, S0) ^ M0, so the keystream is computed while the rounds run.
+ */
+SEALSTORE_INLINE void aegis_update_late(blk s[8], const blk m0, const blk m1)
+{
+    const blk t = s[7];
+    s[7] = blk_aesround(s[6], s[7]);
+    s[6] = blk_aesround(s[5], s[6]);
+    s[5] = blk_aesround(s[4], s[5]);
+    s[4] = blk_xor(blk_aesround(s[3], s[4]), m1);
+    s[3] = blk_aesround(s[2], s[3]);
+    s[2] = blk_aesround(s[1], s[2]);
+    s[1] = blk_aesround(s[0], s[1]);
+    s[0] = blk_xor(blk_aesround(t, s[0]), m0);
+}
+#else
+/* a kernel with its own Update has one form of it */
+#define aegis_update_late aegis_update
 #endif
 
 SEALSTORE_INLINE void aegis_init(blk s[8], const uint8_t *k, const uint8_t *npub)
@@ -105,7 +128,7 @@ SEALSTORE_INLINE void aegis_dec(blk s[8], uint8_t *dst, const uint8_t *src)
     const blk x1 = blk_xor(blk_load(src + BLKBYTES), z1);
     blk_store(dst, x0);
     blk_store(dst + BLKBYTES, x1);
-    aegis_update(s, x0, x1);
+    aegis_update_late(s, x0, x1);
 }
 
 /* DecPartial: decrypt the zero-padded last block, then absorb the zero-padded plaintext. */
@@ -125,17 +148,23 @@ SEALSTORE_INLINE void aegis_dec_partial(blk s[8], uint8_t *dst, const uint8_t *s
     sealstore_memzero(pad, sizeof pad);
 }
 
-/* XOR the D lanes of a stored word into 16 bytes. */
+/* XOR the D lanes of a stored word into 16 bytes: the kernel's blk_fold16 when it has one,
+   else through memory, 8 bytes at a time (bytes one by one cost a hundred instructions). */
 SEALSTORE_INLINE void aegis_fold(uint8_t out[16], const blk x)
 {
+#ifdef BLK_HAVE_FOLD16
+    blk_fold16(out, x);
+#else
     SEALSTORE_ALIGN(64) uint8_t buf[BLKBYTES];
+    uint64_t acc[2] = {0, 0};
     blk_store(buf, x);
-    memcpy(out, buf, 16);
-    for (int i = 1; i < LANES; i++) {
-        for (int j = 0; j < 16; j++) {
-            out[j] ^= buf[16 * i + j];
-        }
+    for (int i = 0; i < 2 * LANES; i++) {
+        uint64_t w;
+        memcpy(&w, buf + 8 * i, 8);
+        acc[i & 1] ^= w;
     }
+    memcpy(out, acc, 16);
+#endif
 }
 
 SEALSTORE_INLINE void aegis_mac(blk s[8], uint8_t *mac, size_t maclen, uint64_t adlen,

@@ -59,4 +59,15 @@ SEALSTORE_INLINE blk blk_aesround(const blk in, const blk rk)
     return r;
 }
 
+/* The LANES registers XORed together, stored as 16 bytes (aegis_fold). */
+#define BLK_HAVE_FOLD16 1
+SEALSTORE_INLINE void blk_fold16(uint8_t *out, const blk x)
+{
+    __m128i acc = x.v[0];
+    for (int i = 1; i < LANES; i++) {
+        acc = _mm_xor_si128(acc, x.v[i]);
+    }
+    _mm_storeu_si128((__m128i *)(void *)out, acc);
+}
+
 #endif
