@@ -206,6 +206,24 @@ SEALSTORE_INLINE void aegis_dec(blk s[8], uint8_t *dst, const uint8_t *src)
     aegis_update_late(s, x0, x1);
 }
 
+/* Two blocks, both ciphertexts loaded before either plaintext is stored (measured: AEGIS-128X2
+   1 MiB decryption 0.97-0.98x -> 1.00-1.04x libaegis, same run). */
+SEALSTORE_INLINE void aegis_dec2(blk s[8], uint8_t *dst, const uint8_t *src)
+{
+    const blk a0 = blk_load(src), a1 = blk_load(src + BLKBYTES);
+    const blk b0 = blk_load(src + RATE), b1 = blk_load(src + RATE + BLKBYTES);
+    blk x0 = blk_xor(a0, blk_xor(blk_xor(s[6], s[1]), blk_and(s[2], s[3])));
+    blk x1 = blk_xor(a1, blk_xor(blk_xor(s[2], s[5]), blk_and(s[6], s[7])));
+    blk_store(dst, x0);
+    blk_store(dst + BLKBYTES, x1);
+    aegis_update_late(s, x0, x1);
+    x0 = blk_xor(b0, blk_xor(blk_xor(s[6], s[1]), blk_and(s[2], s[3])));
+    x1 = blk_xor(b1, blk_xor(blk_xor(s[2], s[5]), blk_and(s[6], s[7])));
+    blk_store(dst + RATE, x0);
+    blk_store(dst + RATE + BLKBYTES, x1);
+    aegis_update_late(s, x0, x1);
+}
+
 /* DecPartial: decrypt the zero-padded last block, then absorb the zero-padded plaintext. */
 SEALSTORE_INLINE void aegis_dec_partial(blk s[8], uint8_t *dst, const uint8_t *src, size_t len)
 {
@@ -331,8 +349,7 @@ static int aegis_decrypt_detached(uint8_t *m, const uint8_t *c, size_t clen, con
     i = 0;
 #endif
     for (; AEGIS_UNROLL == 2 && i + 2 * RATE <= clen; i += 2 * RATE) {
-        aegis_dec(s, m + i, c + i);
-        aegis_dec(s, m + i + RATE, c + i + RATE);
+        aegis_dec2(s, m + i, c + i);
     }
     for (; i + RATE <= clen; i += RATE) {
         aegis_dec(s, m + i, c + i);
