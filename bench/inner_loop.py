@@ -96,7 +96,7 @@ def available() -> str | None:
 
 def _loop_row(cc: str, objdump: str, src: Path, includes: list[Path], symbols: dict, obj: str):
     """Compile ``src`` for aarch64 at the project's flags and count the message loop of each
-    of ``symbols`` (direction -> function name): one (direction, mix) pair per symbol."""
+    of ``symbols`` (direction -> function name): (direction, loop, called functions) each."""
     cmd = [cc, "-c", *FLAGS, *(f"-I{d}" for d in includes), str(src), "-o", obj]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
     text = subprocess.run(

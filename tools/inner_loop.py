@@ -11,6 +11,7 @@ Needs aarch64-linux-gnu-gcc and aarch64-linux-gnu-objdump (or an aarch64 host); 
 from __future__ import annotations
 
 import argparse
+import subprocess
 import sys
 from pathlib import Path
 
@@ -45,7 +46,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     rows = inner_loop.measure(ROOT / "native")
     if args.libaegis is not None:
-        rows += inner_loop.measure_libaegis(args.libaegis)
+        try:
+            rows += inner_loop.measure_libaegis(args.libaegis)
+        except (OSError, subprocess.CalledProcessError, ValueError) as e:
+            print(f"inner_loop: libaegis: {getattr(e, 'stderr', None) or e}", file=sys.stderr)
+            return 2
     print(table(rows))
     print(f"\ncompiler: {rows[0]['compiler']}; per 64 bytes of message")
     return 0

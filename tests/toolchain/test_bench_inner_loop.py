@@ -244,3 +244,17 @@ def test_a_libaegis_tree_without_a_kernel_is_refused(tmp_path, monkeypatch):
     assert len(notes) == 1 and "aegis128x4_armcrypto.c" in notes[0]
     with pytest.raises(FileNotFoundError, match="no src/"):
         inner_loop.measure_libaegis(tmp_path / "nowhere")
+
+
+@pytest.mark.toolchain
+def test_a_libaegis_file_that_does_not_compile_is_a_note(tmp_path, monkeypatch):
+    _need_cross_tools()
+    tree = _stand_in_tree(tmp_path)
+    (tree / "src" / "aegis128x2" / "aegis128x2_armcrypto.c").write_text("#error stand-in\n")
+    monkeypatch.setenv(inner_loop.LIBAEGIS_ENV, str(tree))
+    monkeypatch.setattr(inner_loop, "measure", lambda root: [])
+    result = {}
+    notes = aead._aarch64_loop(result)
+    assert len(notes) == 1 and notes[0].startswith("aarch64 instruction mix: libaegis rows not run")
+    assert "aegis128x2_armcrypto.c" in notes[0]
+    assert result["aarch64_loop"] == []  # no partial libaegis rows
