@@ -191,5 +191,5 @@ def measure_libaegis(root: Path) -> list[dict]:
     the same compiler and flags plus its include directory; its encrypt/decrypt functions
     are the files' static ``encrypt_detached``/``decrypt_detached``."""
     if not (root / "src").is_dir():
-        raise FileNotFoundError(f"{LIBAEGIS_ENV}={root}: no src/ directory there")
+        raise FileNotFoundError(f"libaegis source tree {root}: no src/ directory there")
     return _measure("libaegis", _sources(root), [root / "src" / "include"], LIBAEGIS_SYMBOLS)
