@@ -211,15 +211,33 @@ def _compile_objects(
 
 def _aarch64_loop(result: dict) -> list[str]:
     """The armcrypto loop's instruction mix into ``result`` when the aarch64 tools are here
-    (three compiles); otherwise a note saying what is missing."""
+    (three compiles, three more for libaegis when ``SEALSTORE_LIBAEGIS_SRC`` names its source
+    tree); otherwise a note saying what is missing."""
     why = inner_loop.available()
     if why is None:
         try:
             result["aarch64_loop"] = inner_loop.measure(_kernel_sources())
-            return []
         except (HarnessUnavailable, subprocess.CalledProcessError, ValueError) as e:
             why = str(e).splitlines()[0]
-    return [f"aarch64 instruction mix: not run ({why})"]
+    if why is not None:
+        return [f"aarch64 instruction mix: not run ({why})"]
+    return _libaegis_loop(result["aarch64_loop"])
+
+
+def _libaegis_loop(rows: list[dict]) -> list[str]:
+    """libaegis's rows appended to ``rows`` when its source tree is named, else a note."""
+    tree = inner_loop.libaegis_tree()
+    if tree is None:
+        return [
+            "aarch64 instruction mix: libaegis rows not run "
+            f"(set {inner_loop.LIBAEGIS_ENV} to a libaegis source tree)"
+        ]
+    try:
+        rows += inner_loop.measure_libaegis(tree)
+    except (OSError, subprocess.CalledProcessError, ValueError) as e:
+        why = (getattr(e, "stderr", None) or str(e)).strip().splitlines()[0]
+        return [f"aarch64 instruction mix: libaegis rows not run ({why})"]
+    return []
 
 
 def section(opts) -> dict:

@@ -153,8 +153,15 @@ def _aarch64_loop(rows: list[dict]) -> Grid:
     g.rows.append(["algorithm minimum", *(str(MINIMUM[c]) for c in cols)])
     for r in rows:
         mix = r["per_64_bytes"]
-        g.rows.append([f"{r['variant']} {r['direction']}", *(f"{mix[c]:g}" for c in cols)])
+        name = f"{r.get('implementation', 'sealstore')} {r['variant']} {r['direction']}"
+        g.rows.append([name, *(f"{mix[c]:g}" for c in cols)])
     g.notes.append(f"compiled by {rows[0]['compiler']}; stack = vector spills and reloads")
+    for r in rows:
+        if r.get("calls"):
+            g.notes.append(
+                f"{r.get('implementation', 'sealstore')} {r['variant']} {r['direction']}: the loop "
+                f"calls {', '.join(r['calls'])} (not inlined), counted with its body"
+            )
     return g
 
 

@@ -25,7 +25,15 @@ from pathlib import Path
 
 from . import disasm
 
-__all__ = ["CLASSES", "MINIMUM", "available", "measure", "mix_per_64"]
+__all__ = [
+    "CLASSES",
+    "MINIMUM",
+    "available",
+    "libaegis_tree",
+    "measure",
+    "measure_libaegis",
+    "mix_per_64",
+]
 
 #: variant -> its source directory and file stem
 KERNELS = {"AEGIS-128L": "aegis128l", "AEGIS-128X2": "aegis128x2", "AEGIS-128X4": "aegis128x4"}
@@ -34,6 +42,10 @@ CLASSES = ("aese", "aesmc", "eor", "and", "ld", "st", "stack", "mov", "other")
 MINIMUM = {"aese": 16, "aesmc": 16, "eor": 32, "and": 4, "ld": 2, "st": 2, "stack": 0}
 FLAGS = ["-O3", "-Wall", "-Wextra", "-fvisibility=hidden"]
 SYMBOLS = {"encrypt": "aegis_encrypt_detached", "decrypt": "aegis_decrypt_detached"}
+#: libaegis: its kernels' static functions, and the variable naming its source tree
+LIBAEGIS_SYMBOLS = {"encrypt": "encrypt_detached", "decrypt": "decrypt_detached"}
+LIBAEGIS_ENV = "SEALSTORE_LIBAEGIS_SRC"
+_CALL_TARGET = re.compile(r"<([^>+]+)>")
 _VEC_COPY = re.compile(r"v\d+\.16b, v\d+\.16b(, v\d+\.16b)?$")
 
 
@@ -82,9 +94,51 @@ def available() -> str | None:
     return None
 
 
-def measure(root: Path) -> list[dict]:
-    """One row per (variant, direction): the loop's mix per 64 bytes, its length, and the
-    compiler that built it.  ``root`` holds the kernel sources (``src/``, ``include/``)."""
+def _loop_row(cc: str, objdump: str, src: Path, includes: list[Path], symbols: dict, obj: str):
+    """Compile ``src`` for aarch64 at the project's flags and count the message loop of each
+    of ``symbols`` (direction -> function name): (direction, loop, called functions) each."""
+    cmd = [cc, "-c", *FLAGS, *(f"-I{d}" for d in includes), str(src), "-o", obj]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    text = subprocess.run(
+        [objdump, "-d", "--no-show-raw-insn", obj], check=True, capture_output=True, text=True
+    ).stdout
+    funcs = disasm.parse(text)
+    for direction, sym in symbols.items():
+        yield direction, *_message_loop(funcs, sym, src.name)
+
+
+def _callee(insn: disasm.Insn) -> str | None:
+    m = _CALL_TARGET.search(insn.args) if insn.is_call else None
+    return m.group(1) if m else None
+
+
+def _message_loop(funcs: dict, sym: str, where: str) -> tuple[disasm.Loop, list[str]]:
+    """The message loop of ``sym`` and the functions it calls for its rounds.  When the
+    compiler did not inline the per-block function (the loop holds a call, the rounds are in
+    the callee), the loop is counted with the callee's whole body, prologue and return
+    included: what one iteration executes."""
+    own = disasm.functions(funcs, sym)
+    loop = disasm.main_loop(own)
+    if loop is not None and loop.count(lambda i: i.is_memory_store):
+        return loop, []
+    best = None
+    for body in own.values():
+        for lp in disasm.natural_loops(body):
+            called = [c for c in map(_callee, lp.insns) if c in funcs and c not in own]
+            insns = lp.insns + [i for c in dict.fromkeys(called) for i in funcs[c]]
+            whole = disasm.Loop(lp.head, insns)
+            if not (whole.count(lambda i: i.is_aes) and whole.count(lambda i: i.is_memory_store)):
+                continue
+            key = (whole.count(lambda i: i.is_aes), -len(insns))
+            if best is None or key > best[0]:
+                best = (key, whole, list(dict.fromkeys(called)))
+    if best is None:
+        raise ValueError(f"{where}: no message loop in {sym}")
+    return best[1], best[2]
+
+
+def _measure(implementation: str, sources: dict, includes: list[Path], symbols: dict) -> list:
+    """Rows for ``sources`` (variant -> C file), compiled and counted the same way."""
     tools = _tools()
     if tools is None:
         raise FileNotFoundError(available())
@@ -92,30 +146,50 @@ def measure(root: Path) -> list[dict]:
     version = subprocess.run([cc, "--version"], capture_output=True, text=True).stdout
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for variant, stem in KERNELS.items():
-            src = root / "src" / stem / f"{stem}_armcrypto.c"
-            obj = os.path.join(tmp, f"{stem}.o")
-            cmd = [cc, "-c", *FLAGS, "-I", str(root / "include"), str(src), "-o", obj]
-            subprocess.run(cmd, check=True, capture_output=True, text=True)
-            text = subprocess.run(
-                [objdump, "-d", "--no-show-raw-insn", obj],
-                check=True,
-                capture_output=True,
-                text=True,
-            ).stdout
-            funcs = disasm.parse(text)
-            for direction, sym in SYMBOLS.items():
-                loop = disasm.main_loop(disasm.functions(funcs, sym))
-                if loop is None:
-                    raise ValueError(f"{stem}: no message loop in {sym}")
+        for variant, src in sources.items():
+            obj = os.path.join(tmp, f"{src.stem}.o")
+            for direction, loop, calls in _loop_row(cc, objdump, src, includes, symbols, obj):
                 rows.append(
                     {
+                        "implementation": implementation,
                         "variant": variant,
                         "direction": direction,
                         "per_64_bytes": mix_per_64(loop),
                         "loop_instructions": len(loop.insns),
                         "bytes_per_iteration": 4 * loop.count(lambda i: i.op == "aese"),
+                        "calls": calls,
                         "compiler": version.splitlines()[0] if version else cc,
                     }
                 )
     return rows
+
+
+def _sources(root: Path) -> dict[str, Path]:
+    """variant -> ``root/src/<stem>/<stem>_armcrypto.c`` (the layout of both trees)."""
+    found = {v: root / "src" / stem / f"{stem}_armcrypto.c" for v, stem in KERNELS.items()}
+    missing = [str(p) for p in found.values() if not p.is_file()]
+    if missing:
+        raise FileNotFoundError(f"no armcrypto kernel source at {', '.join(missing)}")
+    return found
+
+
+def measure(root: Path) -> list[dict]:
+    """One row per (variant, direction) of sealstore's kernels: the loop's mix per 64 bytes,
+    its length, and the compiler that built it.  ``root`` holds ``src/`` and ``include/``."""
+    return _measure("sealstore", _sources(root), [root / "include"], SYMBOLS)
+
+
+def libaegis_tree() -> Path | None:
+    """The libaegis source tree named by ``SEALSTORE_LIBAEGIS_SRC``, or None when unset."""
+    value = os.environ.get(LIBAEGIS_ENV, "").strip()
+    return Path(value) if value else None
+
+
+def measure_libaegis(root: Path) -> list[dict]:
+    """The same rows for libaegis's armcrypto kernels in the source tree ``root`` (a checkout
+    of github.com/jedisct1/libaegis, or its ``src/`` files at the same paths): compiled with
+    the same compiler and flags plus its include directory; its encrypt/decrypt functions
+    are the files' static ``encrypt_detached``/``decrypt_detached``."""
+    if not (root / "src").is_dir():
+        raise FileNotFoundError(f"libaegis source tree {root}: no src/ directory there")
+    return _measure("libaegis", _sources(root), [root / "src" / "include"], LIBAEGIS_SYMBOLS)

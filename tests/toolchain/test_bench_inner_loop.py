@@ -43,6 +43,40 @@ def test_counts_are_per_64_bytes():
     assert sum(mix.values()) == 8 * len(loop.insns)
 
 
+# the same iteration with its rounds in a function the compiler did not inline
+CALLED = """
+0000000000000000 <aegis_enc>:
+   0:	ldr	q0, [x2]
+   4:	aese	v0.16b, v9.16b
+   8:	aesmc	v0.16b, v0.16b
+   c:	str	q0, [x2]
+  10:	str	q0, [x0]
+  14:	ret
+
+0000000000000100 <encrypt_detached>:
+ 100:	bl	0 <aegis_init>
+ 104:	mov	x0, x19
+ 108:	bl	0 <aegis_enc>
+ 10c:	add	x19, x19, #0x4
+ 110:	cmp	x19, x20
+ 114:	b.ne	104 <encrypt_detached+0x4>
+ 118:	ret
+"""
+
+
+def test_a_loop_calling_its_rounds_is_counted_with_the_callee():
+    funcs = disasm.parse(CALLED)
+    loop, calls = inner_loop._message_loop(funcs, "encrypt_detached", "t.c")
+    assert calls == ["aegis_enc"]
+    mix = inner_loop.mix_per_64(loop)
+    # 1 AESE per iteration (x16): the state reload and store-back count as ld/st
+    assert mix["aese"] == mix["aesmc"] == 16
+    assert mix["ld"] == 16 and mix["st"] == 32
+    assert len(loop.insns) == 5 + 6
+    with pytest.raises(ValueError, match="no message loop in decrypt_detached"):
+        inner_loop._message_loop(funcs, "decrypt_detached", "t.c")
+
+
 def test_a_loop_without_aese_is_refused():
     with pytest.raises(ValueError):
         inner_loop.mix_per_64(disasm.Loop(0, [disasm.Insn(0, "eor", "v0.16b, v0.16b, v1.16b")]))
@@ -58,9 +92,24 @@ def test_the_bench_table_and_its_note():
         "compiler": "cc 1.0",
     }
     g = grids._aarch64_loop([row])
-    assert g.rows[0][0] == "algorithm minimum" and g.rows[1][0] == "AEGIS-128L encrypt"
+    assert g.rows[0][0] == "algorithm minimum"
+    assert g.rows[1][0] == "sealstore AEGIS-128L encrypt"
     assert g.rows[1][1:] == ["1.5"] * (len(g.header) - 1)
     assert "cc 1.0" in g.notes[0]
+
+
+def test_libaegis_rows_are_named_in_the_table():
+    row = {
+        "implementation": "libaegis",
+        "variant": "AEGIS-128X2",
+        "direction": "decrypt",
+        "per_64_bytes": dict.fromkeys(inner_loop.CLASSES, 2),
+        "compiler": "cc 1.0",
+    }
+    g = grids._aarch64_loop([row])
+    assert g.rows[1][0] == "libaegis AEGIS-128X2 decrypt" and len(g.notes) == 1
+    g = grids._aarch64_loop([dict(row, calls=["aegis128x2_dec"])])
+    assert "aegis128x2_dec (not inlined)" in g.notes[1]
 
 
 def test_the_bench_says_why_it_did_not_run(monkeypatch):
@@ -89,3 +138,123 @@ def test_the_kernels_meet_the_minimum():
             assert mix[op] == inner_loop.MINIMUM[op], (r["variant"], r["direction"], op, mix)
         if r["variant"] != "AEGIS-128X4":  # X4's state alone fills the 32 registers
             assert mix["stack"] == 0, r
+
+
+# A stand-in for a libaegis kernel file, written for this test (not libaegis code): the two
+# static functions the comparison looks for, each with a loop of AESE rounds writing output,
+# kept alive by an exported table as libaegis keeps its own.
+STAND_IN = r"""
+#include <arm_neon.h>
+#include <stddef.h>
+#include <stdint.h>
+#pragma GCC target("+simd+crypto")
+
+static int
+encrypt_detached(uint8_t *c, const uint8_t *m, size_t n, const uint8_t *k)
+{
+    uint8x16_t s = vld1q_u8(k), z = vmovq_n_u8(0);
+    for (size_t i = 0; i + 16 <= n; i += 16) {
+        uint8x16_t x = vld1q_u8(m + i);
+        s = veorq_u8(vaesmcq_u8(vaeseq_u8(s, z)), x);
+        vst1q_u8(c + i, veorq_u8(x, s));
+    }
+    return 0;
+}
+
+static int
+decrypt_detached(uint8_t *m, const uint8_t *c, size_t n, const uint8_t *k)
+{
+    uint8x16_t s = vld1q_u8(k), z = vmovq_n_u8(0);
+    for (size_t i = 0; i + 16 <= n; i += 16) {
+        uint8x16_t x = veorq_u8(vld1q_u8(c + i), s);
+        s = veorq_u8(vaesmcq_u8(vaeseq_u8(s, z)), x);
+        vst1q_u8(m + i, x);
+    }
+    return 0;
+}
+
+int (*const stand_in_table[])(uint8_t *, const uint8_t *, size_t, const uint8_t *) = {
+    encrypt_detached, decrypt_detached
+};
+"""
+
+
+def _stand_in_tree(root: Path, stems=tuple(inner_loop.KERNELS.values())) -> Path:
+    (root / "src" / "include").mkdir(parents=True)
+    for stem in stems:
+        (root / "src" / stem).mkdir()
+        (root / "src" / stem / f"{stem}_armcrypto.c").write_text(STAND_IN)
+    return root
+
+
+def _need_cross_tools():
+    for tool in ("aarch64-linux-gnu-gcc", "aarch64-linux-gnu-objdump"):
+        if shutil.which(tool) is None:
+            if IN_CI:
+                pytest.fail(f"{tool} is missing in CI")
+            pytest.skip(f"{tool} is not installed")
+
+
+def test_without_the_variable_the_libaegis_rows_are_skipped_with_a_note(monkeypatch):
+    monkeypatch.delenv(inner_loop.LIBAEGIS_ENV, raising=False)
+    monkeypatch.setattr(inner_loop, "available", lambda: None)
+    monkeypatch.setattr(inner_loop, "measure", lambda root: [{"implementation": "sealstore"}])
+    monkeypatch.setattr(
+        inner_loop, "measure_libaegis", lambda root: pytest.fail("libaegis was compiled")
+    )
+    result = {}
+    notes = aead._aarch64_loop(result)
+    assert result["aarch64_loop"] == [{"implementation": "sealstore"}]
+    assert notes == [
+        "aarch64 instruction mix: libaegis rows not run "
+        f"(set {inner_loop.LIBAEGIS_ENV} to a libaegis source tree)"
+    ]
+    assert inner_loop.libaegis_tree() is None
+    monkeypatch.setenv(inner_loop.LIBAEGIS_ENV, "  ")
+    assert inner_loop.libaegis_tree() is None
+
+
+@pytest.mark.toolchain
+def test_a_stand_in_tree_is_compiled_and_counted(tmp_path, monkeypatch):
+    _need_cross_tools()
+    monkeypatch.setenv(inner_loop.LIBAEGIS_ENV, str(_stand_in_tree(tmp_path)))
+    monkeypatch.setattr(inner_loop, "measure", lambda root: [])
+    result = {}
+    assert aead._aarch64_loop(result) == []
+    rows = result["aarch64_loop"]
+    assert {(r["variant"], r["direction"]) for r in rows} == {
+        (v, d) for v in inner_loop.KERNELS for d in ("encrypt", "decrypt")
+    }
+    for r in rows:
+        assert r["implementation"] == "libaegis"
+        # one AESE + one AESMC per 16 bytes: 4 of each per 64 bytes, x4 to the 16 per 64
+        assert r["bytes_per_iteration"] == 4
+        assert r["per_64_bytes"]["aese"] == r["per_64_bytes"]["aesmc"] == 16
+        assert r["per_64_bytes"]["st"] == 16 and r["per_64_bytes"]["stack"] == 0
+
+
+def test_a_libaegis_tree_without_a_kernel_is_refused(tmp_path, monkeypatch):
+    tree = _stand_in_tree(tmp_path, stems=("aegis128l", "aegis128x2"))
+    with pytest.raises(FileNotFoundError, match="aegis128x4_armcrypto.c"):
+        inner_loop.measure_libaegis(tree)
+    monkeypatch.setenv(inner_loop.LIBAEGIS_ENV, str(tree))
+    monkeypatch.setattr(inner_loop, "available", lambda: None)
+    monkeypatch.setattr(inner_loop, "measure", lambda root: [])
+    notes = aead._aarch64_loop({})
+    assert len(notes) == 1 and "aegis128x4_armcrypto.c" in notes[0]
+    with pytest.raises(FileNotFoundError, match="no src/"):
+        inner_loop.measure_libaegis(tmp_path / "nowhere")
+
+
+@pytest.mark.toolchain
+def test_a_libaegis_file_that_does_not_compile_is_a_note(tmp_path, monkeypatch):
+    _need_cross_tools()
+    tree = _stand_in_tree(tmp_path)
+    (tree / "src" / "aegis128x2" / "aegis128x2_armcrypto.c").write_text("#error stand-in\n")
+    monkeypatch.setenv(inner_loop.LIBAEGIS_ENV, str(tree))
+    monkeypatch.setattr(inner_loop, "measure", lambda root: [])
+    result = {}
+    notes = aead._aarch64_loop(result)
+    assert len(notes) == 1 and notes[0].startswith("aarch64 instruction mix: libaegis rows not run")
+    assert "aegis128x2_armcrypto.c" in notes[0]
+    assert result["aarch64_loop"] == []  # no partial libaegis rows
