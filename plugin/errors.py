@@ -8,6 +8,8 @@ working.  No exception message ever contains key material or plaintext.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "BlindIndexError",
     "ColumnBindingError",
@@ -50,14 +52,27 @@ __all__ = [
 
 
 class SealstoreError(Exception):
-    """Base class of every sealstore exception (never raised directly)."""
+    """Base class of every sealstore exception (never raised directly).
+
+    An error about a stored value names where it was read, when known: ``table`` and
+    ``column`` (an encrypted column), ``primary_key`` (the row, a tuple) and
+    ``sealstore_reason`` (the message without the location).
+    """
+
+    table: str | None = None
+    column: str | None = None
+    primary_key: tuple[Any, ...] | None = None
+    sealstore_reason: str | None = None
 
 
 class InvalidTag(SealstoreError):
     """Authentication failed: wrong key, wrong associated data, or modified/truncated input.
 
     Raised bare, without a message, so a forged and a truncated ciphertext look the same.
+    A call over many values or segments sets ``index`` to the position that failed.
     """
+
+    index: int | None = None
 
 
 class KernelUnavailable(SealstoreError, RuntimeError):
@@ -156,7 +171,9 @@ class WrongValueType(SealstoreError, TypeError):
 class UndecodableValue(SealstoreError, ValueError):
     """A value opened (its tag verified) but its plaintext does not decode as its column's type,
     e.g. bytes that are not UTF-8 in a text column; neither the message nor the exception
-    chain carries the plaintext."""
+    chain carries the plaintext; ``failed`` is the decoder's exception class name."""
+
+    failed: str | None = None
 
 
 class BlindIndexError(SealstoreError, ValueError):
@@ -215,3 +232,6 @@ class DatabaseOperationFailed(SealstoreError, RuntimeError):
 class RetryBudgetExhausted(DatabaseOperationFailed):
     """A transient database error (deadlock, serialization failure, lost connection, lock
     timeout) kept recurring until the retry budget ran out; ``.attempts`` and ``.elapsed`` say how long."""
+
+    attempts: int | None = None
+    elapsed: float | None = None

@@ -167,8 +167,9 @@ class ValuePath:
                 [values[i] for i in stale], context, allow_retired=allow_retired
             )
         except Exception as exc:
-            if hasattr(exc, "index"):
-                exc.index = stale[exc.index]
+            index = getattr(exc, "index", None)
+            if isinstance(index, int):  # the position in ``sealed``, not in the stale subset
+                setattr(exc, "index", stale[index])
             raise
         out = list(values)
         for i, v in zip(stale, self.seal_many(opened, context)):
