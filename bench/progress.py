@@ -9,6 +9,8 @@ so a long run is never silent.
 
 from __future__ import annotations
 
+from typing import Any
+
 import sys
 import time
 
@@ -21,8 +23,8 @@ class Reporter:
         self.live = self.console.is_terminal
         self.stream = stream or sys.stderr
         self.sections = sections
-        self._progress = None
-        self._task = None
+        self._progress: Any = None
+        self._task: Any = None
         self._section = ""
         self._t0 = time.perf_counter()
 

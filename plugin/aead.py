@@ -80,7 +80,7 @@ class _AEGIS:
             raise ValueError(f"tag_size must be 16 or 32 bytes, got {tag_size!r}")
         self.tag_size = tag_size
         self._ctx, fast = native.new_fast_ctx(self._variant, view, tag_size, kernel)
-        self.kernel = native.ctx_kernel(self._ctx)
+        self.kernel: str = native.ctx_kernel(self._ctx)
         self._fast = fast
         # The hot entry points are the C methods themselves: no Python frame per call.
         for name, native_name in _FAST:
@@ -213,7 +213,7 @@ class AESGCM:
 
     def __init__(self, key: Buffer) -> None:
         view = _key_bytes(key, (16, 24, 32))
-        self.key_size = view.nbytes
+        self.key_size: int = view.nbytes
         # An immutable copy: cryptography (42.x at least) keeps a reference to the buffer it
         # is given, so a caller that wipes its bytearray afterwards would zero our key.
         self._aead = _crypto_aead.AESGCM(bytes(view))

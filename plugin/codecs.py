@@ -224,6 +224,8 @@ def numeric_size(precision: int | None, scale: int | None) -> int | None:
 def _written_digits(d: decimal.Decimal) -> int:
     """Digits of ``format(d, "f")`` other than the single ``0`` before the point of |d| < 1."""
     _, digits, exponent = d.as_tuple()
+    if not isinstance(exponent, int):  # 'n', 'N', 'F': NaN and Infinity, refused before
+        raise ValueError("a finite Decimal is required")
     if exponent >= 0:
         return len(digits) + exponent if digits != (0,) else 1
     return max(len(digits), -exponent)

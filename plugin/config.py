@@ -21,6 +21,8 @@ Example (TOML)::
 
 from __future__ import annotations
 
+import sys
+
 import json
 import os
 from collections.abc import Mapping
@@ -39,9 +41,9 @@ from .errors import ConfigError
 from .fields import SuiteName
 from .format import Suite
 
-try:
+if sys.version_info >= (3, 11):
     import tomllib
-except ModuleNotFoundError:  # Python 3.10: the tomli backport (a dependency there)
+else:  # Python 3.10: the tomli backport (a dependency there)
     import tomli as tomllib
 
 __all__ = [

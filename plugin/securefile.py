@@ -26,9 +26,11 @@ import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
 from .errors import InsecureKeyFile, KeySourceError
 
+fcntl: ModuleType | None
 try:
     import fcntl
 except ImportError:  # pragma: no cover - not POSIX

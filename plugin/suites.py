@@ -16,6 +16,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from .aead import AEGIS128L, AEGIS128X2, AEGIS128X4, AESGCM
 
@@ -93,7 +94,7 @@ class SuiteSpec:
     tag_sizes: tuple[int, ...]
     default_tag_size: int
     native_variant: str | None
-    cipher: type
+    cipher: type[Any]
     factory: Callable | None = None
     small_suite: Suite | None = None
 

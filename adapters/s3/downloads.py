@@ -3,7 +3,11 @@ ranged, resumed when a body is cut short) and HeadObject, answered in plaintext 
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
+
 import io
+import threading
 import logging
 
 from botocore.exceptions import ClientError
@@ -39,6 +43,24 @@ log = logging.getLogger(__name__)
 
 class DownloadHandlers:
     """GetObject and HeadObject handlers (a mixin of S3Sealing: it uses its keyring, raw() and layout cache)."""
+
+    if TYPE_CHECKING:  # what S3Sealing (handlers.py, which imports this module) holds
+        keyring: Any
+        segment_size: int
+        passthrough: bool
+        context: bytes
+
+        @property
+        def _raw_depth(self) -> int: ...
+
+        _lock: threading.Lock
+        _uploads: dict[str, Any]
+
+        def raw(self) -> AbstractContextManager[Any]: ...
+        def location(self, bucket: Any, key: Any) -> bytes | None: ...
+        def _remember_layout(self, bucket: Any, key: Any, header: Any) -> None: ...
+        def _layout_guess(self, bucket: Any, key: Any) -> tuple[int, int]: ...
+        def _opener(self, header: Any, request: Any) -> Any: ...
 
     def map_range(self, params, context, **kwargs):
         """GetObject: turn a plaintext ``Range`` into the sealed bytes of its segments.

@@ -86,7 +86,7 @@ def keep_off_crt() -> None:
             return False  # the CRT would send and receive bodies around the handlers
         return original(client, crt_s3_client)
 
-    is_crt_compatible_request.sealstore_guard = True
+    setattr(is_crt_compatible_request, "sealstore_guard", True)
     is_crt_compatible_request.__doc__ = original.__doc__
     boto3_crt.is_crt_compatible_request = is_crt_compatible_request
 

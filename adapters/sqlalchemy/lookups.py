@@ -15,6 +15,7 @@ per lambda cache key.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
@@ -44,18 +45,17 @@ class IndexLookup(BindParameter):
         self.many = many
 
 
-def _values(lookup: IndexLookup, value) -> list[bytes]:
+def _values(lookup: IndexLookup, value: Any) -> list[bytes]:
+    index: Any = lookup.type  # a BlindIndex (blind_index.py imports this module)
     items = list(value) if lookup.many else [value]
     if lookup.many and isinstance(value, (str, bytes)):
-        raise BlindIndexError(
-            f"{lookup.type.table}.{lookup.type.source}: in_() takes a list of values"
-        )
+        raise BlindIndexError(f"{index.table}.{index.source}: in_() takes a list of values")
     if any(item is None for item in items):
         raise BlindIndexError(
-            f"a lookup of {lookup.type.table}.{lookup.type.source} got None: NULL never compares "
+            f"a lookup of {index.table}.{index.source} got None: NULL never compares "
             "equal in SQL; use .is_(None)"
         )
-    return [c for item in items for c in lookup.type.candidates(item)]
+    return [c for item in items for c in index.candidates(item)]
 
 
 _LAMBDA_LOOKUPS: dict = {}  # lambda cache key -> its IndexLookups (bounded, see _in_lambda)

@@ -24,7 +24,7 @@ from .types import EncryptedType
 
 __all__ = ["MapperPlan"]
 
-_NO_INIT = attributes.PASSIVE_NO_INITIALIZE
+_NO_INIT = attributes.PASSIVE_NO_INITIALIZE  # type: ignore[attr-defined]  # (re-exported)
 _PLANS: "weakref.WeakKeyDictionary[Mapper, MapperPlan]" = weakref.WeakKeyDictionary()
 
 
@@ -153,7 +153,8 @@ def _normalize(col, value: Any) -> Any:
 
 @event.listens_for(Mapper, "mapper_configured")
 def _configure(mapper: Mapper, class_) -> None:
-    row_attrs, indexes = [], []
+    row_attrs: list[tuple[str, EncryptedType]] = []
+    indexes: list[tuple[str, str, BlindIndex]] = []
     for prop in mapper.column_attrs:
         col = prop.columns[0]
         if not isinstance(col, Column):  # column_property(<SQL expression>)

@@ -166,16 +166,17 @@ class EncryptedType(TypeDecorator):
 
     def context(self, row: Any = None) -> bytes:
         """The sealed-value context of this column (and of one row, for row binding)."""
-        if not self.bound:
+        table, column = self.table, self.column
+        if not self.bound or table is None or column is None:
             raise ColumnBindingError(
                 f"{type(self).__name__} is not bound to a table column: use it on a Column of a "
                 "Table (or mapped class), or pass table= and column="
             )
         if row is not None:
-            return column_context(self.table, self.column, row)
+            return column_context(table, column, row)
         ctx = self._context_memo
         if ctx is None:
-            ctx = self._context_memo = column_context(self.table, self.column)
+            ctx = self._context_memo = column_context(table, column)
         return ctx
 
     def __repr__(self) -> str:

@@ -29,6 +29,7 @@ written.
 from __future__ import annotations
 
 import weakref
+from typing import Any
 
 from sqlalchemy import Insert, Update, bindparam, event, func, literal, null
 from sqlalchemy.engine import Engine
@@ -79,7 +80,7 @@ def table_plan(table) -> TablePlan | None:
     if columns is None:
         return None
     encrypted = {c.key: c for c in columns if isinstance(c.type, EncryptedType)}
-    indexes = []
+    indexes: list[tuple[Any, Any]] = []
     for c in columns:
         if isinstance(c.type, BlindIndex) and c.type._table_obj is not None:
             src = next((s for s in encrypted.values() if c.type.source in (s.key, s.name)), None)

@@ -8,6 +8,8 @@ otherwise, or ``"none"``.
 
 from __future__ import annotations
 
+from typing import Any
+
 import sys
 import time
 
@@ -31,7 +33,7 @@ class LogProgress:
         self.interval = interval
         self.clock = clock
         self.label = ""
-        self.total = None
+        self.total: int | None = None
         self.done = 0
         self._t0 = self._last = 0.0
         self._done0 = 0
@@ -99,7 +101,7 @@ class BarProgress:
             TimeRemainingColumn(),
             console=Console(file=stream if stream is not None else sys.stderr),
         )
-        self._task = None
+        self._task: Any = None
 
     def start(self, label: str, total: int | None) -> None:
         self._progress.start()

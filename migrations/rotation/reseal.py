@@ -138,7 +138,7 @@ class ResealTask:
             q = q.with_for_update()
         rows = conn.execute(q).all()
         if n == 1:
-            return [((k,), v if type(v) is bytes else bytes(v)) for k, v in rows]
+            return [((r[0],), r[1] if type(r[1]) is bytes else bytes(r[1])) for r in rows]
         return [(tuple(r[:n]), r[n] if type(r[n]) is bytes else bytes(r[n])) for r in rows]
 
     def process(self, conn, lo, hi, stats: BatchStats, *, emit=None, profile=None) -> None:

@@ -430,9 +430,9 @@ class Keyring(ValuePath, HoldsKey):
             hkdf = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=bytes(info))
             out = bytearray(32)
             if hasattr(hkdf, "derive_into"):
-                hkdf.derive_into(key._material, out)
+                hkdf.derive_into(key._live_material(), out)
             else:  # pragma: no cover - older cryptography
-                out[:] = hkdf.derive(bytes(key._material))
+                out[:] = hkdf.derive(bytes(key._live_material()))
             self._hash_keys = {**self._hash_keys, (key_id, bytes(info)): out}
             return out
 

@@ -4,6 +4,8 @@ it reads without locking)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..errors import (
     InvalidTag,
     KeyNotUsable,
@@ -18,9 +20,28 @@ from ..format import (
 )
 from .keys import KeyState, _Slot, _with_index
 
+if TYPE_CHECKING:
+    import threading
+
+    from ..format import Suite
+    from .keys import Key, _ClosedSlot
+
 
 class ValuePath:
     """seal/open/seal_many/open_many/reseal (see :class:`~sealstore.keyring.Keyring`)."""
+
+    if TYPE_CHECKING:  # what the keyring holds (sealstore.keyring.ring)
+        _seal: _Slot | _ClosedSlot
+        _seal_small: _Slot | _ClosedSlot
+        _threshold: int
+        _slots: dict[bytes, _Slot]
+        _keys: dict[int, Key]
+        _allow_retired: bool
+        _lock: threading.RLock
+
+        def _check_open(self) -> None: ...
+        def check_tag_size(self, suite: Suite, tag_size: int, key_id: int) -> None: ...
+        def _slot(self, key: Key, suite: Suite, tag_size: int) -> _Slot: ...
 
     def seal(self, plaintext, context=b"") -> bytes:
         """Seal ``plaintext`` under the primary key, bound to ``context``."""
@@ -77,8 +98,9 @@ class ValuePath:
             try:
                 sealed = slot.seal_many(slot.prefix, [plaintexts[i] for i in idx], ad)
             except Exception as exc:
-                if isinstance(getattr(exc, "index", None), int):
-                    exc.index = idx[exc.index]  # a position in the caller's list
+                index = getattr(exc, "index", None)
+                if isinstance(index, int):
+                    setattr(exc, "index", idx[index])  # a position in the caller's list
                 raise
             for i, v in zip(idx, sealed):
                 out[i] = v

@@ -203,7 +203,7 @@ def _put_metadata(conn: Connection, meta: StoreMeta, exists: bool) -> None:
         "state": f"format-{meta.fmt}",
         "created_at": datetime.now(timezone.utc).replace(microsecond=0),
         "rotated_at": None,
-        "wrapped_key": meta.key_blob + meta.tag,
+        "wrapped_key": b"".join(meta.key_and_tag()),
     }
     if exists:
         conn.execute(t.update().where(t.c.key_id == METADATA_ROW).values(**values))

@@ -225,8 +225,8 @@ class KeyFile(KeySource):
             "wrapping": self.wrapper.describe() if self.wrapper else {"type": "none"},
             **(
                 {
-                    "metadata_key": base64.b64encode(meta.key_blob).decode(),
-                    "metadata_tag": base64.b64encode(meta.tag).decode(),
+                    "metadata_key": base64.b64encode(meta.key_and_tag()[0]).decode(),
+                    "metadata_tag": base64.b64encode(meta.key_and_tag()[1]).decode(),
                 }
                 if meta.fmt >= 2
                 else {}

@@ -14,7 +14,9 @@ Keys are never removed from a store, so a merge can never lose one.
 
 from __future__ import annotations
 
-from ..errors import ConcurrentKeyChange
+from typing import Any
+
+from ..errors import ConcurrentKeyChange, InternalError
 from ..keyring import KeyState
 from .records import KeyRecord
 
@@ -26,8 +28,12 @@ def record_values(records: list[KeyRecord]) -> dict[int, tuple]:
     return {r.key_id: (r.state, r.wrapped) for r in records}
 
 
-def _pick(key_id: int, seen, ours: KeyRecord | None, theirs: KeyRecord | None) -> KeyRecord:
+def _pick(
+    key_id: int, seen: dict[int, tuple[Any, ...]], ours: KeyRecord | None, theirs: KeyRecord | None
+) -> KeyRecord:
     if theirs is None:
+        if ours is None:  # (key_id comes from one side or the other)
+            raise InternalError(f"key {key_id:08x} is on neither side of the merge")
         return ours
     if ours is None:
         return theirs

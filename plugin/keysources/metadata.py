@@ -20,7 +20,7 @@ import hmac
 import json
 from typing import NamedTuple
 
-from ..errors import KeyMetadataTampered
+from ..errors import InternalError, KeyMetadataTampered
 from .records import KeyRecord
 
 __all__ = ["FORMAT", "StoreMeta", "canonical", "metadata_tag", "tag_matches", "tampered"]
@@ -35,6 +35,12 @@ class StoreMeta(NamedTuple):
     fmt: int
     key_blob: bytes | None = None
     tag: bytes | None = None
+
+    def key_and_tag(self) -> tuple[bytes, bytes]:
+        """(wrapped metadata key, tag): what a store of format 2 or later keeps."""
+        if self.key_blob is None or self.tag is None:
+            raise InternalError(f"store format {self.fmt} metadata without its key or tag")
+        return self.key_blob, self.tag
 
 
 def _field(value: bytes) -> bytes:

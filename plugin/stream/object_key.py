@@ -16,7 +16,7 @@ from ..errors import (
     WrongLocation,
 )
 from ..format import Suite, context_digest
-from ..keyring import make_cipher
+from ..keyring.keys import make_cipher
 from .header import (
     _BOUND_INFO,
     _CHECK_INFO,

@@ -55,8 +55,9 @@ class OpeningReader(io.RawIOBase):
         seg, tag = cipher.segment_size, cipher.tag_size
         self._seg, self._step, self._tag = seg, seg + tag, tag
         self._k = _batch_segments(seg)
-        self._ct_buf = None  # allocated on first use (bytes sources and large reads skip them)
-        self._pt_buf = None
+        # allocated on first use (bytes sources and large reads skip them)
+        self._ct_buf: bytearray | None = None
+        self._pt_buf: bytearray | None = None
         self._out = memoryview(b"")
         self._done = False
         self._delivered = 0

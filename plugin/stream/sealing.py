@@ -154,6 +154,13 @@ class SealingReader(io.RawIOBase):
         return offset
 
     @property
+    def _known_batches(self) -> int:
+        """The number of batches (random mode, where the length is known)."""
+        if self._batches is None:
+            raise io.UnsupportedOperation("the source's length is unknown")
+        return self._batches
+
+    @property
     def _known_length(self) -> int:
         """The plaintext length (random mode, where it is known)."""
         if self._length is None:
@@ -206,10 +213,10 @@ class SealingReader(io.RawIOBase):
         if self._random:
             span = self._k * self._step
             batch, off = divmod(self._pos - hl, span)
-            if batch >= self._batches:
+            if batch >= self._known_batches:
                 return 0
             if batch != self._cur:
-                room = min(span, self._size - hl - batch * span)
+                room = min(span, len(self) - hl - batch * span)
                 if off == 0 and len(out) >= room:  # seal straight into the caller's buffer
                     n = self._load_random(batch, out)
                     self._pos += n
@@ -278,7 +285,7 @@ class SealingReader(io.RawIOBase):
         pt = self._plain(n)
         if len(pt) != n:
             raise SourceChanged(f"the source ended after {start + len(pt)} of {self._length} bytes")
-        return self._seal(batch, pt, self._final and batch == self._batches - 1, dst)
+        return self._seal(batch, pt, self._final and batch == self._known_batches - 1, dst)
 
     def _load_next(self, dst: memoryview) -> int:
         want = self._k * self._seg
