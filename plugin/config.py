@@ -27,7 +27,7 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import (
     BaseModel,
@@ -40,6 +40,11 @@ from pydantic import (
 from .errors import ConfigError
 from .fields import SuiteName
 from .format import Suite
+
+if TYPE_CHECKING:
+    from .keyring import Keyring
+    from .keysources.base import KeySource
+    from .wrapping import Wrapper
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -127,7 +132,7 @@ class SealstoreConfig(_Model):
             raise ValueError("must be 16 or 32 (bytes)")
         return v
 
-    def wrapper(self):
+    def wrapper(self) -> Wrapper | None:
         """The configured :class:`~sealstore.wrapping.Wrapper`, or None for plain key files."""
         w = self.key_source.wrapping
         if isinstance(w, KmsWrapping):
@@ -146,7 +151,7 @@ class SealstoreConfig(_Model):
             return MasterKeyWrapper.from_file(w.path)
         return None
 
-    def key_source_object(self):
+    def key_source_object(self) -> KeySource:
         """The configured :class:`~sealstore.keysources.base.KeySource`."""
         src = self.key_source
         if isinstance(src, DatabaseKeySourceConfig):
@@ -157,7 +162,7 @@ class SealstoreConfig(_Model):
 
         return KeyFile(src.path, self.wrapper())
 
-    def load_keyring(self):
+    def load_keyring(self) -> Keyring:
         """Load the keyring from the configured source with this suite/tag size/retired policy."""
         return self.key_source_object().load(
             suite=self.suite,

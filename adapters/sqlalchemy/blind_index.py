@@ -23,7 +23,8 @@ from sqlalchemy.schema import ColumnDefault
 from sqlalchemy.sql import operators
 from sqlalchemy.sql.elements import BindParameter, ClauseElement
 from sqlalchemy.sql.lambdas import PyWrapper
-from sqlalchemy.types import TypeDecorator
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator, TypeEngine
 
 from ...errors import BlindIndexError, ColumnBindingError, UnsealedExpression, UnsupportedComparison
 from ... import blind_index as B
@@ -52,8 +53,8 @@ class BlindIndex(TypeDecorator):
     that sets the source otherwise (an ORM flush hook, and the engine hook of ``writes.py``).
     """
 
-    impl = LargeBinary
-    cache_ok = True
+    impl: Any = LargeBinary
+    cache_ok: bool | None = True
 
     def __init__(
         self,
@@ -114,7 +115,7 @@ class BlindIndex(TypeDecorator):
     def storage_length(self) -> int:
         return KEY_ID_SIZE + self.size
 
-    def load_dialect_impl(self, dialect):
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
         if dialect.name in ("mysql", "mariadb"):
             return dialect.type_descriptor(VARBINARY(self.storage_length))
         return dialect.type_descriptor(LargeBinary(self.storage_length))
@@ -122,7 +123,7 @@ class BlindIndex(TypeDecorator):
     # ---- the source column --------------------------------------------------------------------
 
     @property
-    def source_column(self):
+    def source_column(self) -> Any:  # a Column whose type is an EncryptedType
         """The encrypted Column this index is computed from (same table)."""
         table = self._table_obj
         if table is None:
@@ -200,7 +201,7 @@ class BlindIndex(TypeDecorator):
         """True when ``stored`` was not computed with the index keyring's primary key."""
         return B.is_stale(get_keyring(self.keyring), stored)
 
-    def compute_from_params(self, params: dict) -> bytes | None:
+    def compute_from_params(self, params: dict[str, Any]) -> bytes | None:
         return self.compute(params.get(self.source_column.key))
 
 

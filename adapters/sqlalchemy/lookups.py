@@ -31,7 +31,7 @@ __all__ = ["IndexLookup"]
 class IndexLookup(BindParameter):
     """The index values of the parameter ``source`` (one value, or a list with ``many``)."""
 
-    inherit_cache = True
+    inherit_cache: bool = True
 
     def __init__(self, source: BindParameter, index, many: bool) -> None:
         itype = index.type

@@ -44,7 +44,7 @@ class RefusedComparison(ColumnElement):
     """``binary`` (an encrypted column compared with an expression) that must never compile."""
 
     __visit_name__ = "sealstore_refused_comparison"
-    inherit_cache = True
+    inherit_cache: bool = True
     _traverse_internals = [("binary", InternalTraversal.dp_clauseelement)]
     type = Boolean()
 

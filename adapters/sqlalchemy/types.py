@@ -19,11 +19,14 @@ whichever suite the keyring uses now or after a rotation.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import inspect as _inspect
 from typing import Any
 
 from sqlalchemy import VARBINARY, LargeBinary
-from sqlalchemy.types import TypeDecorator, to_instance
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator, TypeEngine, to_instance
 
 from ...errors import ColumnBindingError, SealstoreError
 from ...format import column_context
@@ -64,8 +67,8 @@ class EncryptedType(TypeDecorator):
     (they form SQLAlchemy's cache key); none of them is secret: ``keyring`` is a *name*.
     """
 
-    impl = LargeBinary
-    cache_ok = True
+    impl: Any = LargeBinary
+    cache_ok: bool | None = True
     comparator_factory = EncryptedComparator
     #: what a blind index checks its source column's type by (blind_index.py sits below this
     #: module, so it cannot import the class)
@@ -192,14 +195,14 @@ class EncryptedType(TypeDecorator):
             parts.append(text if p.kind is p.POSITIONAL_OR_KEYWORD else f"{p.name}={text}")
         return f"{type(self).__name__}({', '.join(parts)})"
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_codec_memo"] = state["_context_memo"] = None  # closures; rebuilt on use
         return state
 
     # ---- dialect storage --------------------------------------------------------------------
 
-    def load_dialect_impl(self, dialect):
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
         size = self.storage_length
         if dialect.name in ("mysql", "mariadb"):
             if size is None:  # plain BLOB stops at 64 KiB
@@ -212,7 +215,7 @@ class EncryptedType(TypeDecorator):
 
     # ---- value processing -------------------------------------------------------------------
 
-    def bind_processor(self, dialect):
+    def bind_processor(self, dialect: Dialect) -> Callable[[Any], Any]:
         if self.bind_row:
             from .rows import row_bind_processor
 
@@ -231,7 +234,7 @@ class EncryptedType(TypeDecorator):
             out=_bind_type(dialect),
         )  # fmt: skip
 
-    def result_processor(self, dialect, coltype):
+    def result_processor(self, dialect: Dialect, coltype: object) -> Callable[[Any], Any]:
         if self.bind_row:
             from .rows import row_result_processor
 
@@ -250,15 +253,15 @@ class EncryptedType(TypeDecorator):
 
         if self._raw is str:  # UTF-8 decoded in C
             return named_opener(name, ctx, process, text=True)
-        return named_opener(name, ctx, process, decode=None if self._raw is bytes else decode)
+        return named_opener(name, ctx, process, decode=None if self._raw is bytes else decode)  # type: ignore[arg-type]  # (bytes in, as text=False)
 
-    def process_bind_param(self, value, dialect):
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
         return self.bind_processor(dialect)(value)
 
-    def process_result_value(self, value, dialect):
+    def process_result_value(self, value: Any, dialect: Dialect) -> Any:
         return self.result_processor(dialect, None)(value)
 
-    def column_expression(self, column):
+    def column_expression(self, column: Any) -> Any:
         """The selected expression, refused when it computes over ciphertexts (max, coalesce...)."""
         return check_selected(column, f"{self.table}.{self.column}" if self.bound else "column")
 
@@ -302,7 +305,7 @@ def _repr_arg(value: Any) -> str:
 class EncryptedString(EncryptedType):
     """A ``str`` column; ``length`` counts characters (UTF-8, so storage is 4*length + 55)."""
 
-    cache_ok = True  # SQLAlchemy reads it from each class's own __dict__
+    cache_ok: bool | None = True  # SQLAlchemy reads it from each class's own __dict__
 
     _python_type = str
     _raw = str  # non-ASCII text goes through the codec (UTF-8), then is sealed natively
@@ -314,13 +317,13 @@ class EncryptedString(EncryptedType):
 class EncryptedText(EncryptedString):
     """An unbounded ``str`` column (``length`` optional, as for ``Text``)."""
 
-    cache_ok = True  # SQLAlchemy reads it from each class's own __dict__
+    cache_ok: bool | None = True  # SQLAlchemy reads it from each class's own __dict__
 
 
 class EncryptedBinary(EncryptedType):
     """A ``bytes`` column; ``length`` counts bytes (storage is length + 55)."""
 
-    cache_ok = True  # SQLAlchemy reads it from each class's own __dict__
+    cache_ok: bool | None = True  # SQLAlchemy reads it from each class's own __dict__
 
     _python_type = bytes
     _raw = bytes
@@ -336,7 +339,7 @@ class EncryptedJSON(EncryptedType):
     assign a new value (or use ``sqlalchemy.ext.mutable``).
     """
 
-    cache_ok = True  # SQLAlchemy reads it from each class's own __dict__
+    cache_ok: bool | None = True  # SQLAlchemy reads it from each class's own __dict__
 
     _python_type = dict
 
@@ -362,7 +365,7 @@ class Encrypted(EncryptedType):
     type's range, precision and length are enforced before sealing.
     """
 
-    cache_ok = True  # SQLAlchemy reads it from each class's own __dict__
+    cache_ok: bool | None = True  # SQLAlchemy reads it from each class's own __dict__
 
     def __init__(
         self,

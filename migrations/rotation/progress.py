@@ -8,10 +8,9 @@ otherwise, or ``"none"``.
 
 from __future__ import annotations
 
-from typing import Any
-
 import sys
 import time
+from typing import Any, TextIO
 
 __all__ = ["BarProgress", "LogProgress", "make_progress"]
 
@@ -127,7 +126,9 @@ class _NoProgress:
         pass
 
 
-def make_progress(mode: str = "auto", stream=None, interval: float = 5.0):
+def make_progress(
+    mode: str = "auto", stream: TextIO | None = None, interval: float = 5.0
+) -> LogProgress | BarProgress | _NoProgress:
     """A reporter for ``mode``: ``auto`` (bar on a TTY, else log), ``bar``, ``log``, ``none``."""
     stream = stream if stream is not None else sys.stderr
     if mode == "auto":

@@ -7,6 +7,9 @@ NULLs, and the running jobs.  :func:`references` counts the values that name one
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 import struct
 from dataclasses import dataclass, field
 
@@ -96,7 +99,9 @@ def column_status(conn: Connection, spec: ColumnSpec | IndexSpec) -> ColumnStatu
     return ColumnStatus(spec.name, kind, rows, nulls, by_key, primary)
 
 
-def status(engine: Engine, columns=(), indexes=()) -> StatusReport:
+def status(
+    engine: Engine, columns: Iterable[Any] = (), indexes: Iterable[Any] = ()
+) -> StatusReport:
     """Per-column key-id counts for ``columns`` (ColumnSpecs) and ``indexes`` (IndexSpecs),
     and the running jobs (when the job table exists)."""
     return scrubbed("status", _status, engine, columns, indexes)

@@ -404,7 +404,7 @@ class Keyring(ValuePath, HoldsKey):
 
     # ---- keyed hashes (blind indexes) ---------------------------------------------------------
 
-    def keyed_hash(self, key_id: int, info: bytes, data) -> bytes:
+    def keyed_hash(self, key_id: int, info: bytes, data: bytes | bytearray | memoryview) -> bytes:
         """HMAC-SHA256 of ``data`` under HKDF-SHA256(key material, info=``info``), 32 bytes.
 
         The derived key is cached per (key, info); destroying the key or closing the keyring

@@ -4,6 +4,8 @@ it reads without locking)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from typing import TYPE_CHECKING
 
 from ..errors import (
@@ -22,6 +24,8 @@ from .keys import KeyState, _Slot, _with_index
 
 if TYPE_CHECKING:
     import threading
+
+    from cryptography.utils import Buffer
 
     from ..format import Suite
     from .keys import Key, _ClosedSlot
@@ -43,7 +47,7 @@ class ValuePath:
         def check_tag_size(self, suite: Suite, tag_size: int, key_id: int) -> None: ...
         def _slot(self, key: Key, suite: Suite, tag_size: int) -> _Slot: ...
 
-    def seal(self, plaintext, context=b"") -> bytes:
+    def seal(self, plaintext: Buffer, context: bytes = b"") -> bytes:
         """Seal ``plaintext`` under the primary key, bound to ``context``."""
         slot = self._seal if len(plaintext) >= self._threshold else self._seal_small
         try:
@@ -52,7 +56,7 @@ class ValuePath:
             ad = context_digest(context)
         return slot.seal(slot.prefix, plaintext, ad)
 
-    def open(self, sealed, context=b"", *, allow_retired: bool = False) -> bytes:
+    def open(self, sealed: bytes, context: bytes = b"", *, allow_retired: bool = False) -> bytes:
         """Open a value sealed under any usable key of this keyring with the same ``context``.
 
         Raises MalformedCiphertext, UnknownKeyId or KeyNotUsable before decrypting, and
@@ -71,7 +75,7 @@ class ValuePath:
             ad = context_digest(context)
         return slot.open(HEADER_SIZE, sealed, ad)
 
-    def seal_many(self, plaintexts, context=b"") -> list[bytes]:
+    def seal_many(self, plaintexts: Sequence[Buffer], context: bytes = b"") -> list[bytes]:
         """Seal every plaintext of a list under the primary key, in one native call per suite."""
         large, small = self._seal, self._seal_small
         plaintexts = list(plaintexts)  # a copy: the caller's list may change during the call
@@ -106,7 +110,9 @@ class ValuePath:
                 out[i] = v
         return out
 
-    def open_many(self, sealed, context=b"", *, allow_retired: bool = False) -> list[bytes]:
+    def open_many(
+        self, sealed: Sequence[bytes], context: bytes = b"", *, allow_retired: bool = False
+    ) -> list[bytes]:
         """Open a list of values sharing one context; one native call per key involved.
 
         Every header is checked before anything is decrypted.  On failure the exception
@@ -167,7 +173,7 @@ class ValuePath:
             raise _with_index(InvalidTag(), failed)
         return out
 
-    def reseal(self, sealed, context=b"", *, allow_retired: bool = False):
+    def reseal(self, sealed: bytes, context: bytes = b"", *, allow_retired: bool = False) -> bytes:
         """Open with whichever key sealed ``sealed`` and seal again under the primary.
 
         A value already under the primary (same key and tag size, a suite the primary seals
@@ -177,7 +183,9 @@ class ValuePath:
             return sealed
         return self.seal(self.open(sealed, context, allow_retired=allow_retired), context)
 
-    def reseal_many(self, sealed, context=b"", *, allow_retired: bool = False) -> list:
+    def reseal_many(
+        self, sealed: Sequence[bytes], context: bytes = b"", *, allow_retired: bool = False
+    ) -> list[bytes]:
         """:meth:`reseal` for a list sharing one context; values under the primary pass through."""
         values = sealed if isinstance(sealed, list) else list(sealed)
         current = (self._seal.prefix, self._seal_small.prefix)
@@ -198,7 +206,7 @@ class ValuePath:
             out[i] = v
         return out
 
-    def needs_reseal(self, sealed) -> bool:
+    def needs_reseal(self, sealed: bytes) -> bool:
         """True when ``sealed`` is not under the primary key (and its suites and tag size)."""
         head = sealed[:HEADER_SIZE]
         return head != self._seal.prefix and head != self._seal_small.prefix

@@ -72,7 +72,7 @@ sealstore_keys = Table(TABLE_NAME, metadata, *sealstore_keys_columns())
 class DatabaseKeySource(KeySource):
     """A keyring in the ``sealstore_keys`` table of ``engine`` (an Engine or a URL)."""
 
-    def __init__(self, engine: Engine | str, wrapper: Wrapper) -> None:
+    def __init__(self, engine: Engine | str, wrapper: Wrapper | None) -> None:
         if wrapper is None:
             raise ValueError("the database registry stores wrapped keys only: give a wrapper")
         super().__init__(wrapper)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hmac
 import os
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
@@ -17,6 +18,11 @@ from ..errors import (
 )
 from ..format import Suite, context_digest
 from ..keyring.keys import make_cipher
+
+if TYPE_CHECKING:
+    from cryptography.utils import Buffer
+
+    from ..keyring import Keyring
 from .header import (
     _BOUND_INFO,
     _CHECK_INFO,
@@ -134,7 +140,7 @@ class ObjectCipher:
         "tag_size",
     )
 
-    def __init__(self, header: ObjectHeader, cipher, prefix: bytes) -> None:
+    def __init__(self, header: ObjectHeader, cipher: Any, prefix: bytes) -> None:
         self.header = header
         self.header_bytes = header.pack()
         self.segment_size = header.segment_size
@@ -145,11 +151,11 @@ class ObjectCipher:
     @classmethod
     def create(
         cls,
-        keyring,
+        keyring: Keyring,
         *,
         segment_size: int = DEFAULT_SEGMENT_SIZE,
-        context=b"",
-        location=None,
+        context: bytes = b"",
+        location: bytes | None = None,
     ) -> ObjectCipher:
         """``location``: bytes naming where the object will live (None: not bound)."""
         seg_log2 = _segment_log2(segment_size)
@@ -171,7 +177,13 @@ class ObjectCipher:
 
     @classmethod
     def from_header(
-        cls, keyring, header, *, context=b"", location=None, allow_retired: bool = False
+        cls,
+        keyring: Keyring,
+        header: ObjectHeader | bytes,
+        *,
+        context: bytes = b"",
+        location: bytes | None = None,
+        allow_retired: bool = False,
     ) -> ObjectCipher:
         """``location``: where the object is read from; it must be the one a bound object was
         sealed for (WrongLocation otherwise) and is ignored for objects that are not bound."""
@@ -206,12 +218,12 @@ class ObjectCipher:
             f"tag_size={self.tag_size}>"
         )
 
-    def __reduce__(self):
+    def __reduce__(self) -> NoReturn:
         raise TypeError("ObjectCipher objects hold a key and cannot be pickled")
 
     @property
     def kernel(self) -> str:
-        return self._cipher.kernel
+        return str(self._cipher.kernel)
 
     def sealed_size(self, n: int) -> int:
         return sealed_size(n, self.segment_size, self.tag_size)
@@ -226,7 +238,7 @@ class ObjectCipher:
             raise ValueError(f"a non-final run must hold whole segments of {seg} bytes, not {n}")
         return n + (n // seg + (1 if final else 0)) * self.tag_size
 
-    def seal_into(self, out, data, first_index: int, final: bool) -> int:
+    def seal_into(self, out: Buffer, data: Buffer, first_index: int, final: bool) -> int:
         """Seal ``data`` as segments ``first_index, ...`` into ``out`` (one native call)."""
         return self._cipher.seal_segments_into(
             out,
@@ -238,7 +250,7 @@ class ObjectCipher:
             self.header_bytes,
         )
 
-    def open_into(self, out, data, first_index: int, final: bool) -> int:
+    def open_into(self, out: Buffer, data: Buffer, first_index: int, final: bool) -> int:
         """Open sealed segments ``first_index, ...`` into ``out``; InvalidTag has ``.index``."""
         return self._cipher.open_segments_into(
             out,
@@ -250,7 +262,7 @@ class ObjectCipher:
             self.header_bytes,
         )
 
-    def seal(self, data, first_index: int = 0, final: bool = True) -> bytes:
+    def seal(self, data: Buffer, first_index: int = 0, final: bool = True) -> bytes:
         """The sealed segments of ``data`` as bytes (no header)."""
         view = memoryview(data).cast("B")
         out = bytearray(self.segments_size(len(view), final))

@@ -325,7 +325,7 @@ def seal_stream(
     *,
     segment_size: int = DEFAULT_SEGMENT_SIZE,
     context: bytes = b"",
-    location: str | None = None,
+    location: bytes | None = None,
 ) -> Iterator[bytes]:
     """Yield a new sealed object (header, then batches of segments) made from ``source``;
     bound to ``location`` when it is given (see :meth:`ObjectCipher.create`)."""

@@ -13,6 +13,8 @@ in plaintext and no sealed value changes.
 
 from __future__ import annotations
 
+from typing import Any
+
 import logging
 import threading
 import time
@@ -53,7 +55,7 @@ class KmsWrapper(Wrapper):
         self,
         kms_key_id: str,
         *,
-        client=None,
+        client: Any = None,
         region_name: str | None = None,
         endpoint_url: str | None = None,
         cache_max_age: float = DEFAULT_CACHE_MAX_AGE,
@@ -171,5 +173,5 @@ class KmsWrapper(Wrapper):
                 entry[0][:] = bytes(len(entry[0]))
             self._cache.clear()
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         return {"type": self.kind, "kms_key_id": self.kms_key_id}

@@ -13,6 +13,8 @@ development key files only).
 
 from __future__ import annotations
 
+from typing import Any
+
 import base64
 import logging
 import os
@@ -72,7 +74,7 @@ class Wrapper(HoldsKey, ABC):
     def forget(self) -> None:
         """Wipe whatever unwrapped material this wrapper caches (called when a keyring closes)."""
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         """A secret-free description recorded next to the wrapped keys."""
         return {"type": self.kind}
 
@@ -85,7 +87,7 @@ class MasterKeyWrapper(Wrapper):
 
     kind = "master-key"
 
-    def __init__(self, master_key) -> None:
+    def __init__(self, master_key: bytes | bytearray | memoryview) -> None:
         key = bytes(master_key)
         if len(key) != MATERIAL_SIZE:
             raise ValueError(f"master key must be {MATERIAL_SIZE} bytes, not {len(key)}")
