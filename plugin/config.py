@@ -224,7 +224,7 @@ def _merge(base: dict, top: dict) -> dict:
 
 
 def load_config(
-    path: str | os.PathLike | None = None, *, env: Mapping[str, str] | None = None
+    path: str | os.PathLike[str] | None = None, *, env: Mapping[str, str] | None = None
 ) -> SealstoreConfig:
     """Configuration from ``path`` (or ``$SEALSTORE_CONFIG``, if set), then the environment.
 

@@ -95,7 +95,7 @@ class SuiteSpec:
     default_tag_size: int
     native_variant: str | None
     cipher: type[Any]
-    factory: Callable | None = None
+    factory: Callable[[Any, int], Any] | None = None
     small_suite: Suite | None = None
 
     @property
@@ -120,7 +120,9 @@ class SuiteSpec:
         the preferred one when the suite allows it, else the suite's default."""
         return preferred if preferred in self.tag_sizes else self.default_tag_size
 
-    def new_cipher(self, key, tag_size: int):
+    def new_cipher(
+        self, key: bytes | bytearray | memoryview, tag_size: int
+    ) -> AEGIS128L | AEGIS128X2 | AEGIS128X4 | AESGCM:
         """The cipher object of this suite keyed with ``key``, with ``tag_size``-byte tags."""
         self.check_tag_size(tag_size)
         if self.factory is not None:

@@ -11,6 +11,7 @@ import weakref
 from typing import Any
 
 from sqlalchemy import Column, event, inspect
+from sqlalchemy.engine import Connection
 from sqlalchemy import types as sqltypes
 from sqlalchemy.orm import Mapper, attributes
 from sqlalchemy.orm.attributes import set_committed_value
@@ -31,7 +32,12 @@ _PLANS: "weakref.WeakKeyDictionary[Mapper, MapperPlan]" = weakref.WeakKeyDiction
 class MapperPlan:
     """What one mapper needs: row-bound attributes, blind indexes, primary-key attributes."""
 
-    def __init__(self, mapper: Mapper, row_attrs, indexes) -> None:
+    def __init__(
+        self,
+        mapper: Mapper[Any],
+        row_attrs: list[tuple[str, EncryptedType]],
+        indexes: list[tuple[str, str, BlindIndex]],
+    ) -> None:
         self.mapper = mapper
         self.row_attrs = row_attrs  # [(attribute key, EncryptedType)]
         self.indexes = indexes  # [(source attribute key, index attribute key, BlindIndex)]
@@ -39,7 +45,7 @@ class MapperPlan:
 
     # ---- row identity ---------------------------------------------------------------------
 
-    def row(self, target, *, fill_defaults: bool) -> tuple:
+    def row(self, target: Any, *, fill_defaults: bool) -> tuple[Any, ...]:
         d = inspect(target).dict
         values = []
         for key, col in self.pk:
@@ -81,12 +87,12 @@ class MapperPlan:
             sealed = PreSealed(type_.seal(value, row), value, type_.table, type_.column, row)
             setattr(target, key, sealed)
 
-    def before_insert(self, mapper, connection, target) -> None:
+    def before_insert(self, mapper: Mapper[Any], connection: Connection, target: Any) -> None:
         if self.row_attrs:
             row = self.row(target, fill_defaults=True)
             self._seal_rows(target, row, {k for k, _ in self.row_attrs})
 
-    def before_update(self, mapper, connection, target) -> None:
+    def before_update(self, mapper: Mapper[Any], connection: Connection, target: Any) -> None:
         state = inspect(target)
         for src_key, index_key, index_type in self.indexes:
             if state.attrs[src_key].history.has_changes():
@@ -106,7 +112,7 @@ class MapperPlan:
                 keys.add(key)
         self._seal_rows(target, row, keys)
 
-    def after_write(self, mapper, connection, target) -> None:
+    def after_write(self, mapper: Mapper[Any], connection: Connection, target: Any) -> None:
         d = inspect(target).dict
         for key, _ in self.row_attrs:
             value = d.get(key)
@@ -115,7 +121,7 @@ class MapperPlan:
 
     # ---- load ---------------------------------------------------------------------------------
 
-    def opened(self, target, *args: Any) -> None:
+    def opened(self, target: Any, *args: Any) -> None:
         state = inspect(target)
         d = state.dict
         row = None

@@ -7,7 +7,7 @@ import hmac
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
@@ -214,7 +214,7 @@ class Keyring(ValuePath, HoldsKey):
     def __len__(self) -> int:
         return len(self._keys)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Key]:
         return iter(self.keys)
 
     def __repr__(self) -> str:
@@ -448,5 +448,5 @@ class Keyring(ValuePath, HoldsKey):
     def __enter__(self) -> Keyring:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

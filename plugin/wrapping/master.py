@@ -94,7 +94,7 @@ class MasterKeyWrapper(Wrapper):
         self._aead = AESGCM(key)
 
     @classmethod
-    def from_file(cls, path: str | os.PathLike) -> MasterKeyWrapper:
+    def from_file(cls, path: str | os.PathLike[str]) -> MasterKeyWrapper:
         """Read a master key file (base64 of 32 bytes; mode 0600 required)."""
         log.debug("reading master key file %s", path)
         text = read_secret_file(path).strip()
@@ -113,7 +113,7 @@ class MasterKeyWrapper(Wrapper):
         return cls(key)
 
     @staticmethod
-    def create_file(path: str | os.PathLike) -> Path:
+    def create_file(path: str | os.PathLike[str]) -> Path:
         """Write a new random master key file with mode 0600 (refuses to overwrite)."""
         path = Path(path)
         if path.exists():
