@@ -41,7 +41,7 @@ __all__ = [
     "scrubbed",
 ]
 
-log = logging.getLogger("sealstore.migrations")
+log: logging.Logger = logging.getLogger("sealstore.migrations")
 
 DEFAULT_BUDGET = 60.0
 

@@ -16,14 +16,17 @@ from . import _native, _speedups
 from .errors import InternalError, KernelUnavailable
 
 if TYPE_CHECKING:
+    from _cffi_backend import FFI
     from cryptography.utils import Buffer
+
+    from ._native import _Lib
     from typing_extensions import TypeAlias
 
     #: a cffi ``sealstore_ctx *`` (its struct fields are not typed)
     CData: TypeAlias = Any
 
-ffi = _native.ffi
-lib = _native.lib
+ffi: FFI = _native.ffi
+lib: _Lib = _native.lib
 
 __all__ = ["KERNELS", "VARIANTS", "info", "kernels", "variant_kernels"]
 
@@ -163,17 +166,22 @@ def hide_features(names: Iterable[str]) -> None:
 
 
 _forced: str | None = None
-# _SEALSTORE_HIDE_CPU_FEATURES (comma-separated) lets tests play a CPU without some features.
-_hidden = os.environ.get("_SEALSTORE_HIDE_CPU_FEATURES", "").strip()
-if _hidden:
-    hide_features([f.strip() for f in _hidden.split(",") if f.strip()])
-_env = os.environ.get("SEALSTORE_KERNEL", "").strip().lower()
-if _env:
-    try:
-        force_kernel(_env)
-    except KernelUnavailable as e:
-        raise KernelUnavailable(f"SEALSTORE_KERNEL={_env}: {e}") from None
-del _env, _hidden
+
+
+def _from_environment() -> None:
+    # _SEALSTORE_HIDE_CPU_FEATURES (comma-separated) lets tests play a CPU without some features.
+    hidden = os.environ.get("_SEALSTORE_HIDE_CPU_FEATURES", "").strip()
+    if hidden:
+        hide_features([f.strip() for f in hidden.split(",") if f.strip()])
+    env = os.environ.get("SEALSTORE_KERNEL", "").strip().lower()
+    if env:
+        try:
+            force_kernel(env)
+        except KernelUnavailable as e:
+            raise KernelUnavailable(f"SEALSTORE_KERNEL={env}: {e}") from None
+
+
+_from_environment()
 
 
 # A context crosses to sealstore._speedups as a capsule of this name (speedups.h), made here

@@ -18,7 +18,10 @@ class ByteRange:
     __slots__ = ("first", "last", "suffix", "text")
 
     def __init__(self, first: int | None, last: int | None, suffix: int | None, text: str) -> None:
-        self.first, self.last, self.suffix, self.text = first, last, suffix, text
+        self.first: int | None = first
+        self.last: int | None = last
+        self.suffix: int | None = suffix
+        self.text: str = text
 
     def resolve(self, size: int) -> tuple[int, int] | tuple[()] | None:
         """Inclusive ``(first, last)`` inside an object of ``size`` bytes; None if the range

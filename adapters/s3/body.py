@@ -66,7 +66,7 @@ class Window:
         self._raw.close()
 
 
-log = logging.getLogger("sealstore.s3")
+log: logging.Logger = logging.getLogger("sealstore.s3")
 
 #: a response body cut short: the connection dropped, timed out or closed mid-body
 DROPPED = (IncompleteReadError, ResponseStreamingError, ReadTimeoutError, ConnectionClosedError)
@@ -98,7 +98,7 @@ class Resuming:
         self._refetch = refetch
         self._attempts = attempts
         self._timeout: float | None = None
-        self.resumed = 0
+        self.resumed: int = 0
 
     def read(self, amt: int | None = -1) -> bytes:
         while True:

@@ -42,7 +42,7 @@ from .transfer import part_size
 __all__ = ["COPY_PART", "COPY_WORKERS", "SINGLE_COPY", "copy_source", "reseal_copy",
            "reseal_part_copy"]  # fmt: skip
 
-log = logging.getLogger(__name__)
+log: logging.Logger = logging.getLogger(__name__)
 
 #: Plaintext bytes up to which a copy is one GET and one PUT.
 SINGLE_COPY = 16 << 20

@@ -64,7 +64,7 @@ class S3Sealing(UploadHandlers, DownloadHandlers):
         self.passthrough = passthrough
         self.allow_retired = allow_retired
         self.context = context
-        self.bind_location = bool(bind_location)
+        self.bind_location: bool = bool(bind_location)
         self._local = threading.local()
         self._uploads: dict[str, _Upload] = {}
         self._lock = threading.Lock()

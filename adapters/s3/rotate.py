@@ -41,7 +41,7 @@ from .settings import for_copy, object_settings
 
 __all__ = ["RotationReport", "parse_s3_url", "pending_objects", "rotate_objects"]
 
-log = logging.getLogger(__name__)
+log: logging.Logger = logging.getLogger(__name__)
 
 
 @dataclass

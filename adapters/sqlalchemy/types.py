@@ -102,7 +102,7 @@ class EncryptedType(TypeDecorator):
         self.keyring = keyring
         self.table = table
         self.column = column
-        self.bind_row = bool(bind_row)
+        self.bind_row: bool = bool(bind_row)
         self._pinned = (table, column)
         self._codec_memo: Codec | None = None
         self._context_memo: bytes | None = None

@@ -64,7 +64,7 @@ from ..transient import RetryPolicy, scrubbed
 
 __all__ = ["DecryptColumnOp", "EncryptColumnOp", "rewriter", "shadow_name"]
 
-log = logging.getLogger("sealstore.migrations")
+log: logging.Logger = logging.getLogger("sealstore.migrations")
 
 DEFAULT_BATCH_SIZE = 1000
 _PREFIX = "_ss_"

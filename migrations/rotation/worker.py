@@ -29,7 +29,7 @@ from ..transient import RetryPolicy, scrubbed
 
 __all__ = ["WorkerResult", "default_worker_id", "run"]
 
-log = logging.getLogger("sealstore.migrations")
+log: logging.Logger = logging.getLogger("sealstore.migrations")
 
 Event = Callable[..., None]
 

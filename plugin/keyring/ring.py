@@ -40,7 +40,7 @@ from .keys import (
 )
 from .values import ValuePath
 
-log = logging.getLogger(__name__)
+log: logging.Logger = logging.getLogger(__name__)
 
 
 class Keyring(ValuePath, HoldsKey):

@@ -30,7 +30,7 @@ from ..wrapping import Wrapper
 
 __all__ = ["KeyRecord", "KeySource"]
 
-log = logging.getLogger(__name__)
+log: logging.Logger = logging.getLogger(__name__)
 
 
 def _wrapping(wrapper: Wrapper | None) -> str:

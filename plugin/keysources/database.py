@@ -36,7 +36,7 @@ from ..keyring import KeyState
 from .base import KeyRecord, KeySource
 from ..wrapping import Wrapper
 
-log = logging.getLogger(__name__)
+log: logging.Logger = logging.getLogger(__name__)
 
 __all__ = [
     "TABLE_NAME",
@@ -76,7 +76,7 @@ class DatabaseKeySource(KeySource):
         if wrapper is None:
             raise ValueError("the database registry stores wrapped keys only: give a wrapper")
         super().__init__(wrapper)
-        self.engine = create_engine(engine) if isinstance(engine, str) else engine
+        self.engine: Engine = create_engine(engine) if isinstance(engine, str) else engine
         self._tx = threading.local()  # .conn: the locked transaction of this thread, if any
 
     def __repr__(self) -> str:

@@ -42,7 +42,7 @@ from ..wrapping import Wrapper
 
 __all__ = ["KeyFile", "validation_message"]
 
-log = logging.getLogger(__name__)
+log: logging.Logger = logging.getLogger(__name__)
 
 
 def _b64(value: str | None, size: int | None = None) -> str | None:
@@ -144,8 +144,8 @@ class KeyFile(KeySource):
 
     def __init__(self, path: str | os.PathLike, wrapper: Wrapper | None = None) -> None:
         super().__init__(wrapper)
-        self.path = Path(path)
-        self.version = 0  # the ``version`` of the file as last read or written here
+        self.path: Path = Path(path)
+        self.version: int = 0  # the ``version`` of the file as last read or written here
 
     def __repr__(self) -> str:
         return f"KeyFile({str(self.path)!r})"

@@ -141,10 +141,10 @@ class ObjectCipher:
     )
 
     def __init__(self, header: ObjectHeader, cipher: Any, prefix: bytes) -> None:
-        self.header = header
-        self.header_bytes = header.pack()
-        self.segment_size = header.segment_size
-        self.tag_size = header.tag_size
+        self.header: ObjectHeader = header
+        self.header_bytes: bytes = header.pack()
+        self.segment_size: int = header.segment_size
+        self.tag_size: int = header.tag_size
         self._cipher = cipher
         self._prefix = prefix
 

@@ -24,7 +24,7 @@ from .master import MATERIAL_SIZE, Wrapper
 
 __all__ = ["KmsWrapper"]
 
-log = logging.getLogger(__name__)
+log: logging.Logger = logging.getLogger(__name__)
 
 _CONTEXT_KEY = "sealstore-key-id"
 DEFAULT_CACHE_MAX_AGE = 300.0  # seconds
@@ -73,7 +73,7 @@ class KmsWrapper(Wrapper):
             client = boto3.client("kms", region_name=region_name, endpoint_url=endpoint_url)
         self.kms_key_id = kms_key_id
         self._client = client
-        self.cache_max_age = float(cache_max_age)
+        self.cache_max_age: float = float(cache_max_age)
         self.cache_max_uses = cache_max_uses
         # (key id, format, blob) -> [plaintext, when cached (monotonic), unwraps served]
         self._cache: dict[tuple, list] = {}

@@ -30,7 +30,7 @@ from ..securefile import read_secret_file, write_secret_file
 
 __all__ = ["MasterKeyWrapper", "Wrapper", "wrap_context"]
 
-log = logging.getLogger(__name__)
+log: logging.Logger = logging.getLogger(__name__)
 
 MATERIAL_SIZE = 32
 _WRAP_VERSION = b"\x01"
