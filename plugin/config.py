@@ -27,7 +27,7 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -175,7 +175,7 @@ class SealstoreConfig(_Model):
 _TAGS = {"file", "database", "none", "aws-kms", "master-key"}
 
 
-def _read_file(path: Path) -> dict:
+def _read_file(path: Path) -> dict[str, Any]:
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -192,9 +192,9 @@ def _read_file(path: Path) -> dict:
     return data
 
 
-def _env_overrides(env: Mapping[str, str]) -> tuple[dict, set[str]]:
+def _env_overrides(env: Mapping[str, str]) -> tuple[dict[str, Any], set[str]]:
     """Nested dict from ``SEALSTORE_<FIELD>[__<SUB>...]`` variables naming a config field."""
-    out: dict = {}
+    out: dict[str, Any] = {}
     used = set()
     fields = {name.upper() for name in SealstoreConfig.model_fields}
     for name, value in env.items():
@@ -213,7 +213,7 @@ def _env_overrides(env: Mapping[str, str]) -> tuple[dict, set[str]]:
     return out, used
 
 
-def _merge(base: dict, top: dict) -> dict:
+def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
     merged = dict(base)
     for k, v in top.items():
         if isinstance(v, dict) and isinstance(merged.get(k), dict):

@@ -173,7 +173,7 @@ def _lp(data: bytes) -> bytes:
     return len(data).to_bytes(4, "big") + data
 
 
-def _identity(value) -> bytes:
+def _identity(value: Any) -> bytes:
     """Canonical, type-tagged encoding of one row-identity component."""
     if isinstance(value, bool):
         raise TypeError("row identity components cannot be bool")
@@ -228,7 +228,8 @@ def context_digest(context: bytes | bytearray | memoryview = b"") -> bytes:
         return _DIGESTS[context]
     except (KeyError, TypeError):  # a new context, or an unhashable buffer (bytearray, numpy)
         pass
-    if isinstance(context, str):
+    given: object = context  # (untyped callers)
+    if isinstance(given, str):
         raise TypeError("context must be bytes, not str (encode it first)")
     try:
         digest = hashlib.sha256(context).digest()

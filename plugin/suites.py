@@ -72,7 +72,7 @@ class Suite(enum.IntEnum):
         return _BY_ID[self].label
 
 
-def _new_aes_gcm(key, tag_size: int):
+def _new_aes_gcm(key: bytes | bytearray | memoryview, tag_size: int) -> AESGCM:
     return AESGCM(key)  # the tag size is the record's only one, checked by SuiteSpec.new_cipher
 
 
@@ -126,8 +126,10 @@ class SuiteSpec:
         """The cipher object of this suite keyed with ``key``, with ``tag_size``-byte tags."""
         self.check_tag_size(tag_size)
         if self.factory is not None:
-            return self.factory(key, tag_size)
-        return self.cipher(key, tag_size=tag_size)
+            cipher: AEGIS128L | AEGIS128X2 | AEGIS128X4 | AESGCM = self.factory(key, tag_size)
+        else:
+            cipher = self.cipher(key, tag_size=tag_size)
+        return cipher
 
 
 _SPECS = (

@@ -98,7 +98,7 @@ def row_bind_processor(type_: Any) -> Callable[[Any], Any]:
     names = (type_.table, type_.column)
     where = f"{type_.table}.{type_.column}"
 
-    def process(value):
+    def process(value: Any) -> Any:
         if value is None:
             return None
         if type(value) is PreSealed:
@@ -116,7 +116,7 @@ def row_bind_processor(type_: Any) -> Callable[[Any], Any]:
 
 
 def row_result_processor(type_: Any) -> Callable[[Any], Any]:
-    def process(value):
+    def process(value: Any) -> Any:
         if value is None:
             return None
         return SealedRowValue(bytes(value), type_)

@@ -7,7 +7,7 @@ import enum
 import os
 from collections.abc import Callable
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, NoReturn
 
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
@@ -173,19 +173,19 @@ class _Slot(HoldsKey):
         self.open_many = cipher.open_prefixed_many
 
 
-def _native_opens(slots: dict) -> dict:
+def _native_opens(slots: dict[bytes, _Slot]) -> dict[bytes, Any]:
     """{header: _speedups.Context} of the slots whose cipher has one (AEGIS suites)."""
     return {h: s.cipher._fast for h, s in slots.items() if hasattr(s.cipher, "_fast")}
 
 
-def _native_seal(ring) -> tuple | None:
+def _native_seal(ring: Any) -> tuple[int, Any, bytes, Any, bytes] | None:
     large, small = ring._seal, ring._seal_small
     if not (hasattr(large.cipher, "_fast") and hasattr(small.cipher, "_fast")):
         return None
     return (ring._threshold, large.cipher._fast, large.prefix, small.cipher._fast, small.prefix)
 
 
-def _refuse(*args, **kwargs):
+def _refuse(*args: object, **kwargs: object) -> NoReturn:
     raise KeyNotUsable("the keyring is closed")
 
 

@@ -7,6 +7,7 @@ import hmac
 import logging
 import os
 import threading
+from typing import Any
 from collections.abc import Callable, Iterable, Iterator
 
 from cryptography.hazmat.primitives import hashes
@@ -103,7 +104,10 @@ class Keyring(ValuePath, HoldsKey):
         # what named_sealer/named_opener read from C, replaced whole on every change:
         # ({header: _speedups.Context of a usable slot}, (threshold, Context, prefix,
         # small Context, small prefix) or None when the sealing slots have no Context)
-        self._native: tuple = ({}, None)
+        self._native: tuple[dict[bytes, Any], tuple[int, Any, bytes, Any, bytes] | None] = (
+            {},
+            None,
+        )
         self._publish()
 
     # ---- construction helpers ---------------------------------------------------------------

@@ -11,6 +11,8 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+from collections.abc import Callable, Iterator
+from typing import Any
 from datetime import datetime, timezone
 
 from sqlalchemy import (
@@ -53,7 +55,7 @@ METADATA_ROW = -1
 _TAG_SIZE = 32
 
 
-def sealstore_keys_columns() -> list[Column]:
+def sealstore_keys_columns() -> list[Column[Any]]:
     """Fresh Column objects of the ``sealstore_keys`` table (for ``op.create_table``)."""
     return [
         Column("key_id", BigInteger, primary_key=True, autoincrement=False),  # 0..2**32-1
@@ -89,7 +91,7 @@ class DatabaseKeySource(KeySource):
         metadata.create_all(self.engine, tables=[sealstore_keys])
 
     @contextlib.contextmanager
-    def _connection(self):
+    def _connection(self) -> Iterator[Connection]:
         """The locked transaction's connection inside :meth:`_exclusive`, else a new one."""
         conn = getattr(self._tx, "conn", None)
         if conn is not None:
@@ -99,7 +101,7 @@ class DatabaseKeySource(KeySource):
                 yield conn
 
     @contextlib.contextmanager
-    def _exclusive(self, *, create: bool = False):
+    def _exclusive(self, *, create: bool = False) -> Iterator[None]:
         """One transaction holding the registry's write lock: ``BEGIN IMMEDIATE`` on SQLite,
         ``LOCK TABLE ... SHARE ROW EXCLUSIVE`` on PostgreSQL (readers are not blocked), a
         ``GET_LOCK`` named lock on MySQL/MariaDB (row locks there deadlock with the inserts),
@@ -214,7 +216,7 @@ def _put_metadata(conn: Connection, meta: StoreMeta, exists: bool) -> None:
 _LOCK_WAIT = 60  # seconds a MySQL/MariaDB writer waits for the named lock
 
 
-def _lock_registry(conn: Connection):
+def _lock_registry(conn: Connection) -> Callable[[], object]:
     """Take the registry's write lock at the start of ``conn``'s transaction; returns the
     function that releases what the transaction's end does not."""
     dialect = conn.dialect.name

@@ -23,7 +23,7 @@ from .records import KeyRecord
 __all__ = ["merge_records", "record_values"]
 
 
-def record_values(records: list[KeyRecord]) -> dict[int, tuple]:
+def record_values(records: list[KeyRecord]) -> dict[int, tuple[Any, ...]]:
     """What a merge compares per key: {key_id: (state, wrapped blob)}."""
     return {r.key_id: (r.state, r.wrapped) for r in records}
 
@@ -50,7 +50,7 @@ def _pick(
 
 
 def merge_records(
-    seen: dict[int, tuple] | None, ours: list[KeyRecord], theirs: list[KeyRecord]
+    seen: dict[int, tuple[Any, ...]] | None, ours: list[KeyRecord], theirs: list[KeyRecord]
 ) -> list[KeyRecord]:
     """The records to store when ``theirs`` changed since ``seen`` (see the module doc)."""
     seen = seen or {}
