@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import (
     InvalidTag,
@@ -94,7 +94,7 @@ class ValuePath:
             return small.seal_many(small.prefix, plaintexts, ad)
         if min(lengths) >= threshold:
             return large.seal_many(large.prefix, plaintexts, ad)
-        out: list = [None] * len(plaintexts)
+        out: list[Any] = [None] * len(plaintexts)
         for slot, idx in (
             (small, [i for i, n in enumerate(lengths) if n < threshold]),
             (large, [i for i, n in enumerate(lengths) if n >= threshold]),
@@ -135,7 +135,7 @@ class ValuePath:
                     return slot.open_many(HEADER_SIZE, values, ad)
         return self._open_groups(values, ad, allow_retired)
 
-    def _open_groups(self, values, ad, allow_retired) -> list[bytes]:
+    def _open_groups(self, values: Sequence[bytes], ad: bytes, allow_retired: bool) -> list[bytes]:
         groups: dict[bytes, list[int]] = {}
         for i, v in enumerate(values):
             try:
@@ -158,7 +158,7 @@ class ValuePath:
                     except MalformedCiphertext as exc:
                         raise _with_index(exc, i) from None
             plan.append((slot, idx))
-        out: list = [None] * len(values)
+        out: list[Any] = [None] * len(values)
         failed = None
         for slot, idx in plan:
             try:
@@ -211,7 +211,7 @@ class ValuePath:
         head = sealed[:HEADER_SIZE]
         return head != self._seal.prefix and head != self._seal_small.prefix
 
-    def _resolve(self, sealed, allow_retired: bool) -> _Slot:
+    def _resolve(self, sealed: bytes, allow_retired: bool) -> _Slot:
         """Slow path of open(): diagnose the header precisely, derive and cache the subkey."""
         self._check_open()
         h = parse_header(sealed)

@@ -22,7 +22,7 @@ from ..keyring.keys import make_cipher
 if TYPE_CHECKING:
     from cryptography.utils import Buffer
 
-    from ..keyring import Keyring
+    from ..keyring import Key, Keyring
 from .header import (
     _BOUND_INFO,
     _CHECK_INFO,
@@ -44,7 +44,7 @@ from .header import (
 )
 
 
-def _usable_key(keyring, key_id: int, allow_retired: bool):
+def _usable_key(keyring: Keyring, key_id: int, allow_retired: bool) -> Key:
     key = keyring.get(key_id)  # UnknownKeyId
     state = str(key.state)
     if state == "destroyed":
@@ -63,7 +63,9 @@ def _key_and_prefix_sizes(suite: Suite) -> tuple[int, int]:
     return suite.spec.key_size, nonce_size - _SEGMENT_NONCE_TAIL
 
 
-def _derive(material: bytes, header_head: bytes, salt: bytes, suite: Suite, context) -> tuple:
+def _derive(
+    material: bytes, header_head: bytes, salt: bytes, suite: Suite, context: bytes
+) -> tuple[bytes, bytes, bytes]:
     key_len, prefix_len = _key_and_prefix_sizes(suite)
     okm = HKDF(
         algorithm=hashes.SHA256(),
@@ -79,7 +81,7 @@ def _derive(material: bytes, header_head: bytes, salt: bytes, suite: Suite, cont
 
 
 def _location_check(
-    material: bytes, header_head: bytes, random_salt: bytes, context, location
+    material: bytes, header_head: bytes, random_salt: bytes, context: bytes, location: bytes
 ) -> bytes:
     """The keyed location check a bound object stores at the end of its salt."""
     return HKDF(
@@ -91,8 +93,8 @@ def _location_check(
 
 
 def _derive_bound(
-    material: bytes, header_head: bytes, salt: bytes, suite: Suite, context, location
-) -> tuple:
+    material: bytes, header_head: bytes, salt: bytes, suite: Suite, context: bytes, location: bytes
+) -> tuple[bytes, bytes]:
     """Object key and nonce prefix of a bound object (they depend on the location)."""
     key_len, prefix_len = _key_and_prefix_sizes(suite)
     okm = HKDF(
@@ -104,7 +106,9 @@ def _derive_bound(
     return okm[:key_len], okm[key_len:]
 
 
-def _location_matches(material, head, salt, context, location) -> bool:
+def _location_matches(
+    material: bytes, head: bytes, salt: bytes, context: bytes, location: bytes
+) -> bool:
     """Whether a bound object's stored location check is the one of ``location``.  Returns
     instead of raising, so no key material is in the locals of a frame that raises."""
     random_salt, stored = salt[: 32 - _CHECK_SIZE], salt[32 - _CHECK_SIZE :]
@@ -240,7 +244,7 @@ class ObjectCipher:
 
     def seal_into(self, out: Buffer, data: Buffer, first_index: int, final: bool) -> int:
         """Seal ``data`` as segments ``first_index, ...`` into ``out`` (one native call)."""
-        return self._cipher.seal_segments_into(
+        written: int = self._cipher.seal_segments_into(
             out,
             data,
             self.segment_size,
@@ -249,10 +253,11 @@ class ObjectCipher:
             final,
             self.header_bytes,
         )
+        return written
 
     def open_into(self, out: Buffer, data: Buffer, first_index: int, final: bool) -> int:
         """Open sealed segments ``first_index, ...`` into ``out``; InvalidTag has ``.index``."""
-        return self._cipher.open_segments_into(
+        written: int = self._cipher.open_segments_into(
             out,
             data,
             self.segment_size,
@@ -261,6 +266,7 @@ class ObjectCipher:
             final,
             self.header_bytes,
         )
+        return written
 
     def seal(self, data: Buffer, first_index: int = 0, final: bool = True) -> bytes:
         """The sealed segments of ``data`` as bytes (no header)."""

@@ -4,6 +4,7 @@ reads) back into plaintext that was verified before it is released."""
 from __future__ import annotations
 
 import io
+from typing import TYPE_CHECKING, Any
 from collections.abc import Iterator
 
 from ..errors import (
@@ -13,6 +14,9 @@ from ..errors import (
 from .header import BATCH_BYTES, HEADER_SIZE, parse_object_header
 from .object_key import ObjectCipher
 from .sources import _batch_segments, _Input
+
+if TYPE_CHECKING:
+    from ..keyring import Keyring
 
 
 class OpeningReader(io.RawIOBase):
@@ -34,7 +38,7 @@ class OpeningReader(io.RawIOBase):
     def __init__(
         self,
         cipher: ObjectCipher,
-        source,
+        source: Any,
         *,
         first_index: int = 0,
         final: bool = True,
@@ -77,7 +81,7 @@ class OpeningReader(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def _truncated(self):
+    def _truncated(self) -> TruncatedObject:
         exc = TruncatedObject("the sealed stream ended before its final segment")
         exc.index = self._next
         return exc
@@ -138,7 +142,7 @@ class OpeningReader(io.RawIOBase):
             and (self._limit is None or self._limit - self._delivered >= need)
         )
 
-    def readinto(self, b) -> int:
+    def readinto(self, b: Any) -> int:
         dst = memoryview(b).cast("B")
         done = 0
         while done < len(dst):
@@ -205,7 +209,12 @@ class OpeningReader(io.RawIOBase):
 
 
 def open_stream(
-    source, keyring, *, context=b"", location=None, allow_retired: bool = False
+    source: Any,
+    keyring: Keyring,
+    *,
+    context: bytes = b"",
+    location: bytes | None = None,
+    allow_retired: bool = False,
 ) -> Iterator[bytes]:
     """Yield the verified plaintext of a whole sealed object read from ``source``."""
     src = _Input(source)
@@ -232,7 +241,7 @@ class _Rest:
     def __init__(self, src: _Input) -> None:
         self._src = src
 
-    def readinto(self, b) -> int:
+    def readinto(self, b: Any) -> int:
         return self._src.fill(memoryview(b).cast("B"))
 
     def close(self) -> None:
