@@ -68,7 +68,9 @@ class S3Sealing(UploadHandlers, DownloadHandlers):
         self._local = threading.local()
         self._uploads: dict[str, _Upload] = {}
         self._lock = threading.Lock()
-        self._layouts: OrderedDict = OrderedDict()  # (bucket, key) -> (segment, tag)
+        self._layouts: OrderedDict[tuple[str, str], tuple[int, int]] = (
+            OrderedDict()
+        )  # (bucket, key) -> (segment, tag)
 
     def __repr__(self) -> str:
         return (
@@ -126,16 +128,16 @@ class S3Sealing(UploadHandlers, DownloadHandlers):
             self._local.depth -= 1
 
     def _tag_size(self) -> int:
-        return self.keyring.primary.suite.spec.tag_size_for(self.keyring.tag_size)
+        return int(self.keyring.primary.suite.spec.tag_size_for(self.keyring.tag_size))
 
-    def _remember_layout(self, bucket, key, header) -> None:
+    def _remember_layout(self, bucket: str, key: str, header: Any) -> None:
         with self._lock:
             self._layouts[(bucket, key)] = (header.segment_size, header.tag_size)
             self._layouts.move_to_end((bucket, key))
             while len(self._layouts) > _LAYOUT_CACHE:
                 self._layouts.popitem(last=False)
 
-    def _layout_guess(self, bucket, key) -> tuple[int, int]:
+    def _layout_guess(self, bucket: str, key: str) -> tuple[int, int]:
         with self._lock:
             return self._layouts.get((bucket, key)) or (
                 self.segment_size,
@@ -156,7 +158,7 @@ class S3Sealing(UploadHandlers, DownloadHandlers):
         """What a new object at ``bucket/key`` is bound to (None with ``bind_location`` off)."""
         return object_location(bucket, key) if self.bind_location else None
 
-    def _opener(self, header, request) -> ObjectCipher:
+    def _opener(self, header: Any, request: Any) -> ObjectCipher:
         allow = self.allow_retired or getattr(self._local, "retired", False)
         return ObjectCipher.from_header(
             self.keyring,

@@ -60,7 +60,7 @@ MYSQL_VARBINARY_LIMIT = 8192
 _PUBLIC_MODULE = "sealstore.adapters.sqlalchemy"
 
 
-class EncryptedType(TypeDecorator):
+class EncryptedType(TypeDecorator[Any]):
     """Base class of the encrypted column types (not used directly).
 
     Subclasses define ``_make_codec()``.  Constructor arguments are stored under their own names
@@ -224,7 +224,7 @@ class EncryptedType(TypeDecorator):
         ctx = self.context()
         name = self.keyring_name
 
-        def process(value, _get=get_keyring):
+        def process(value: Any, _get: Callable[[str], Any] = get_keyring) -> Any:
             if value is None:
                 return None
             return _get(name).seal(encode(value), ctx)
@@ -244,7 +244,9 @@ class EncryptedType(TypeDecorator):
         name = self.keyring_name
         opened = self._opened
 
-        def process(value):  # what the native opener leaves to Python, failures included
+        def process(
+            value: Any,
+        ) -> Any:  # what the native opener leaves to Python, failures included
             if value is None:
                 return None
             if type(value) is not bytes:
@@ -288,7 +290,7 @@ class EncryptedType(TypeDecorator):
         raise read_error(failure, self.table, self.column, row)
 
 
-def _bind_type(dialect) -> type:
+def _bind_type(dialect: Dialect) -> type[bytes] | type[bytearray]:
     """What sealed bind values are: bytearray for SQLite, whose driver binds a bytes parameter
     only after an adapter lookup (about 0.3 us a value) but a bytearray directly."""
     return bytearray if dialect.name == "sqlite" else bytes
@@ -390,7 +392,8 @@ class Encrypted(EncryptedType):
     @property
     def python_type(self) -> type:
         try:
-            return self.type_.python_type
+            python_type: type = self.type_.python_type
+            return python_type
         except NotImplementedError:
             return object
 
