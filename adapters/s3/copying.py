@@ -182,7 +182,8 @@ def _read(
     rng = {} if first is None else {"Range": f"bytes={first}-{last}"}
     body = sealing.client.get_object(IfMatch=head["ETag"], **args, **rng)["Body"]
     try:
-        return body.read()
+        data: bytes = body.read()
+        return data
     finally:
         body.close()
 
@@ -200,7 +201,10 @@ def _copy_whole(
     data = _read(sealing, args, head) if n else b""
     if len(data) != n:
         raise UnsupportedOperation(f"the copy source gave {len(data)} of its {n} bytes")
-    return sealing.client.put_object(Bucket=bucket, Key=key, Body=data, Metadata=meta, **extra)
+    put: dict[str, Any] = sealing.client.put_object(
+        Bucket=bucket, Key=key, Body=data, Metadata=meta, **extra
+    )
+    return put
 
 
 def _copy_parts(
@@ -232,7 +236,7 @@ def _copy_parts(
     )  # fmt: skip
     upload_id = upload["UploadId"]
 
-    def one(number: int) -> dict:
+    def one(number: int) -> dict[str, Any]:
         first = (number - 1) * size
         data = _read(sealing, args, head, first, min(first + size, n) - 1)
         resp = client.upload_part(Bucket=bucket, Key=key, UploadId=upload_id,
@@ -242,9 +246,10 @@ def _copy_parts(
     try:
         with ThreadPoolExecutor(COPY_WORKERS) as pool:
             parts = list(pool.map(one, range(1, -(-n // size) + 1)))
-        return client.complete_multipart_upload(
+        result: dict[str, Any] = client.complete_multipart_upload(
             Bucket=bucket, Key=key, UploadId=upload_id, MultipartUpload={"Parts": parts}, **done
         )  # fmt: skip
+        return result
     except BaseException:
         try:
             client.abort_multipart_upload(Bucket=bucket, Key=key, UploadId=upload_id)

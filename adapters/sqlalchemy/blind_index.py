@@ -76,7 +76,7 @@ class BlindIndex(TypeDecorator):
         self.table = table
         self.column = column
         self._pinned = (table, column)
-        self._table_obj = None  # the Table this copy is attached to (set by attach())
+        self._table_obj: Any = None  # the Table this copy is attached to (set by attach())
         self._info_memo: bytes | None = None
         super().__init__(KEY_ID_SIZE + size)
 

@@ -28,12 +28,12 @@ from ...errors import BlindIndexError
 __all__ = ["IndexLookup"]
 
 
-class IndexLookup(BindParameter):
+class IndexLookup(BindParameter[Any]):
     """The index values of the parameter ``source`` (one value, or a list with ``many``)."""
 
     inherit_cache: bool = True
 
-    def __init__(self, source: BindParameter, index, many: bool) -> None:
+    def __init__(self, source: BindParameter[Any], index: Any, many: bool) -> None:
         itype = index.type
         tail = re.sub(r"\W+", "_", str(source.key)).strip("_")
         super().__init__(
@@ -58,11 +58,11 @@ def _values(lookup: IndexLookup, value: Any) -> list[bytes]:
     return [c for item in items for c in index.candidates(item)]
 
 
-_LAMBDA_LOOKUPS: dict = {}  # lambda cache key -> its IndexLookups (bounded, see _in_lambda)
+_LAMBDA_LOOKUPS: dict[Any, list[IndexLookup]] = {}  # lambda cache key -> its IndexLookups (bounded, see _in_lambda)
 _LAMBDA_MEMO_SIZE = 512
 
 
-def _in_lambda(elem, key) -> list:
+def _in_lambda(elem: Any, key: Any) -> list[IndexLookup]:
     """The IndexLookups of a lambda statement.  Its cache key lists only the closure
     variables' parameters, so the resolved statement is searched, once per lambda cache key."""
     try:
@@ -76,7 +76,9 @@ def _in_lambda(elem, key) -> list:
     return found
 
 
-def _before_execute(conn, elem, multiparams, params, execution_options):
+def _before_execute(
+    conn: Any, elem: Any, multiparams: Any, params: Any, execution_options: Any
+) -> Any:
     keyed = getattr(elem, "_generate_cache_key", None)
     key = keyed() if keyed is not None else None
     if key is None:

@@ -26,7 +26,7 @@ from .types import EncryptedType
 __all__ = ["MapperPlan"]
 
 _NO_INIT = attributes.PASSIVE_NO_INITIALIZE  # type: ignore[attr-defined]  # (re-exported)
-_PLANS: "weakref.WeakKeyDictionary[Mapper, MapperPlan]" = weakref.WeakKeyDictionary()
+_PLANS: "weakref.WeakKeyDictionary[Mapper[Any], MapperPlan]" = weakref.WeakKeyDictionary()
 
 
 class MapperPlan:
@@ -65,7 +65,7 @@ class MapperPlan:
 
     # ---- flush --------------------------------------------------------------------------------
 
-    def _seal_rows(self, target, row: tuple, keys) -> None:
+    def _seal_rows(self, target: Any, row: tuple[Any, ...], keys: Any) -> None:
         d = inspect(target).dict
         for key, type_ in self.row_attrs:
             if key not in keys:
@@ -133,7 +133,7 @@ class MapperPlan:
                 set_committed_value(target, key, value.open(row))
 
 
-def _python_default(col) -> Any:
+def _python_default(col: Any) -> Any:
     default = col.default
     if default is None or getattr(default, "is_sequence", False):
         return None
@@ -150,7 +150,7 @@ def _python_default(col) -> Any:
     return None
 
 
-def _normalize(col, value: Any) -> Any:
+def _normalize(col: Any, value: Any) -> Any:
     """The primary-key value as it will be loaded back (UUID strings -> UUID, and so on)."""
     if isinstance(col.type, sqltypes.Uuid) and col.type.as_uuid and isinstance(value, str):
         return uuid.UUID(value)
@@ -158,7 +158,7 @@ def _normalize(col, value: Any) -> Any:
 
 
 @event.listens_for(Mapper, "mapper_configured")
-def _configure(mapper: Mapper, class_) -> None:
+def _configure(mapper: Mapper[Any], class_: Any) -> None:
     row_attrs: list[tuple[str, EncryptedType]] = []
     indexes: list[tuple[str, str, BlindIndex]] = []
     for prop in mapper.column_attrs:
