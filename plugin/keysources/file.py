@@ -21,7 +21,7 @@ import os
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -59,7 +59,7 @@ def _b64(value: str | None, size: int | None = None) -> str | None:
 
 
 class _KeyEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
 
     id: str
     suite: SuiteName
@@ -97,7 +97,7 @@ class _KeyEntry(BaseModel):
 
 
 class _KeyFileModel(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
 
     sealstore_keyring: Literal[1, 2]  # 2: wrapped keys with authenticated metadata
     version: int = Field(default=0, ge=0)  # bumped by every write; absent in older files
