@@ -58,7 +58,9 @@ def _values(lookup: IndexLookup, value: Any) -> list[bytes]:
     return [c for item in items for c in index.candidates(item)]
 
 
-_LAMBDA_LOOKUPS: dict[Any, list[IndexLookup]] = {}  # lambda cache key -> its IndexLookups (bounded, see _in_lambda)
+_LAMBDA_LOOKUPS: dict[
+    Any, list[IndexLookup]
+] = {}  # lambda cache key -> its IndexLookups (bounded, see _in_lambda)
 _LAMBDA_MEMO_SIZE = 512
 
 
