@@ -69,7 +69,12 @@ class Window:
 log: logging.Logger = logging.getLogger("sealstore.s3")
 
 #: a response body cut short: the connection dropped, timed out or closed mid-body
-DROPPED = (IncompleteReadError, ResponseStreamingError, ReadTimeoutError, ConnectionClosedError)
+DROPPED: tuple[type[Exception], ...] = (
+    IncompleteReadError,
+    ResponseStreamingError,
+    ReadTimeoutError,
+    ConnectionClosedError,
+)
 
 
 class Resuming:

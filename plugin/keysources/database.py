@@ -67,8 +67,8 @@ def sealstore_keys_columns() -> list[Column[Any]]:
     ]
 
 
-metadata = MetaData()
-sealstore_keys = Table(TABLE_NAME, metadata, *sealstore_keys_columns())
+metadata: MetaData = MetaData()
+sealstore_keys: Table = Table(TABLE_NAME, metadata, *sealstore_keys_columns())
 
 
 class DatabaseKeySource(KeySource):
