@@ -20,11 +20,14 @@ ROOTS = {
 
 
 def packages():
-    """Every directory under the mapped roots that holds an __init__.py."""
+    """Every directory under the mapped roots that holds an __init__.py, and every directory of
+    the kernel sources (sealstore._csrc's data: setuptools wants a data directory inside a
+    package named as a package of its own, or it warns)."""
     found = []
     for top, name in ROOTS.items():
-        for dirpath, _dirs, files in os.walk(os.path.join(HERE, top)):
-            if "__init__.py" in files:
+        for dirpath, dirs, files in os.walk(os.path.join(HERE, top)):
+            dirs[:] = [d for d in dirs if d.isidentifier() and d != "__pycache__"]
+            if "__init__.py" in files or top == "native":
                 rel = os.path.relpath(dirpath, os.path.join(HERE, top))
                 found.append(name if rel == "." else name + "." + rel.replace(os.sep, "."))
     return sorted(found)
@@ -37,9 +40,14 @@ setup(
         Extension(
             "sealstore._speedups",
             sources=[
-                "native/speedups.c",
-                "native/bound.c",
-                "native/rowmap.c",
+                "native/python/module.c",
+                "native/python/nonces.c",
+                "native/python/buffers.c",
+                "native/python/context.c",
+                "native/python/prefixed.c",
+                "native/python/segments.c",
+                "native/python/bound.c",
+                "native/python/rowmap.c",
                 "native/src/util.c",
                 "native/src/calls.c",
             ],

@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives.ciphers import aead as crypto_aead
 from sealstore import native
 from sealstore.suites import SUITES
 
+from . import inner_loop
 from .grids import size_name as _size_name
 from .json_output import write_json
 from .timing import measure
@@ -89,39 +90,9 @@ def run(quick: bool = False, all_kernels: bool = False, progress=None) -> dict:
             )
             for kernel in kernels:
                 if kernel == "portable" and size > 16384:
-                    continue  # about 0.1 GB/s: minutes for nothing
+                    continue  # the portable kernel at 1 MiB+ adds a minute and nothing new
                 c = cls(cls.generate_key(), 16, kernel=kernel)
-                nonce = os.urandom(16)
-                ct = c.encrypt(nonce, data, ad)
-                out = bytearray(size + 16)
-                add(variant, kernel, "encrypt", size, lambda: c.encrypt(nonce, data, ad), budget)
-                add(
-                    variant,
-                    kernel,
-                    "encrypt_into",
-                    size,
-                    lambda: c.encrypt_into(out, nonce, data, ad),
-                    budget,
-                )
-                add(variant, kernel, "decrypt", size, lambda: c.decrypt(nonce, ct, ad), budget)
-                add(
-                    variant,
-                    kernel,
-                    "decrypt_into",
-                    size,
-                    lambda: c.decrypt_into(out, nonce, ct, ad),
-                    budget,
-                )
-                if size == 64:
-                    ctx = c._ctx
-                    add(
-                        variant,
-                        kernel,
-                        "encrypt (cffi path)",
-                        size,
-                        lambda: native.cffi_encrypt(ctx, nonce, data, ad),
-                        budget,
-                    )
+                _kernel_cases(add, variant, c, data, ad, budget)
         dst = bytearray(size)
         src = memoryview(data)
 
@@ -131,6 +102,30 @@ def run(quick: bool = False, all_kernels: bool = False, progress=None) -> dict:
         add("memcpy", "-", "copy", size, copy, budget)
     _add_ratios(rows)
     return {"info": native.info(), "platform": _platform(), "rows": rows}
+
+
+def _kernel_cases(add, variant: str, c, data: bytes, ad: bytes, budget: float) -> None:
+    """One cipher object's cases at one size: the one-shot and ``_into`` calls both ways, and at
+    64 bytes the same call through cffi (what the fast path saves)."""
+    size = len(data)
+    kernel = c.kernel
+    nonce = os.urandom(16)
+    ct = c.encrypt(nonce, data, ad)
+    out = bytearray(size + 16)
+    add(variant, kernel, "encrypt", size, lambda: c.encrypt(nonce, data, ad), budget)
+    add(variant, kernel, "encrypt_into", size, lambda: c.encrypt_into(nonce, data, ad, out), budget)
+    add(variant, kernel, "decrypt", size, lambda: c.decrypt(nonce, ct, ad), budget)
+    add(variant, kernel, "decrypt_into", size, lambda: c.decrypt_into(nonce, ct, ad, out), budget)
+    if size == 64:
+        ctx = c._ctx
+        add(
+            variant,
+            kernel,
+            "encrypt (cffi path)",
+            size,
+            lambda: native.cffi_encrypt(ctx, nonce, data, ad),
+            budget,
+        )
 
 
 def _add_ratios(rows):
@@ -208,7 +203,13 @@ def c_harness(seconds: float = 0.3, largest: int | None = None) -> dict:
     src = _kernel_sources()
     cc = _compiler()
     bench_c = Path(__file__).resolve().parent / "kernel_bench.c"
-    sources = [bench_c, *sorted((src / "src").rglob("*.c"))]
+    sources: list[tuple[Path, tuple[str, ...]]] = [
+        (bench_c, ()),
+        *((s, ()) for s in sorted((src / "src").rglob("*.c"))),
+    ]
+    # the portable kernel's pre-bitsliced baseline, one object per degree (portable_baseline)
+    baseline = bench_c.with_name("kernel_baseline.c")
+    sources += [(baseline, (f"-DLANES={n}", f"-I{src / 'src'}")) for n in (1, 2, 4)]
     with tempfile.TemporaryDirectory() as tmp:
         exe = os.path.join(tmp, "kernel_bench")
         objects = _compile_objects(cc, src / "include", sources, tmp)
@@ -218,15 +219,17 @@ def c_harness(seconds: float = 0.3, largest: int | None = None) -> dict:
     return json.loads(out.stdout)
 
 
-def _compile_objects(cc: str, include: Path, sources: list[Path], tmp: str) -> list[str]:
-    """Each source compiled to an object file, one compiler per core (the -O3 kernels take
-    most of the harness's time when compiled one after the other)."""
+def _compile_objects(
+    cc: str, include: Path, sources: list[tuple[Path, tuple[str, ...]]], tmp: str
+) -> list[str]:
+    """Each (source, extra flags) compiled to an object file, one compiler per core (the -O3
+    kernels take most of the harness's time when compiled one after the other)."""
     from concurrent.futures import ThreadPoolExecutor
 
     def one(i_src):
-        i, source = i_src
+        i, (source, extra) = i_src
         obj = os.path.join(tmp, f"{i}-{source.stem}.o")
-        _run_build([cc, "-O3", "-I", str(include), "-c", "-o", obj, str(source)], cc)
+        _run_build([cc, "-O3", "-I", str(include), *extra, "-c", "-o", obj, str(source)], cc)
         return obj
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
@@ -288,6 +291,19 @@ def versus_libaegis(quick: bool = False) -> list[dict] | None:
     return rows
 
 
+def _aarch64_loop(result: dict) -> list[str]:
+    """The armcrypto loop's instruction mix into ``result`` when the aarch64 tools are here
+    (three compiles); otherwise a note saying what is missing."""
+    why = inner_loop.available()
+    if why is None:
+        try:
+            result["aarch64_loop"] = inner_loop.measure(_kernel_sources())
+            return []
+        except (HarnessUnavailable, subprocess.CalledProcessError, ValueError) as e:
+            why = str(e).splitlines()[0]
+    return [f"aarch64 instruction mix: not run ({why})"]
+
+
 def section(opts) -> dict:
     """The AEAD section of ``sealstore bench`` (its tables: ``sealstore.bench.grids.aead``)."""
     quick = bool(getattr(opts, "quick", False))
@@ -302,6 +318,7 @@ def section(opts) -> dict:
             progress("C kernel harness")
     except HarnessUnavailable as e:
         notes.append(f"C kernel harness: not run: {e}")
+    notes += _aarch64_loop(result)
     lib_rows = versus_libaegis(quick)
     if lib_rows is None:
         notes.append(

@@ -3,8 +3,21 @@ the benchmark itself, and its imports, load only when it runs (sealstore.bench.r
 
 from __future__ import annotations
 
+import sys
+
+from sealstore.errors import MissingExtra
+from sealstore.extras import require
+
 
 def bench(argv: list[str]) -> int:
+    # rich draws every table and the progress: without it nothing runs (a line naming the
+    # extra, not a traceback).  A section's own modules (sqlalchemy, boto3, moto, ...) are the
+    # section's to check: it says it is unavailable and why, and the other sections run.
+    try:
+        require("bench", "sealstore bench", ("rich",))
+    except MissingExtra as exc:
+        print(f"sealstore bench: error: {exc}", file=sys.stderr)
+        return 1
     from .run import main
 
     return main(argv)

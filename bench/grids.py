@@ -19,7 +19,7 @@ SIZES = {64: "64 B", 1024: "1 KiB", 16384: "16 KiB", 1 << 20: "1 MiB", 16 << 20:
 ALGORITHM_ORDER = ("AES-128-GCM", "AES-256-GCM", "ChaCha20-Poly1305") + tuple(
     s.label for s in SUITES if s.native_variant is not None
 )
-KERNEL_ORDER = ("openssl", "avx512", "avx2", "aesni", "portable")
+KERNEL_ORDER = ("openssl", "avx512", "avx2", "aesni", "armcrypto", "portable")
 
 
 @dataclass
@@ -116,7 +116,46 @@ def aead(sec: dict) -> list[Grid]:
         grids.append(_libaegis(sec["versus_libaegis"]))
     if sec.get("c_harness"):
         grids.append(_harness(sec["c_harness"]["results"]))
+        grids.append(_portable_baseline(sec["c_harness"].get("portable_baseline", [])))
+    if sec.get("aarch64_loop"):
+        grids.append(_aarch64_loop(sec["aarch64_loop"]))
     return [g for g in grids if g.rows]
+
+
+def _portable_baseline(rows: list[dict]) -> Grid:
+    """The portable kernel against its pre-bitsliced baseline, timed round-robin in C."""
+    g = Grid(
+        "portable kernel vs its pre-bitsliced baseline (kernel_bench.c, round-robin), GB/s",
+        ["variant", "op"] + list(dict.fromkeys(SIZES[r["size"]] for r in rows)),
+    )
+    for variant, op in dict.fromkeys((r["variant"], r["op"]) for r in rows):
+        get = {SIZES[r["size"]]: r for r in rows if (r["variant"], r["op"]) == (variant, op)}
+        g.rows.append(
+            [variant, op]
+            + [
+                f"{r['portable_gbps']:.3f} vs {r['baseline_gbps']:.3f} (x{r['speedup_median']:.1f})"
+                for r in get.values()
+            ]
+        )
+    if rows:
+        g.notes.append(
+            f"x: median over {rows[0]['reps']} alternating batches of the per-batch speed-up"
+        )
+    return g
+
+
+def _aarch64_loop(rows: list[dict]) -> Grid:
+    """The armcrypto kernels' message loop per 64 bytes (sealstore.bench.inner_loop)."""
+    from .inner_loop import MINIMUM
+
+    cols = ["aese", "aesmc", "eor", "and", "ld", "st", "stack"]
+    g = Grid("aarch64 armcrypto message loop, instructions per 64 bytes", ["kernel", *cols])
+    g.rows.append(["algorithm minimum", *(str(MINIMUM[c]) for c in cols)])
+    for r in rows:
+        mix = r["per_64_bytes"]
+        g.rows.append([f"{r['variant']} {r['direction']}", *(f"{mix[c]:g}" for c in cols)])
+    g.notes.append(f"compiled by {rows[0]['compiler']}; stack = vector spills and reloads")
+    return g
 
 
 def _small_calls(rows: list[dict]) -> Grid:

@@ -1,9 +1,11 @@
 /*
  * The C kernels alone, without Python: GB/s of every (variant, kernel) this CPU runs, for the
- * message sizes of the AEAD benchmark; medians of repeated timed batches.
+ * message sizes of the AEAD benchmark; medians of repeated timed batches.  Then
+ * "portable_baseline": the portable kernel against its pre-bitsliced baseline
+ * (kernel_baseline.c, linked in three times with -DLANES=1, 2, 4), timed round-robin in this run.
  *
- *   make -C bench kernel_bench && ./bench/kernel_bench [seconds-per-case [largest-size]]
- * (bench/aead_bench.py builds and runs it for you.)
+ *   ./kernel_bench [seconds-per-case [largest-size]]
+ * (bench/aead.py c_harness() builds and runs it for you.)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,9 +46,113 @@ static int cmp(const void *a, const void *b)
 }
 
 static const char *variant_names[] = {"AEGIS-128L", "AEGIS-128X2", "AEGIS-128X4"};
-static const char *kernel_names[] = {"portable", "aesni", "avx2", "avx512"};
+static const char *kernel_names[] = {"portable", "aesni", "avx2", "avx512", "armcrypto"};
 
 #define REPS 15
+
+/* ---- the portable kernel against its baseline, round-robin -------------------------------- */
+
+extern const sealstore_aead_impl sealstore_bench_baseline_128l;
+extern const sealstore_aead_impl sealstore_bench_baseline_128x2;
+extern const sealstore_aead_impl sealstore_bench_baseline_128x4;
+
+#define RR_REPS 101
+
+typedef struct {
+    uint8_t *m, *c, mac[16];
+    size_t n;
+} rr_buf;
+
+static const uint8_t rr_key[16] = {7}, rr_npub[16] = {8}, rr_ad[16] = {9};
+
+/* Seconds per call of one batch of iters calls. */
+static double rr_batch(const sealstore_aead_impl *impl, int dir, size_t iters, rr_buf *b)
+{
+    const double t0 = now();
+    for (size_t i = 0; i < iters; i++) {
+        if (dir == 0) {
+            impl->encrypt(b->c, b->mac, 16, b->m, b->n, rr_ad, sizeof rr_ad, rr_npub, rr_key);
+        } else if (impl->decrypt(b->m, b->c, b->n, b->mac, 16, rr_ad, sizeof rr_ad, rr_npub,
+                                 rr_key) != 0) {
+            fprintf(stderr, "%s: decrypt failed\n", impl->name);
+            exit(1);
+        }
+    }
+    return (now() - t0) / (double)iters;
+}
+
+/* The number of calls that take about seconds. */
+static size_t rr_calibrate(const sealstore_aead_impl *impl, int dir, double seconds, rr_buf *b)
+{
+    size_t iters = 1;
+    while (rr_batch(impl, dir, iters, b) * (double)iters < seconds && iters < (1u << 24)) {
+        iters *= 2;
+    }
+    return iters;
+}
+
+/* Both kernels must give the same ciphertext and tag, or the comparison means nothing. */
+static void rr_same_output(const sealstore_aead_impl *a, const sealstore_aead_impl *b, rr_buf *x)
+{
+    uint8_t *c2 = malloc(x->n + 1), mac2[16];
+    if (c2 == NULL) {
+        exit(1);
+    }
+    a->encrypt(x->c, x->mac, 16, x->m, x->n, rr_ad, sizeof rr_ad, rr_npub, rr_key);
+    b->encrypt(c2, mac2, 16, x->m, x->n, rr_ad, sizeof rr_ad, rr_npub, rr_key);
+    if (memcmp(c2, x->c, x->n) != 0 || memcmp(mac2, x->mac, 16) != 0) {
+        fprintf(stderr, "portable and baseline kernels disagree\n");
+        exit(1);
+    }
+    free(c2);
+}
+
+static void rr_row(int first, int v, int dir, size_t n, double budget, rr_buf *b)
+{
+    const sealstore_aead_impl *const base[] = {&sealstore_bench_baseline_128l,
+                                               &sealstore_bench_baseline_128x2,
+                                               &sealstore_bench_baseline_128x4};
+    const sealstore_aead_impl *cur = sealstore_impl(v, SEALSTORE_KERNEL_PORTABLE);
+    double tb[RR_REPS], tc[RR_REPS], ratio[RR_REPS];
+
+    b->n = n;
+    rr_same_output(base[v], cur, b);
+    /* short batches: most of them then run inside one scheduler time slice on a busy machine,
+       and the medians (and minima) are times of undisturbed batches */
+    const double slice = budget / (2.0 * RR_REPS) < 5e-4 ? budget / (2.0 * RR_REPS) : 5e-4;
+    const size_t ib = rr_calibrate(base[v], dir, slice, b), ic = rr_calibrate(cur, dir, slice, b);
+    for (int r = 0; r < RR_REPS; r++) {
+        tb[r] = rr_batch(base[v], dir, ib, b);
+        tc[r] = rr_batch(cur, dir, ic, b);
+        ratio[r] = tb[r] / tc[r];
+    }
+    qsort(tb, RR_REPS, sizeof tb[0], cmp);
+    qsort(tc, RR_REPS, sizeof tc[0], cmp);
+    qsort(ratio, RR_REPS, sizeof ratio[0], cmp);
+    printf("%s  {\"variant\": \"%s\", \"op\": \"%s\", \"size\": %zu, \"reps\": %d, "
+           "\"baseline_gbps\": %.4f, \"portable_gbps\": %.4f, \"speedup_median\": %.2f, "
+           "\"speedup_min\": %.2f, \"speedup_max\": %.2f, \"speedup_of_fastest\": %.2f}",
+           first ? "" : ",\n", variant_names[v], dir ? "decrypt" : "encrypt", n, RR_REPS,
+           (double)n / tb[RR_REPS / 2] / 1e9, (double)n / tc[RR_REPS / 2] / 1e9,
+           ratio[RR_REPS / 2], ratio[0], ratio[RR_REPS - 1], tb[0] / tc[0]);
+    fflush(stdout);
+}
+
+/* 1 KiB and 16 KiB, every variant, both directions, about budget seconds per row. */
+static void portable_vs_baseline(double budget, uint8_t *m, uint8_t *c)
+{
+    const size_t sizes[] = {1024, 16384};
+    rr_buf b = {m, c, {0}, 0};
+    int first = 1;
+    for (int v = 0; v < SEALSTORE_NVARIANTS; v++) {
+        for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+            for (int dir = 0; dir < 2; dir++) {
+                rr_row(first, v, dir, sizes[si], budget, &b);
+                first = 0;
+            }
+        }
+    }
+}
 
 int main(int argc, char **argv)
 {
@@ -129,6 +235,8 @@ int main(int argc, char **argv)
             sealstore_ctx_free(ctx);
         }
     }
+    printf("\n], \"portable_baseline\": [\n");
+    portable_vs_baseline(budget, m, c);
     printf("\n]}\n");
     free(m);
     free(c);

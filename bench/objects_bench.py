@@ -83,13 +83,13 @@ class _StreamWork:
         out = bytearray(batch + 32)
         view = memoryview(self.data[i])
         for off in range(0, self.size, batch):
-            raw.encrypt_into(out, nonce, view[off : off + batch])
+            raw.encrypt_into(nonce, view[off : off + batch], None, out)
 
     def raw_open(self, i: int) -> None:
         raw, nonce = self.raw, self.nonce
         out = bytearray(self.batch)
         for message in self.raw_sealed[i]:
-            raw.decrypt_into(out, nonce, message)
+            raw.decrypt_into(nonce, message, None, out)
 
     def stream_seal(self, i: int) -> None:
         out = bytearray(self.sealed_batch)

@@ -36,6 +36,10 @@ if TYPE_CHECKING:  # the names imported on first use (_LAZY below), as type chec
     from .rotation.worker import WorkerResult
     from .schema import create_tables, drop_tables
 
+from sealstore.extras import require
+
+require("sqlalchemy", "sealstore.migrations")  # every submodule needs SQLAlchemy and Alembic
+
 __all__ = [
     "VERSIONS",
     "VERSION_LOCATION",

@@ -1,7 +1,8 @@
 """cffi builder for ``sealstore._native`` (out-of-line API mode, compiled by the package build).
 
 Every kernel file turns on its own instruction set with a target pragma, so no -m flag is
-passed here; on machines that are not x86 only the portable kernels do anything.
+passed here; x86 machines build the x86 kernels, aarch64 ones the ARMv8 Crypto Extension
+kernels, anything else the portable kernels alone.
 """
 
 import os
@@ -25,16 +26,22 @@ X86_KERNELS = {
     "aegis128x2": ("aesni", "avx2"),
     "aegis128x4": ("aesni", "avx2", "avx512"),
 }
+ARM64_KERNELS = {variant: ("armcrypto",) for variant in VARIANTS}
 
 
 def is_x86():
     return platform.machine().lower() in ("x86_64", "amd64", "i386", "i686", "x86")
 
 
+def is_arm64():
+    return platform.machine().lower() in ("aarch64", "arm64")
+
+
 def kernel_sources():
     sources = [_rel("src", "util.c"), _rel("src", "dispatch.c"), _rel("src", "calls.c")]
     for variant in VARIANTS:
-        kernels = ("portable",) + (X86_KERNELS[variant] if is_x86() else ())
+        native = X86_KERNELS if is_x86() else ARM64_KERNELS if is_arm64() else {}
+        kernels = ("portable",) + native.get(variant, ())
         for kernel in kernels:
             sources.append(_rel("src", variant, f"{variant}_{kernel}.c"))
     return sources

@@ -2,7 +2,7 @@
 #define SEALSTORE_KEYBYTES 16
 #define SEALSTORE_NPUBBYTES 16
 #define SEALSTORE_NVARIANTS 3
-#define SEALSTORE_NKERNELS 4
+#define SEALSTORE_NKERNELS 5
 
 typedef int (*sealstore_encrypt_fn)(uint8_t *c, uint8_t *mac, size_t maclen, const uint8_t *m,
                                     size_t mlen, const uint8_t *ad, size_t adlen,

@@ -27,4 +27,5 @@ __all__ = [
     "sealed_size",
     "use_keyring",
 ]
+#: the package version, written only here (pyproject.toml reads it: [tool.setuptools.dynamic])
 __version__ = "0.1.0"

@@ -5,8 +5,10 @@ They mirror ``cryptography.hazmat.primitives.ciphers.aead``: the key goes to the
 ``decrypt`` raises :class:`sealstore.errors.InvalidTag` on any authentication failure.  Any
 contiguous buffer is accepted without a copy.
 
-Beyond cryptography's API, every class has ``encrypt_into``/``decrypt_into`` (write into a
-caller's buffer) and the prefixed-value calls the sealed-value format is built on:
+``encrypt_into(nonce, data, associated_data, buf)``/``decrypt_into`` write into a caller's
+buffer, in cryptography's argument order (>= 47: the buffer last; ``buf`` may be longer than
+the output, the number of bytes written is returned).  Beyond cryptography's API, every class
+has the prefixed-value calls the sealed-value format is built on:
 ``seal_prefixed(prefix, plaintext, ad)`` returns ``prefix || nonce || ciphertext || tag`` with a
 fresh random nonce and ``prefix || ad`` authenticated, and ``open_prefixed`` reverses it.
 """
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from cryptography.hazmat.primitives.ciphers import aead as _crypto_aead
 from cryptography.exceptions import InvalidTag as _CryptoInvalidTag
@@ -43,9 +45,9 @@ def _key_bytes(key: Buffer, sizes: tuple[int, ...]) -> memoryview:
 _AEGIS_DOC = """An AEGIS-128L/128X cipher bound to one key and one native kernel.
 
     ``tag_size`` is 16 or 32 bytes (32 gives key commitment).  ``kernel`` names a native
-    kernel (``"portable"``, ``"aesni"``, ``"avx2"``, ``"avx512"``) for tests and benchmarks;
-    by default the best one this CPU runs (or ``SEALSTORE_KERNEL``) is used.  One object is
-    safe to use from many threads.
+    kernel (``"portable"``, ``"aesni"``, ``"avx2"``, ``"avx512"``, ``"armcrypto"``) for tests
+    and benchmarks; by default the best one this CPU runs (or ``SEALSTORE_KERNEL``) is used.
+    One object is safe to use from many threads.
     """
 
 #: (instance attribute, native method): the entry points each instance takes from its context
@@ -108,20 +110,20 @@ class _AEGIS:
         return self._fast.decrypt(nonce, data, associated_data)
 
     def encrypt_into(
-        self, out: Buffer, nonce: Buffer, data: Buffer, associated_data: Buffer | None = None
+        self, nonce: Buffer, data: Buffer, associated_data: Buffer | None, buf: Buffer
     ) -> int:
-        """Write ciphertext || tag into ``out``; returns the number of bytes written.  ``out``
-        may start exactly where ``data`` does (in place); any other overlap with an input
-        raises OverlappingBuffers before anything is written."""
-        # (the stub has the buffer last, as cryptography >= 47 and the native method from then on)
-        return self._fast.encrypt_into(out, nonce, data, associated_data)  # type: ignore[arg-type]
+        """Write ciphertext || tag into ``buf`` (cryptography's order: the buffer last);
+        returns the number of bytes written.  ``buf`` may start exactly where ``data`` does (in
+        place); any other overlap with an input raises OverlappingBuffers before anything is
+        written."""
+        return self._fast.encrypt_into(nonce, data, associated_data, buf)
 
     def decrypt_into(
-        self, out: Buffer, nonce: Buffer, data: Buffer, associated_data: Buffer | None = None
+        self, nonce: Buffer, data: Buffer, associated_data: Buffer | None, buf: Buffer
     ) -> int:
-        """Write the plaintext into ``out``; on failure the ``len(data) - tag_size`` bytes it
+        """Write the plaintext into ``buf``; on failure the ``len(data) - tag_size`` bytes it
         would have written are wiped and InvalidTag is raised.  Overlap: as encrypt_into."""
-        return self._fast.decrypt_into(out, nonce, data, associated_data)  # type: ignore[arg-type]
+        return self._fast.decrypt_into(nonce, data, associated_data, buf)
 
     def seal_prefixed(
         self, prefix: Buffer, plaintext: Buffer, associated_data: Buffer | None = None
@@ -240,20 +242,22 @@ class AESGCM:
             raise InvalidTag() from None
 
     def encrypt_into(
-        self, out: Buffer, nonce: Buffer, data: Buffer, associated_data: Buffer | None = None
+        self, nonce: Buffer, data: Buffer, associated_data: Buffer | None, buf: Buffer
     ) -> int:
+        dst = _out_view(buf)  # first: a call in the old order (buffer first) fails here
         n = memoryview(data).nbytes + self.tag_size
-        dst = _out_view(out, n)
+        _check_room(dst, n)
         _speedups.check_disjoint(dst, n, True, data, nonce, associated_data)
         return self._aead.encrypt_into(nonce, data, associated_data, dst[:n])
 
     def decrypt_into(
-        self, out: Buffer, nonce: Buffer, data: Buffer, associated_data: Buffer | None = None
+        self, nonce: Buffer, data: Buffer, associated_data: Buffer | None, buf: Buffer
     ) -> int:
+        dst = _out_view(buf)
         n = memoryview(data).nbytes - self.tag_size
         if n < 0:
             raise InvalidTag()
-        dst = _out_view(out, n)
+        _check_room(dst, n)
         _speedups.check_disjoint(dst, n, True, data, nonce, associated_data)
         try:
             return self._aead.decrypt_into(nonce, data, associated_data, dst[:n])
@@ -381,16 +385,30 @@ def _gcm_segment_nonce(prefix: Buffer, index: int, final: bool) -> bytes:
     return head + index.to_bytes(4, "big") + (b"\x01" if final else b"\x00")
 
 
-def _out_view(out: Buffer, need: int) -> memoryview:
+_INTO_ORDER = (
+    "(encrypt_into and decrypt_into take the buffer last, as cryptography's do: "
+    "(nonce, data, associated_data, buf))"
+)
+
+
+def _out_view(buf: Any) -> memoryview:
+    """The caller's output buffer as bytes; a TypeError naming the argument order otherwise
+    (a call in the old order passes the AD or None there)."""
     try:
-        dst = memoryview(out)
+        dst = memoryview(buf)
     except TypeError:
         raise TypeError(
-            f"out must be a writable bytes-like object, not {type(out).__name__}"
+            f"buf must be a writable, contiguous bytes-like object, not {type(buf).__name__} "
+            + _INTO_ORDER
         ) from None
-    if dst.readonly:
-        raise TypeError("out must be a writable bytes-like object")
-    dst = dst.cast("B")
+    if dst.readonly or not dst.contiguous:
+        raise TypeError(
+            "buf must be a writable, contiguous bytes-like object, not a read-only or "
+            "non-contiguous one " + _INTO_ORDER
+        )
+    return dst.cast("B")
+
+
+def _check_room(dst: memoryview, need: int) -> None:
     if dst.nbytes < need:
-        raise ValueError(f"out must be at least {need} bytes, got {dst.nbytes}")
-    return dst
+        raise ValueError(f"buf must be at least {need} bytes, got {dst.nbytes}")

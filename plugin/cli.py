@@ -21,9 +21,9 @@ import json
 import logging
 import sys
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from .errors import SealstoreError
+from .errors import MissingExtra, SealstoreError
 from .format import Suite
 
 if TYPE_CHECKING:
@@ -173,6 +173,19 @@ def build_parser(programs: dict[str, EntryPoint] | None = None) -> argparse.Argu
         help="config file (.toml/.json); default $SEALSTORE_CONFIG",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    keys = _add_keys_commands(commands)
+    programs = _programs() if programs is None else programs
+    for name, program in sorted(programs.items()):  # listed for --help; main() runs them
+        text = program.load().help
+        commands.add_parser(name, help=text, description=text)
+    for register in _registered(COMMANDS):
+        register(commands, keys)
+    return parser
+
+
+def _add_keys_commands(commands: Any) -> Any:
+    """``sealstore keys init | list | rotate``; returns the ``keys`` sub-parsers, where the
+    layers above add ``retire`` and ``destroy``."""
     keys = commands.add_parser(
         "keys",
         help="manage the keyring",
@@ -209,14 +222,7 @@ def build_parser(programs: dict[str, EntryPoint] | None = None) -> argparse.Argu
     p.add_argument("--suite", choices=_SUITES, help="suite of the new key (default: config)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=_cmd_rotate)
-
-    programs = _programs() if programs is None else programs
-    for name, program in sorted(programs.items()):  # listed for --help; main() runs them
-        text = program.load().help
-        commands.add_parser(name, help=text, description=text)
-    for register in _registered(COMMANDS):
-        register(commands, keys)
-    return parser
+    return keys
 
 
 #: entry-point group of the layers above the core (adapters, migrations): ``register(commands,
@@ -240,7 +246,28 @@ def _registered(group: str) -> list[Any]:
         raise SealstoreError(
             f"no {group} entry points: sealstore's install is incomplete (reinstall it)"
         )
-    return [ep.load() for ep in found]
+    return [_load(ep) for ep in found]
+
+
+def _load(ep: EntryPoint) -> Any:
+    """An entry point's object; for sub-commands whose extra is not installed, a register
+    function that adds one command, the entry point's name, which says what to install (so
+    ``sealstore --help`` lists it and running it is one line naming the extra, exit 1)."""
+    try:
+        return ep.load()
+    except MissingExtra as exc:
+        missing = exc
+
+    def register(commands: Any, keys: Any) -> None:
+        p = commands.add_parser(ep.name, help=f"not available: {missing}")
+        p.add_argument("args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+        p.set_defaults(func=lambda args: _raise(missing))
+
+    return register
+
+
+def _raise(exc: Exception) -> NoReturn:
+    raise exc
 
 
 def _programs() -> dict[str, EntryPoint]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from cryptography.exceptions import InvalidTag as _CryptoInvalidTag
+
 __all__ = [
     "BlindIndexError",
     "ColumnBindingError",
@@ -28,6 +30,7 @@ __all__ = [
     "MalformedCiphertext",
     "MalformedObject",
     "MigrationRequired",
+    "MissingExtra",
     "NonceReuseRefused",
     "NotSealedObject",
     "OverlappingBuffers",
@@ -65,11 +68,13 @@ class SealstoreError(Exception):
     sealstore_reason: str | None = None
 
 
-class InvalidTag(SealstoreError):
+class InvalidTag(SealstoreError, _CryptoInvalidTag):
     """Authentication failed: wrong key, wrong associated data, or modified/truncated input.
 
     Raised bare, without a message, so a forged and a truncated ciphertext look the same.
     A call over many values or segments sets ``index`` to the position that failed.
+    Also a ``cryptography.exceptions.InvalidTag``, so code written for cryptography's AEAD
+    classes catches it.
     """
 
     index: int | None = None
@@ -235,3 +240,22 @@ class RetryBudgetExhausted(DatabaseOperationFailed):
 
     attempts: int | None = None
     elapsed: float | None = None
+
+
+class MissingExtra(SealstoreError, ImportError):
+    """A part of sealstore was imported or used whose optional dependencies are not installed;
+    the message names the extra that brings them (``pip install 'sealstore[s3]'``).  ``.extra``
+    is that extra's name, ``.name`` the first missing module."""
+
+    def __init__(self, what: str, extra: str, missing: list[str]) -> None:
+        super().__init__(
+            f"{what} needs the {extra!r} extra (missing: {', '.join(missing)}): "
+            f"pip install 'sealstore[{extra}]'",
+            name=missing[0],
+        )
+        self.what = what
+        self.extra = extra
+        self.missing = tuple(missing)
+
+    def __reduce__(self) -> tuple[Any, ...]:  # pickles (to another process) with its own arguments
+        return (type(self), (self.what, self.extra, list(self.missing)))

@@ -37,7 +37,7 @@ def _c_str(p: CData) -> str:
 
 
 #: Kernel names, from the least to the most preferred.
-KERNELS = ("portable", "aesni", "avx2", "avx512")
+KERNELS = ("portable", "aesni", "avx2", "avx512", "armcrypto")
 #: Variant names and their native ids, as the C library reports them (the suite registry,
 #: ``sealstore.suites``, names each suite's variant; tests/test_suites.py checks they agree).
 VARIANTS = {_c_str(lib.sealstore_variant_name(v)): v for v in range(lib.SEALSTORE_NVARIANTS)}
@@ -51,6 +51,7 @@ _FEATURES = (
     "avx512f",
     "os_ymm",
     "os_zmm",
+    "arm_aes",
 )
 
 
@@ -64,7 +65,8 @@ def _kernel_id(name: str) -> int:
 
 
 def features() -> list[str]:
-    """CPU features seen (cpuid, and xgetbv for the register state the OS saves)."""
+    """CPU features seen (x86: cpuid, and xgetbv for the register state the OS saves;
+    aarch64: ``arm_aes`` from HWCAP_AES or macOS's FEAT_AES)."""
     bits = lib.sealstore_cpu_features()
     return [name for i, name in enumerate(_FEATURES) if bits & (1 << i)]
 

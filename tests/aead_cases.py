@@ -19,7 +19,7 @@ from sealstore.suites import by_native_variant, native_variants
 
 VECTORS = Path(__file__).parent / "vectors"
 VARIANTS = native_variants()
-ALL_KERNELS = ("portable", "aesni", "avx2", "avx512")
+ALL_KERNELS = ("portable", "aesni", "avx2", "avx512", "armcrypto")
 
 
 @lru_cache(maxsize=None)

@@ -133,9 +133,9 @@ def scenario_resize(seconds: float) -> int:
 
     def call():
         try:
-            n = cipher.encrypt_into(out, nonce, data, ad)
+            n = cipher.encrypt_into(nonce, data, ad, out)
             ct = bytes(out[:n])
-            n = cipher.decrypt_into(out, nonce, ct, ad)
+            n = cipher.decrypt_into(nonce, ct, ad, out)
             assert same(out[:n]), "decrypt_into returned a wrong plaintext"
             assert cipher.open_prefixed(1, sealed) == plain
             assert same(cipher.open_prefixed(1, cipher.seal_prefixed(b"p", data, ad), ad))

@@ -100,8 +100,8 @@ def _check_bad_nonce(spec, size):
     for call in (
         lambda: c.encrypt(bytes(size), b"x", None),
         lambda: c.decrypt(bytes(size), sealed, None),
-        lambda: c.encrypt_into(bytearray(64), bytes(size), b"x", None),
-        lambda: c.decrypt_into(bytearray(64), bytes(size), sealed, None),
+        lambda: c.encrypt_into(bytes(size), b"x", None, bytearray(64)),
+        lambda: c.decrypt_into(bytes(size), sealed, None, bytearray(64)),
     ):
         with pytest.raises(ValueError) as e:
             call()
@@ -117,10 +117,10 @@ def test_non_buffer_arguments(spec, bad):
         lambda: spec.cls(bad),
         lambda: c.encrypt(spec.nonce, bad, None),
         lambda: c.decrypt(spec.nonce, bad, None),
-        lambda: c.encrypt_into(bytearray(64), spec.nonce, bad, None),
-        lambda: c.decrypt_into(bytearray(64), spec.nonce, bad, None),
-        lambda: c.encrypt_into(bad, spec.nonce, b"data", None),
-        lambda: c.decrypt_into(bad, spec.nonce, sealed, None),
+        lambda: c.encrypt_into(spec.nonce, bad, None, bytearray(64)),
+        lambda: c.decrypt_into(spec.nonce, bad, None, bytearray(64)),
+        lambda: c.encrypt_into(spec.nonce, b"data", None, bad),
+        lambda: c.decrypt_into(spec.nonce, sealed, None, bad),
     ]
     if bad is not None:  # None is a valid AD
         calls += [
@@ -137,19 +137,19 @@ def test_read_only_out_is_a_type_error(spec):
     c = spec.make()
     sealed = c.encrypt(spec.nonce, b"data", None)
     with pytest.raises(TypeError):
-        c.encrypt_into(bytes(64), spec.nonce, b"data", None)
+        c.encrypt_into(spec.nonce, b"data", None, bytes(64))
     with pytest.raises(TypeError):
-        c.decrypt_into(bytes(64), spec.nonce, sealed, None)
+        c.decrypt_into(spec.nonce, sealed, None, bytes(64))
 
 
 def test_out_too_small(spec):
     c = spec.make()
     sealed = c.encrypt(spec.nonce, b"x" * 40, None)
     with pytest.raises(ValueError) as e:
-        c.encrypt_into(bytearray(40 + spec.tag_size - 1), spec.nonce, b"x" * 40, None)
+        c.encrypt_into(spec.nonce, b"x" * 40, None, bytearray(40 + spec.tag_size - 1))
     assert str(40 + spec.tag_size) in _msg(e), _msg(e)
     with pytest.raises(ValueError) as e:
-        c.decrypt_into(bytearray(39), spec.nonce, sealed, None)
+        c.decrypt_into(spec.nonce, sealed, None, bytearray(39))
     assert "40" in _msg(e), _msg(e)
     assert not isinstance(e.value, InvalidTag)
 
@@ -157,12 +157,12 @@ def test_out_too_small(spec):
 def test_out_larger_than_needed_is_written_only_at_the_front(spec):
     c = spec.make()
     out = bytearray(b"\x77" * 100)
-    n = c.encrypt_into(out, spec.nonce, b"abc", b"ad")
+    n = c.encrypt_into(spec.nonce, b"abc", b"ad", out)
     assert n == 3 + spec.tag_size
     assert bytes(out[:n]) == c.encrypt(spec.nonce, b"abc", b"ad")
     assert out[n:] == b"\x77" * (100 - n)
     back = bytearray(b"\x77" * 10)
-    assert c.decrypt_into(back, spec.nonce, bytes(out[:n]), b"ad") == 3
+    assert c.decrypt_into(spec.nonce, bytes(out[:n]), b"ad", back) == 3
     assert back == b"abc" + b"\x77" * 7
 
 
@@ -173,7 +173,7 @@ def test_none_ad_equals_empty_ad(spec):
     assert a == c.encrypt(spec.nonce, b"payload")
     assert c.decrypt(spec.nonce, a, b"") == c.decrypt(spec.nonce, a) == b"payload"
     out = bytearray(len(a))
-    c.encrypt_into(out, spec.nonce, b"payload")
+    c.encrypt_into(spec.nonce, b"payload", None, out)
     assert out == a
 
 
@@ -228,7 +228,7 @@ def test_input_shorter_than_tag_is_invalid_tag(spec):
                 with pytest.raises(InvalidTag):
                     c.decrypt(spec.nonce, data, None)
                 with pytest.raises(InvalidTag):
-                    c.decrypt_into(bytearray(64), spec.nonce, data, None)
+                    c.decrypt_into(spec.nonce, data, None, bytearray(64))
 
 
 def test_invalid_tag_has_no_message(spec):
@@ -247,7 +247,7 @@ def test_decrypt_into_wipes_on_failure(spec):
     sealed[-3] ^= 0x40
     out = bytearray(b"\xcc" * len(msg))
     with pytest.raises(InvalidTag):
-        c.decrypt_into(out, spec.nonce, bytes(sealed), b"ad")
+        c.decrypt_into(spec.nonce, bytes(sealed), b"ad", out)
     assert out == bytes(len(msg))
 
 
@@ -267,7 +267,7 @@ def test_repr_and_errors_hold_no_key(spec):
     texts = [repr(c), str(c)]
     for call in (
         lambda: c.encrypt(bytes(3), b"x", None),
-        lambda: c.encrypt_into(bytearray(1), spec.nonce, b"x", None),
+        lambda: c.encrypt_into(spec.nonce, b"x", None, bytearray(1)),
         lambda: c.encrypt(spec.nonce, "text", None),
     ):
         with pytest.raises((ValueError, TypeError)) as e:
@@ -414,7 +414,7 @@ def test_thread_safety_one_cipher_many_threads(variant):
                     if c.decrypt(nonce, want, ad) != m:
                         errors.append(("decrypt", t, j))
                     out = bytearray(len(want))
-                    c.encrypt_into(out, nonce, m, ad)
+                    c.encrypt_into(nonce, m, ad, out)
                     if out != want:
                         errors.append(("encrypt_into", t, j))
         except Exception as exc:  # noqa: BLE001 - reported below

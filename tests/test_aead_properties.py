@@ -96,10 +96,10 @@ def test_random_inputs_match_portable_and_reference(variant, kernel, p):
     assert c.encrypt(nonce, msg, ad) == want
     assert portable.encrypt(nonce, msg, ad) == want
     out = bytearray(len(msg) + ts)
-    assert c.encrypt_into(out, nonce, msg, ad) == len(out) and out == want
+    assert c.encrypt_into(nonce, msg, ad, out) == len(out) and out == want
     assert c.decrypt(nonce, want, ad) == msg
     back = bytearray(len(msg))
-    assert c.decrypt_into(back, nonce, want, ad) == len(msg) and back == msg
+    assert c.decrypt_into(nonce, want, ad, back) == len(msg) and back == msg
 
 
 @pytest.mark.parametrize("variant,kernel", VK)
@@ -120,7 +120,7 @@ def test_random_single_bit_flip_fails(variant, kernel, p, where, part):
     with pytest.raises(InvalidTag):
         c.decrypt(args["nonce"], args["data"], args["ad"])
     with pytest.raises(InvalidTag):
-        c.decrypt_into(out, args["nonce"], args["data"], args["ad"])
+        c.decrypt_into(args["nonce"], args["data"], args["ad"], out)
     assert out == bytes(len(msg))
 
 
@@ -193,17 +193,17 @@ def test_large_unaligned_match_portable(variant, kernel, big):
         assert c.encrypt(nonce, msg, ad) == want, (size, off)
         out_backing = bytearray(size + 16 + 9)
         out = memoryview(out_backing)[5 : 5 + size + 16]
-        assert c.encrypt_into(out, nonce, msg, ad) == size + 16
+        assert c.encrypt_into(nonce, msg, ad, out) == size + 16
         assert out == want
         assert out_backing[:5] == bytes(5) and out_backing[5 + size + 16 :] == bytes(4)
         back = memoryview(bytearray(size + 3))[3:]
-        assert c.decrypt_into(back, nonce, out, ad) == size
+        assert c.decrypt_into(nonce, out, ad, back) == size
         assert back == msg
         # One flipped bit deep inside a large message: rejected, and nothing escapes.
         tampered = bytearray(want)
         tampered[size // 2] ^= 0x10
         with pytest.raises(InvalidTag):
-            c.decrypt_into(back, nonce, tampered, ad)
+            c.decrypt_into(nonce, tampered, ad, back)
         assert not any(back)
 
 
@@ -231,15 +231,15 @@ def test_numpy_inputs(variant, kernel, big):
         want = ref_c.encrypt(nonce.tobytes(), msg.tobytes(), ad.tobytes())
         assert c.encrypt(nonce, msg, ad) == want
         out = np.zeros(n + 16, dtype=np.uint8)
-        assert c.encrypt_into(out, nonce, msg, ad) == n + 16
+        assert c.encrypt_into(nonce, msg, ad, out) == n + 16
         assert out.tobytes() == want
         back = np.full(n, 0xEE, dtype=np.uint8)
-        assert c.decrypt_into(back, nonce, out, ad) == n
+        assert c.decrypt_into(nonce, out, ad, back) == n
         assert back.tobytes() == msg.tobytes()
     # Wider element types: sizes are in bytes, not in elements.
     words = np.frombuffer(big[: 8 * 1000], dtype=np.uint64)
     want = ref_c.encrypt(nonce.tobytes(), words.tobytes(), None)
     assert c.encrypt(nonce, words, None) == want
     out = np.zeros(1000 + 2, dtype=np.uint64)  # 8016 bytes: room for a 16-byte tag
-    assert c.encrypt_into(out, nonce, words, None) == 8000 + 16
+    assert c.encrypt_into(nonce, words, None, out) == 8000 + 16
     assert out.tobytes() == want

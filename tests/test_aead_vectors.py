@@ -51,17 +51,17 @@ def test_draft18_vector(vec, tag_size, kernel):
         assert cipher.encrypt(nonce, msg, ad) == ct + tag
         assert cipher.decrypt(nonce, ct + tag, ad) == msg
         out = bytearray(len(msg) + tag_size)
-        assert cipher.encrypt_into(out, nonce, msg, ad) == len(out)
+        assert cipher.encrypt_into(nonce, msg, ad, out) == len(out)
         assert bytes(out) == ct + tag
         back = bytearray(len(msg))
-        assert cipher.decrypt_into(back, nonce, ct + tag, ad) == len(msg)
+        assert cipher.decrypt_into(nonce, ct + tag, ad, back) == len(msg)
         assert bytes(back) == msg
     else:
         with pytest.raises(InvalidTag):
             cipher.decrypt(nonce, ct + tag, ad)
         back = bytearray(b"\xa5" * len(ct))
         with pytest.raises(InvalidTag):
-            cipher.decrypt_into(back, nonce, ct + tag, ad)
+            cipher.decrypt_into(nonce, ct + tag, ad, back)
         assert back == bytes(len(ct))
 
 

@@ -111,28 +111,34 @@ ROWS = [
     ("decrypt", "wrong associated data", lambda: C.decrypt(N16, CT, b"AD"), InvalidTag),
     (
         "encrypt_into/decrypt_into",
-        "out too small",
-        lambda: C.encrypt_into(bytearray(47), N16, bytes(16)),
+        "buf too small",
+        lambda: C.encrypt_into(N16, bytes(16), None, bytearray(47)),
         ValueError,
     ),
     (
         "encrypt_into/decrypt_into",
-        "out read-only (bytes)",
-        lambda: C.encrypt_into(bytes(64), N16, b""),
+        "buf read-only (bytes)",
+        lambda: C.encrypt_into(N16, b"", None, bytes(64)),
         TypeError,
     ),
     (
         "encrypt_into/decrypt_into",
-        "out overlapping data (not exactly in place)",
-        lambda: (lambda b: C.encrypt_into(memoryview(b)[1:], N16, memoryview(b)[:16]))(
+        "called in the old order (buffer first)",
+        lambda: C.encrypt_into(bytearray(64), N16, b"data", None),
+        TypeError,
+    ),
+    (
+        "encrypt_into/decrypt_into",
+        "buf overlapping data (not exactly in place)",
+        lambda: (lambda b: C.encrypt_into(N16, memoryview(b)[:16], None, memoryview(b)[1:]))(
             bytearray(64)
         ),
         OverlappingBuffers,
     ),
     (
         "decrypt_into",
-        "forged input (out is wiped)",
-        lambda: C.decrypt_into(bytearray(16), N16, flip(CT, 0), b"ad"),
+        "forged input (buf is wiped)",
+        lambda: C.decrypt_into(N16, flip(CT, 0), b"ad", bytearray(16)),
         InvalidTag,
     ),
     ("open_prefixed", "negative prefix_len", lambda: C.open_prefixed(-1, CT), ValueError),
@@ -309,7 +315,7 @@ def test_bad_input_gets_its_documented_exception(entry, bad, call, exc, tmp_path
 def test_decrypt_into_wipes_out_on_failure():
     out = bytearray(b"\xa5" * 16)
     with pytest.raises(InvalidTag):
-        C.decrypt_into(out, N16, flip(CT, 0), b"ad")
+        C.decrypt_into(N16, flip(CT, 0), b"ad", out)
     assert out == bytes(16)
 
 

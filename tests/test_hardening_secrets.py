@@ -120,7 +120,7 @@ def failing_operations():
             lambda c=c, n=n, ct=ct: c.decrypt(n, ct, PLAINTEXT),
             lambda c=c, n=n: c.decrypt(n, PLAINTEXT[:3]),
             lambda c=c: c.encrypt(bytes(3), PLAINTEXT),
-            lambda c=c, n=n, ct=ct: c.decrypt_into(bytearray(2), n, ct),
+            lambda c=c, n=n, ct=ct: c.decrypt_into(n, ct, None, bytearray(2)),
         ]
     ops += [
         lambda: AEGIS128L(KEY32),

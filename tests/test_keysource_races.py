@@ -7,9 +7,10 @@ import json
 import multiprocessing
 import os
 import threading
+import time
 
 import pytest
-from sealstore.errors import ConcurrentKeyChange
+from sealstore.errors import ConcurrentKeyChange, KeySourceError
 from sealstore.keysources.file import KeyFile
 from sealstore.keyring import KeyState
 from sealstore.keysources.database import DatabaseKeySource
@@ -150,3 +151,55 @@ def test_registry_processes_rotating_lose_no_key_sqlite(tmp_path):
         assert p.exitcode == 0
     stored = DatabaseKeySource(url, MasterKeyWrapper(master)).load()
     assert set(made) <= {k.key_id for k in stored.keys} and len(stored.keys) == 61
+
+
+def _hold_sqlite_lock(path, seconds: float, started) -> None:
+    import sqlite3
+
+    con = sqlite3.connect(path, isolation_level=None)
+    con.execute("BEGIN IMMEDIATE")
+    started.set()
+    time.sleep(seconds)
+    con.execute("ROLLBACK")
+    con.close()
+
+
+def _sqlite_source(tmp_path, busy_timeout: float):
+    path = tmp_path / "reg.db"
+    engine = create_engine(f"sqlite:///{path}", connect_args={"timeout": busy_timeout})
+    source = DatabaseKeySource(engine, MasterKeyWrapper(os.urandom(32)))
+    source.init()
+    return path, source
+
+
+def test_registry_sqlite_writer_outwaits_the_busy_timeout(tmp_path):
+    """A writer held up longer than the driver's busy timeout keeps waiting (as on MySQL) instead
+    of failing with 'database is locked': a loaded machine's rotations must all land."""
+    path, source = _sqlite_source(tmp_path, busy_timeout=0.1)
+    ring = source.load()
+    started = threading.Event()
+    holder = threading.Thread(target=_hold_sqlite_lock, args=(path, 1.0, started))
+    holder.start()
+    started.wait()
+    t0 = time.monotonic()
+    new = source.rotate(ring)
+    holder.join()
+    assert time.monotonic() - t0 >= 0.8
+    assert new.key_id in {k.key_id for k in source.load().keys}
+
+
+def test_registry_sqlite_lock_held_too_long_is_a_key_source_error(tmp_path, monkeypatch):
+    from sealstore.keysources import database
+
+    monkeypatch.setattr(database, "_LOCK_WAIT", 0.5)
+    path, source = _sqlite_source(tmp_path, busy_timeout=0.1)
+    ring = source.load()
+    before = {k.key_id for k in ring.keys}
+    started = threading.Event()
+    holder = threading.Thread(target=_hold_sqlite_lock, args=(path, 2.0, started))
+    holder.start()
+    started.wait()
+    with pytest.raises(KeySourceError, match="held the lock"):
+        source.rotate(ring)
+    holder.join()
+    assert {k.key_id for k in source.load().keys} == before  # nothing half-written

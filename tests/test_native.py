@@ -167,3 +167,55 @@ def test_kernel_the_cpu_lacks_is_unavailable(hide, hidden, gone):
 def test_unknown_feature_name_is_rejected(hide):
     with pytest.raises(ValueError):
         hide(["sse9"])
+
+
+# --- armcrypto: the aarch64 kernel (run under qemu by tools/cross_aarch64.sh) ---------------
+
+ARM64 = platform.machine().lower() in ("aarch64", "arm64")
+
+
+@pytest.mark.skipif(ARM64, reason="off aarch64 only")
+def test_armcrypto_is_named_but_never_runnable_off_aarch64():
+    from sealstore.errors import KernelUnavailable
+
+    assert "armcrypto" in native.KERNELS
+    assert "armcrypto" not in native.kernels()
+    assert "arm_aes" not in native.features()
+    assert all("armcrypto" not in native.variant_kernels(v) for v in VARIANTS)
+    with pytest.raises(KernelUnavailable, match="armcrypto"):
+        native.force_kernel("armcrypto")
+    assert native.info()["forced"] is None
+    # showing every x86 feature does not make it runnable either (it is not in this build)
+    native.hide_features([])
+    assert "armcrypto" not in native.kernels()
+
+
+@pytest.mark.skipif(ARM64, reason="off aarch64 only")
+def test_env_armcrypto_fails_at_import_off_aarch64():
+    import subprocess
+    import sys
+
+    env = dict(os.environ, SEALSTORE_KERNEL="armcrypto")
+    r = subprocess.run(
+        [sys.executable, "-c", "import sealstore"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode > 0
+    last = r.stderr.strip().splitlines()[-1]
+    assert "KernelUnavailable" in last and "SEALSTORE_KERNEL=armcrypto" in last, last
+
+
+@pytest.mark.skipif(not ARM64, reason="on aarch64 only")
+def test_armcrypto_follows_the_cpu_on_aarch64(hide):
+    text = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    flags = {f for line in text.splitlines() if line.startswith("Features") for f in line.split()}
+    if not flags:
+        pytest.skip("no Features line in /proc/cpuinfo")
+    assert ("armcrypto" in native.kernels()) == ("aes" in flags)
+    if "aes" in flags:
+        assert all(native.info()["selected"][v] == "armcrypto" for v in VARIANTS)
+        hide(["arm_aes"])
+        assert native.kernels() == ["portable"]

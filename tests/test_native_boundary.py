@@ -124,8 +124,8 @@ def test_encrypt_into_refuses_partial_overlap(cipher, shift):
     data = memoryview(buf)[start : start + n]
     out = memoryview(buf)[start + shift : start + shift + n + t]
     before = bytes(buf)
-    with pytest.raises(OverlappingBuffers, match="out overlaps data") as e:
-        cipher.encrypt_into(out, _nonce(cipher), data)
+    with pytest.raises(OverlappingBuffers, match="buf overlaps data") as e:
+        cipher.encrypt_into(_nonce(cipher), data, None, out)
     assert bytes(buf) == before  # nothing written
     assert isinstance(e.value, ValueError) and isinstance(e.value, SealstoreError)
     assert before.hex()[:16] not in str(e.value)
@@ -141,7 +141,7 @@ def test_decrypt_into_refuses_partial_overlap(cipher, shift):
     out = memoryview(buf)[20 + shift : 20 + shift + len(plain)]
     before = bytes(buf)
     with pytest.raises(OverlappingBuffers):
-        cipher.decrypt_into(out, nonce, data, b"ad")
+        cipher.decrypt_into(nonce, data, b"ad", out)
     assert bytes(buf) == before
 
 
@@ -149,13 +149,13 @@ def test_exact_in_place_is_supported(cipher):
     nonce, plain = _nonce(cipher), os.urandom(1000)
     expected = cipher.encrypt(nonce, plain, b"ad")
     buf = bytearray(plain) + bytearray(cipher.tag_size)
-    assert cipher.encrypt_into(buf, nonce, memoryview(buf)[: len(plain)], b"ad") == len(buf)
+    assert cipher.encrypt_into(nonce, memoryview(buf)[: len(plain)], b"ad", buf) == len(buf)
     assert bytes(buf) == expected
-    assert cipher.decrypt_into(buf, nonce, bytes(buf), b"ad") == len(plain)
+    assert cipher.decrypt_into(nonce, bytes(buf), b"ad", buf) == len(plain)
     mv = memoryview(buf)
-    assert cipher.decrypt_into(mv, nonce, bytearray(expected), b"ad") == len(plain)
+    assert cipher.decrypt_into(nonce, bytearray(expected), b"ad", mv) == len(plain)
     buf[:] = expected
-    assert cipher.decrypt_into(mv[: len(plain)], nonce, mv, b"ad") == len(plain)
+    assert cipher.decrypt_into(nonce, mv, b"ad", mv[: len(plain)]) == len(plain)
     assert bytes(buf[: len(plain)]) == plain
 
 
@@ -164,11 +164,11 @@ def test_out_may_not_overlap_nonce_or_ad(cipher):
     buf = bytearray(200)
     buf[: len(nonce)] = nonce
     with pytest.raises(OverlappingBuffers, match="nonce"):
-        cipher.encrypt_into(memoryview(buf), memoryview(buf)[: len(nonce)], b"data")
+        cipher.encrypt_into(memoryview(buf)[: len(nonce)], b"data", None, memoryview(buf))
     with pytest.raises(OverlappingBuffers, match="associated_data"):
-        cipher.encrypt_into(memoryview(buf)[:40], nonce, b"data", memoryview(buf)[10:30])
+        cipher.encrypt_into(nonce, b"data", memoryview(buf)[10:30], memoryview(buf)[:40])
     # disjoint slices of one buffer are fine
-    n = cipher.encrypt_into(memoryview(buf)[:40], nonce, b"data", memoryview(buf)[100:120])
+    n = cipher.encrypt_into(nonce, b"data", memoryview(buf)[100:120], memoryview(buf)[:40])
     assert bytes(buf[:n]) == cipher.encrypt(nonce, b"data", bytes(buf[100:120]))
 
 
@@ -249,7 +249,7 @@ def test_importing_the_extension_keeps_the_gil_on_a_free_threaded_build():
 
 def test_module_declares_it_needs_the_gil():
     """The slot is compiled in only where the C API has it (3.13+); the source must say so."""
-    src = native.__file__.rsplit("/", 2)[0] + "/native/speedups.c"
+    src = native.__file__.rsplit("/", 2)[0] + "/native/python/module.c"
     if not os.path.exists(src):
         pytest.skip("installed without the sources")
     text = open(src).read()

@@ -5,9 +5,11 @@ One line per (vector, tag size)::
 
     ALG TAGBYTES VALID KEY NONCE AD MSG CT TAG
 
-hex fields, ``-`` for an empty or absent field, VALID 1 or 0.  Usage::
+hex fields, ``-`` for an empty or absent field, VALID 1 or 0.  ``--wycheproof`` appends
+Project Wycheproof's cases for the variants it has a file for (AEGIS-128L: 479 cases, the
+"invalid" ones checked as must-fail decryptions).  Usage::
 
-    python tools/kat_vectors.py [tests/vectors/aegis-draft.json] > vectors.txt
+    python tools/kat_vectors.py [--wycheproof] [tests/vectors/aegis-draft.json] > vectors.txt
 """
 
 from __future__ import annotations
@@ -19,12 +21,12 @@ import sys
 from sealstore.suites import native_variants
 
 ALGS = native_variants()  # the suites the C library runs (the vector file has more)
-DEFAULT = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-    "tests",
-    "vectors",
-    "aegis-draft.json",
+VECTORS = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "vectors"
 )
+DEFAULT = os.path.join(VECTORS, "aegis-draft.json")
+#: Wycheproof file -> the variant it tests
+WYCHEPROOF = {"aegis128L_test.json": "AEGIS-128L"}
 
 
 def lines(path: str = DEFAULT) -> list[str]:
@@ -44,5 +46,34 @@ def lines(path: str = DEFAULT) -> list[str]:
     return out
 
 
+def wycheproof_lines(directory: str = os.path.join(VECTORS, "wycheproof")) -> list[str]:
+    """The Wycheproof cases of every file in WYCHEPROOF whose variant the C library runs.
+
+    Every group must use the sizes the C drivers take (16-byte key and nonce, 16- or 32-byte
+    tag) and every result be "valid" or "invalid": anything else is an error, not a skip."""
+    out = []
+    for name, alg in WYCHEPROOF.items():
+        if alg not in ALGS:
+            continue
+        with open(os.path.join(directory, name)) as f:
+            doc = json.load(f)
+        for group in doc["testGroups"]:
+            if (group["keySize"], group["ivSize"]) != (128, 128) or group["tagSize"] not in (
+                128,
+                256,
+            ):
+                raise ValueError(f"{name}: a test group the C drivers cannot take")
+            for t in group["tests"]:
+                if t["result"] not in ("valid", "invalid"):
+                    raise ValueError(f"{name} tc{t['tcId']}: result {t['result']!r}")
+                cols = [alg, str(group["tagSize"] // 8), "1" if t["result"] == "valid" else "0"]
+                cols += [t[k] or "-" for k in ("key", "iv", "aad", "msg", "ct", "tag")]
+                out.append(" ".join(cols))
+    return out
+
+
 if __name__ == "__main__":
-    print("\n".join(lines(*sys.argv[1:2])))
+    args = sys.argv[1:]
+    wp = "--wycheproof" in args
+    args = [a for a in args if a != "--wycheproof"]
+    print("\n".join(lines(*args[:1]) + (wycheproof_lines() if wp else [])))

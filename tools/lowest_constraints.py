@@ -3,16 +3,17 @@
     python tools/lowest_constraints.py [pyproject.toml] > lowest.txt
     pip install -c lowest.txt ".[test]"
 
-Every ``name>=X`` of ``[project] dependencies`` becomes ``name==X``: CI installs exactly the
+Every ``name>=X`` of ``[project] dependencies`` and of the library's extras (``LIBRARY``: the
+adapters' and the KMS wrapping's dependencies) becomes ``name==X``: CI installs exactly the
 lowest versions sealstore declares and runs the core and adapter tests on them.  Markers are
 kept (``tomli>=1.1; python_version < '3.11'`` stays conditional).  A dependency without a floor
 is an error: a floor nobody tests is a guess.
 
     python tools/lowest_constraints.py --test-requirements > test-requirements.txt
 
-prints the test extra (the bench extra it names expanded) without the packages that pin
-botocore to their own release and so cannot sit beside the lowest boto3 (``SEPARATE``): their
-tests skip there and run in the main test venv.
+prints the test extra (the extras it names, ``sealstore[...]``, expanded) without the packages
+that pin botocore to their own release and so cannot sit beside the lowest boto3
+(``SEPARATE``): their tests skip there and run in the main test venv.
 """
 
 from __future__ import annotations
@@ -31,8 +32,15 @@ _REQ = re.compile(
 )
 
 
+#: the extras that hold library dependencies (the bench and test extras are tools)
+LIBRARY = ("sqlalchemy", "s3", "kms")
+
+
 def floors(pyproject: Path) -> list[str]:
-    deps = tomllib.loads(pyproject.read_text())["project"]["dependencies"]
+    project = tomllib.loads(pyproject.read_text())["project"]
+    deps = list(project["dependencies"])
+    for extra in LIBRARY:
+        deps += [d for d in project["optional-dependencies"][extra] if d not in deps]
     lines = []
     for dep in deps:
         m = _REQ.match(dep)
@@ -51,14 +59,24 @@ SEPARATE = {"aiobotocore"}  # pins botocore == its own release
 
 def test_requirements(pyproject: Path) -> list[str]:
     extras = tomllib.loads(pyproject.read_text())["project"]["optional-dependencies"]
-    out = []
-    for dep in extras["test"]:
-        name = _REQ.match(dep)["name"].lower()
-        if name == "sealstore":  # sealstore[bench]: the bench extra's own list
-            out += extras["bench"]
-        elif name not in SEPARATE:
-            out.append(dep)
+    out: list[str] = []
+    _expand(extras, "test", out, set())
     return out
+
+
+def _expand(extras: dict, extra: str, out: list[str], seen: set[str]) -> None:
+    """Append ``extra``'s requirements to ``out``, each ``sealstore[a,b]`` replaced by the
+    lists of ``a`` and ``b`` (each extra once), without ``SEPARATE`` and duplicates."""
+    seen.add(extra)
+    for dep in extras[extra]:
+        m = _REQ.match(dep)
+        if m["name"].lower() == "sealstore":
+            names = re.search(r"\[([^\]]*)\]", dep).group(1).split(",")
+            for name in (n.strip() for n in names):
+                if name not in seen:
+                    _expand(extras, name, out, seen)
+        elif m["name"].lower() not in SEPARATE and dep not in out:
+            out.append(dep)
 
 
 def main(argv: list[str]) -> int:

@@ -81,7 +81,7 @@ run_asan() {
         note "ASan/UBSan: format, keyring, object stream, bad-input and fuzz-corpus tests, SEALSTORE_KERNEL=$k"
         (cd "$ROOT" && "${env[@]}" SEALSTORE_KERNEL="$k" "$PY" -m pytest -q -p no:cacheprovider \
             tests/test_format.py tests/test_keyring.py tests/test_keyring_named.py tests/test_stream.py \
-            tests/test_hardening_inputs.py tests/test_hardening_fuzz.py >"$WORK/asan-$k.log" 2>&1) \
+            tests/test_hardening_inputs.py tests/toolchain/test_hardening_fuzz.py >"$WORK/asan-$k.log" 2>&1) \
             || fail "format/keyring tests on $k"
         tail -n 1 "$WORK/asan-$k.log"
     done

@@ -1,10 +1,12 @@
 """Smoke test of an installed sealstore on one Python: import, an AEGIS round trip on every
 variant, a TOML config file, one encrypted column on SQLite, one S3 object over HTTP on moto.
 
-    python tools/smoke.py        (needs sealstore and moto[server] installed; run outside the tree)
+    python tools/smoke.py        (needs sealstore[sqlalchemy,s3] and moto[server] installed;
+                                  run outside the tree)
 
 .ci/run installs the sdist on every Python the package claims (3.10, 3.12, 3.13 besides the
-3.11 of the main run) and runs this there.  Exit 0 and one line per check, or a traceback.
+3.11 of the main run) and runs this there, and on the repaired manylinux wheel
+(tools/wheel.sh); cibuildwheel runs it on every wheel it builds ([tool.cibuildwheel]).  Exit 0 and one line per check, or a traceback.
 """
 
 from __future__ import annotations

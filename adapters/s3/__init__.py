@@ -17,6 +17,9 @@ client does keeps working; ``client.sealstore.raw()`` gives untouched access to 
 from __future__ import annotations
 
 from typing import Any, TypeVar
+from sealstore.extras import require
+
+require("s3", "sealstore.adapters.s3")  # before anything imports boto3 or botocore
 
 import inspect
 
@@ -46,17 +49,17 @@ def encrypt_client(
 ) -> _Client:
     """Make ``client`` seal every object it writes and open every object it reads.
 
-        ``keyring``: a :class:`sealstore.keyring.Keyring`; objects are sealed under its primary
-        key and open under any usable key.  ``segment_size``: plaintext bytes per segment for new
-        objects (a power of two, 1 KiB .. 16 MiB).  ``passthrough``: return objects that were not
-        written by sealstore as they are instead of raising NotSealedObject (for buckets being
-        migrated).  ``allow_retired``: open objects of retired keys.  ``context``: bytes bound
-        into every object key (readers need the same).  ``bind_location``: bind every object written
+    ``keyring``: a :class:`sealstore.keyring.Keyring`; objects are sealed under its primary
+    key and open under any usable key.  ``segment_size``: plaintext bytes per segment for new
+    objects (a power of two, 1 KiB .. 16 MiB).  ``passthrough``: return objects that were not
+    written by sealstore as they are instead of raising NotSealedObject (for buckets being
+    migrated).  ``allow_retired``: open objects of retired keys.  ``context``: bytes bound
+    into every object key (readers need the same).  ``bind_location``: bind every object written
     to its bucket and key, so a copy or move by another tool fails to open (``WrongLocation``);
     pass False for applications that move sealed objects themselves (their objects then open
     anywhere; objects written with binding still open only where they were written).  Returns ``client``; its
-        :class:`S3Sealing` is ``client.sealstore``.  UnsupportedClient (a TypeError) for an
-        asynchronous (aiobotocore) client.  See ``docs/S3.md`` for what is refused and why.
+    :class:`S3Sealing` is ``client.sealstore``.  UnsupportedClient (a TypeError) for an
+    asynchronous (aiobotocore) client.  See ``docs/S3.md`` for what is refused and why.
     """
     if getattr(client, "sealstore", None) is not None:
         raise ValueError("this client is already encrypted (see client.sealstore)")

@@ -21,6 +21,10 @@
     session.scalars(select(User).where(User.email == "a@example.org"))
 """
 
+from sealstore.extras import require
+
+require("sqlalchemy", "sealstore.adapters.sqlalchemy", ("sqlalchemy",))  # before any import of it
+
 from . import fetching as _fetching  # noqa: F401  (opens encrypted columns as rows are fetched)
 from . import orm as _orm  # noqa: F401  (registers the mapper hooks)
 from . import results as _results  # noqa: F401  (binary results on psycopg 3)

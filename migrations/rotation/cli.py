@@ -30,6 +30,8 @@ import os
 import sys
 from contextlib import contextmanager
 
+from sealstore.extras import require
+
 __all__ = ["add_commands", "add_db_commands", "add_keys_commands"]
 
 DB_ENV = "SEALSTORE_DATABASE_URL"
@@ -605,6 +607,7 @@ def _references(args, engine, specs, key_id: int, urls: list[str]):
 
     client = None
     if urls:
+        require("s3", "checking S3 prefixes for a key's objects", ("boto3",))
         import boto3
 
         client = boto3.client("s3", endpoint_url=args.endpoint_url, region_name=args.region)

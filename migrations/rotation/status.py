@@ -7,11 +7,10 @@ NULLs, and the running jobs.  :func:`references` counts the values that name one
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
-
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy import func, inspect, select
 from sqlalchemy.engine import Connection, Engine
@@ -21,7 +20,7 @@ from ...format import KEY_ID_OFFSET
 from . import jobs
 from .reseal import key_id_bytes, key_id_sql
 from ..schema import JOBS_TABLE
-from .spec import ColumnSpec, IndexSpec
+from .spec import ColumnSpec, IndexSpec, specs_from_metadata
 from ..transient import scrubbed
 
 __all__ = [
@@ -99,12 +98,37 @@ def column_status(conn: Connection, spec: ColumnSpec | IndexSpec) -> ColumnStatu
     return ColumnStatus(spec.name, kind, rows, nulls, by_key, primary)
 
 
-def status(
-    engine: Engine, columns: Iterable[Any] = (), indexes: Iterable[Any] = ()
-) -> StatusReport:
-    """Per-column key-id counts for ``columns`` (ColumnSpecs) and ``indexes`` (IndexSpecs),
-    and the running jobs (when the job table exists)."""
+def status(engine: Engine, columns: Any = (), indexes: Any = ()) -> StatusReport:
+    """Per-column key-id counts and the running jobs (when the job table exists).
+
+    ``columns`` takes what :func:`~sealstore.migrations.rotate` and ``verify`` take: a
+    ColumnSpec, a list of specs, or models (MetaData, a declarative base, a mapped class, a
+    Table, or a list of those), whose blind indexes are counted too.  ``indexes``: more
+    IndexSpecs (or models, for their blind indexes only)."""
+    columns, indexes = _split_specs(columns, indexes)
     return scrubbed("status", _status, engine, columns, indexes)
+
+
+def _items(source) -> list:
+    if isinstance(source, Iterable) and not isinstance(source, (str, bytes)):
+        return list(source)
+    return [source]
+
+
+def _split_specs(columns, indexes) -> tuple[list[ColumnSpec], list[IndexSpec]]:
+    """Specs kept as given; anything else goes through :func:`specs_from_metadata`."""
+    out_cols: list[ColumnSpec] = []
+    out_idx: list[IndexSpec] = []
+    for source, with_columns in ((columns, True), (indexes, False)):
+        items = _items(source)
+        models = [i for i in items if not isinstance(i, (ColumnSpec, IndexSpec))]
+        out_cols += [i for i in items if isinstance(i, ColumnSpec)]
+        out_idx += [i for i in items if isinstance(i, IndexSpec)]
+        if models:
+            found_cols, found_idx = specs_from_metadata(models)
+            out_cols += found_cols if with_columns else []
+            out_idx += found_idx
+    return out_cols, out_idx
 
 
 def _status(engine: Engine, columns, indexes) -> StatusReport:

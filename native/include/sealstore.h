@@ -25,7 +25,8 @@
 #define SEALSTORE_KERNEL_AESNI 1
 #define SEALSTORE_KERNEL_AVX2 2
 #define SEALSTORE_KERNEL_AVX512 3
-#define SEALSTORE_NKERNELS 4
+#define SEALSTORE_KERNEL_ARMCRYPTO 4 /* aarch64: AESE/AESMC (x86 and arm kernels never meet) */
+#define SEALSTORE_NKERNELS 5
 
 /* CPU features seen (bits of sealstore_cpu_features()) */
 #define SEALSTORE_CPU_AESNI (1u << 0)
@@ -36,6 +37,7 @@
 #define SEALSTORE_CPU_AVX512F (1u << 5)
 #define SEALSTORE_CPU_OS_YMM (1u << 6)
 #define SEALSTORE_CPU_OS_ZMM (1u << 7)
+#define SEALSTORE_CPU_ARM_AES (1u << 8) /* aarch64 AESE/AESMC (HWCAP_AES, FEAT_AES) */
 
 /* One kernel's entry points for one variant (detached tag; maclen is 16 or 32). */
 typedef int (*sealstore_encrypt_fn)(uint8_t *c, uint8_t *mac, size_t maclen, const uint8_t *m,
@@ -80,7 +82,8 @@ typedef struct sealstore_ctx {
 
 /* ---- CPU features and dispatch (dispatch.c) ---- */
 
-/* Features seen by cpuid/xgetbv, read once, as SEALSTORE_CPU_* bits. */
+/* Features seen by cpuid/xgetbv (aarch64: the HWCAP auxv or sysctl), read once, as
+   SEALSTORE_CPU_* bits. */
 uint32_t sealstore_cpu_features(void);
 /* Tests only: pretend the CPU lacks every feature not in keep (~0u restores). */
 void sealstore_cpu_mask(uint32_t keep);

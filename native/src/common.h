@@ -22,6 +22,12 @@
 #define SEALSTORE_X86 0
 #endif
 
+#if defined(__aarch64__) || defined(_M_ARM64)
+#define SEALSTORE_ARM64 1
+#else
+#define SEALSTORE_ARM64 0
+#endif
+
 /* The AEGIS constants C0 and C1 (Fibonacci sequence mod 256), as in the draft. */
 static const uint8_t sealstore_aegis_c0[16] = {0x00, 0x01, 0x01, 0x02, 0x03, 0x05, 0x08, 0x0d,
                                                0x15, 0x22, 0x37, 0x59, 0x90, 0xe9, 0x79, 0x62};

@@ -1,7 +1,8 @@
 /*
- * CPU feature detection and kernel dispatch.  Features are read once (cpuid, and xgetbv for
- * the register state the OS saves); a context binds one kernel's entry points when it is
- * created, so every call costs one indirect call and nothing per block.
+ * CPU feature detection and kernel dispatch.  Features are read once (x86: cpuid, and xgetbv for
+ * the register state the OS saves; aarch64: HWCAP_AES from the kernel's auxiliary vector on
+ * Linux, hw.optional.arm.FEAT_AES on macOS); a context binds one kernel's entry points when it
+ * is created, so every call costs one indirect call and nothing per block.
  */
 #include <stdlib.h>
 
@@ -21,16 +22,38 @@
 #define X86_IMPL(name) NULL
 #endif
 
+#if SEALSTORE_ARM64 && defined(__linux__)
+#include <sys/auxv.h>
+#ifndef HWCAP_AES
+#define HWCAP_AES (1UL << 3) /* <asm/hwcap.h> on aarch64 Linux */
+#endif
+#define SEALSTORE_HAVE_HWCAP 1
+#else
+#define SEALSTORE_HAVE_HWCAP 0
+#endif
+#if SEALSTORE_ARM64 && defined(__APPLE__)
+#include <sys/sysctl.h>
+#endif
+
+#if SEALSTORE_ARM64
+#define ARM_IMPL(name) (&(name))
+#else
+#define ARM_IMPL(name) NULL
+#endif
+
 static const sealstore_aead_impl *const impls[SEALSTORE_NVARIANTS][SEALSTORE_NKERNELS] = {
     [SEALSTORE_AEGIS128L] = {&sealstore_aegis128l_portable, X86_IMPL(sealstore_aegis128l_aesni),
-                             X86_IMPL(sealstore_aegis128l_avx2), NULL},
+                             X86_IMPL(sealstore_aegis128l_avx2), NULL,
+                             ARM_IMPL(sealstore_aegis128l_armcrypto)},
     [SEALSTORE_AEGIS128X2] = {&sealstore_aegis128x2_portable,
                               X86_IMPL(sealstore_aegis128x2_aesni),
-                              X86_IMPL(sealstore_aegis128x2_avx2), NULL},
+                              X86_IMPL(sealstore_aegis128x2_avx2), NULL,
+                              ARM_IMPL(sealstore_aegis128x2_armcrypto)},
     [SEALSTORE_AEGIS128X4] = {&sealstore_aegis128x4_portable,
                               X86_IMPL(sealstore_aegis128x4_aesni),
                               X86_IMPL(sealstore_aegis128x4_avx2),
-                              X86_IMPL(sealstore_aegis128x4_avx512)},
+                              X86_IMPL(sealstore_aegis128x4_avx512),
+                              ARM_IMPL(sealstore_aegis128x4_armcrypto)},
 };
 
 /* The suite-registry name of each variant (plugin/suites.py native_variant). */
@@ -55,7 +78,20 @@ static const uint32_t kernel_needs[SEALSTORE_NKERNELS] = {
     [SEALSTORE_KERNEL_AVX512] = SEALSTORE_CPU_AESNI | SEALSTORE_CPU_AVX | SEALSTORE_CPU_AVX2 |
                                 SEALSTORE_CPU_VAES | SEALSTORE_CPU_AVX512F |
                                 SEALSTORE_CPU_OS_YMM | SEALSTORE_CPU_OS_ZMM,
+    [SEALSTORE_KERNEL_ARMCRYPTO] = SEALSTORE_CPU_ARM_AES,
 };
+
+/* Whether this build compiled the kernel's code at all (x86 kernels on x86, ...). */
+static int kernel_in_build(int kernel)
+{
+    if (kernel == SEALSTORE_KERNEL_PORTABLE) {
+        return 1;
+    }
+    if (kernel == SEALSTORE_KERNEL_ARMCRYPTO) {
+        return SEALSTORE_ARM64;
+    }
+    return SEALSTORE_X86;
+}
 
 static int detected;
 static uint32_t features;
@@ -71,9 +107,31 @@ static uint64_t xgetbv0(void)
 }
 #endif
 
+#if SEALSTORE_ARM64
+static uint32_t detect_arm(void)
+{
+    uint32_t f = 0;
+#if SEALSTORE_HAVE_HWCAP
+    if (getauxval(AT_HWCAP) & HWCAP_AES) {
+        f |= SEALSTORE_CPU_ARM_AES;
+    }
+#elif defined(__APPLE__)
+    int aes = 0;
+    size_t len = sizeof aes;
+    if (sysctlbyname("hw.optional.arm.FEAT_AES", &aes, &len, NULL, 0) == 0 && aes != 0) {
+        f |= SEALSTORE_CPU_ARM_AES;
+    }
+#endif
+    return f;
+}
+#endif
+
 static uint32_t detect(void)
 {
     uint32_t f = 0;
+#if SEALSTORE_ARM64
+    f = detect_arm();
+#endif
 #if SEALSTORE_HAVE_CPUID
     unsigned int eax, ebx, ecx, edx;
     unsigned int max = __get_cpuid_max(0, NULL);
@@ -134,7 +192,7 @@ int sealstore_kernel_supported(int kernel)
     if (kernel < 0 || kernel >= SEALSTORE_NKERNELS) {
         return 0;
     }
-    if (kernel != SEALSTORE_KERNEL_PORTABLE && !SEALSTORE_X86) {
+    if (!kernel_in_build(kernel)) {
         return 0;
     }
     return (sealstore_cpu_features() & kernel_needs[kernel]) == kernel_needs[kernel];

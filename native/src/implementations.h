@@ -18,4 +18,10 @@ extern const sealstore_aead_impl sealstore_aegis128x4_avx2;
 extern const sealstore_aead_impl sealstore_aegis128x4_avx512;
 #endif
 
+#if SEALSTORE_ARM64
+extern const sealstore_aead_impl sealstore_aegis128l_armcrypto;
+extern const sealstore_aead_impl sealstore_aegis128x2_armcrypto;
+extern const sealstore_aead_impl sealstore_aegis128x4_armcrypto;
+#endif
+
 #endif

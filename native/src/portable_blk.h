@@ -1,75 +1,162 @@
 /*
- * The block abstraction for the portable kernels: a state word of LANES 16-byte lanes held in
- * 64-bit words, and an Update that runs the eight AES rounds of all lanes through the
- * bitsliced round four blocks at a time.
+ * The AEGIS state of the portable kernels, kept bitsliced from initialization to finalization.
+ *
+ * Lane l of the D = LANES lanes (D = 1 for AEGIS-128L) is one group of aes_portable.h: its
+ * eight state words S0..S7 are the group's blocks B0..B7 (slot j = bit j of every byte of a
+ * plane lane).  One Update of a lane is then one bitsliced AESRound of its group, a rotation of
+ * the slots by one (AESRound(S(i-1)) lands in slot i, a shift inside every byte) and an XOR
+ * with the old planes, plus the message planes: M0 in slot 0, M1 in slot 4.  Only the 2*D
+ * message blocks are converted per Update (into slots 0 and 4), and only the 2*D keystream
+ * blocks come out (computed on the planes: Z0 = S1 ^ S6 ^ (S2 & S3) lands in slot 0 and
+ * Z1 = S2 ^ S5 ^ (S6 & S7) in slot 4 from the same shifts).  The full state is converted only
+ * at initialization and for the tag.
  */
 #ifndef SEALSTORE_PORTABLE_BLK_H
 #define SEALSTORE_PORTABLE_BLK_H
 
 #include "aes_portable.h"
 
-#define PW (2 * LANES)
+#define BLKBYTES (16 * LANES)
+#define RATE (2 * BLKBYTES)
+
+/* the eight state words of one lane, bitsliced */
+typedef struct {
+    aesp_w p[8];
+} pgroup;
 
 typedef struct {
-    uint64_t w[PW];
-} blk;
+    pgroup g[LANES];
+} pstate;
 
-SEALSTORE_INLINE blk blk_xor(const blk a, const blk b)
+/* The planes of eight blocks (block j into slot j). */
+SEALSTORE_INLINE void pgroup_pack(pgroup *g, const aesp_w blk[8])
 {
-    blk r;
-    for (int i = 0; i < PW; i++) {
-        r.w[i] = a.w[i] ^ b.w[i];
+    for (int b = 0; b < 8; b++) {
+        aesp_w p = aesp_mask(aesp_shr(blk[0], b), 0x01010101u);
+        for (int j = 1; j < 8; j++) {
+            p = aesp_or(p, aesp_shl(aesp_mask(aesp_shr(blk[j], b), 0x01010101u), j));
+        }
+        g->p[b] = p;
+    }
+}
+
+/* State word j of a group, as a block. */
+SEALSTORE_INLINE aesp_w pgroup_slot(const pgroup *g, const int j)
+{
+    aesp_w r = aesp_mask(aesp_shr(g->p[0], j), 0x01010101u);
+    for (int b = 1; b < 8; b++) {
+        r = aesp_or(r, aesp_shl(aesp_mask(aesp_shr(g->p[b], j), 0x01010101u), b));
     }
     return r;
 }
 
-SEALSTORE_INLINE blk blk_and(const blk a, const blk b)
+/* The planes of M0 in slot 0 and M1 in slot 4 (every other slot zero). */
+SEALSTORE_INLINE void pgroup_msg_planes(aesp_w out[8], const aesp_w m0, const aesp_w m1)
 {
-    blk r;
-    for (int i = 0; i < PW; i++) {
-        r.w[i] = a.w[i] & b.w[i];
+    /* per byte: bits 0..3 of M0 then of M1 (lo), bits 4..7 of M0 then of M1 (hi) */
+    const aesp_w lo = aesp_or(aesp_mask(m0, 0x0F0F0F0Fu), aesp_shl(aesp_mask(m1, 0x0F0F0F0Fu), 4));
+    const aesp_w hi = aesp_or(aesp_mask(aesp_shr(m0, 4), 0x0F0F0F0Fu), aesp_mask(m1, 0xF0F0F0F0u));
+    for (int b = 0; b < 4; b++) {
+        out[b] = aesp_mask(aesp_shr(lo, b), 0x11111111u);
+        out[b + 4] = aesp_mask(aesp_shr(hi, b), 0x11111111u);
     }
-    return r;
 }
 
-SEALSTORE_INLINE blk blk_load(const uint8_t *p)
+/* Update(M0, M1) of one lane. */
+SEALSTORE_INLINE void pgroup_update(pgroup *g, const aesp_w m0, const aesp_w m1)
 {
-    blk r;
-    memcpy(r.w, p, sizeof r.w);
-    return r;
+    aesp_w x[8], mp[8];
+    for (int b = 0; b < 8; b++) {
+        x[b] = g->p[b];
+    }
+    aesp_round_nokey(x);
+    pgroup_msg_planes(mp, m0, m1);
+    for (int b = 0; b < 8; b++) {
+        /* slot j -> j + 1 (mod 8): rotate every byte left by one */
+        const aesp_w moved = aesp_or(aesp_mask(aesp_shl(x[b], 1), 0xFEFEFEFEu),
+                                     aesp_mask(aesp_shr(x[b], 7), 0x01010101u));
+        g->p[b] = aesp_xor(aesp_xor(moved, g->p[b]), mp[b]);
+    }
 }
 
-SEALSTORE_INLINE void blk_store(uint8_t *p, const blk x)
+/*
+ * The keystream of one lane: Z0 = S1 ^ S6 ^ (S2 & S3), Z1 = S2 ^ S5 ^ (S6 & S7).  For slot
+ * j in {0, 4} both read slots j+1, j+2, j+3 and j-2 (mod 8): shifts by 1, 2, 3 inside the
+ * nibble, and slot 6 (for 0) or 2 (for 4) from the other nibble.
+ */
+SEALSTORE_INLINE void pgroup_keystream(const pgroup *g, aesp_w *z0, aesp_w *z1)
 {
-    memcpy(p, x.w, sizeof x.w);
+    aesp_w lo = aesp_splat(0), hi = aesp_splat(0);
+    for (int b = 0; b < 8; b++) {
+        const aesp_w x = g->p[b];
+        aesp_w z = aesp_xor(aesp_shr(x, 1), aesp_and(aesp_shr(x, 2), aesp_shr(x, 3)));
+        z = aesp_mask(z, 0x11111111u);
+        z = aesp_xor(z, aesp_mask(aesp_shr(x, 6), 0x01010101u));
+        z = aesp_xor(z, aesp_mask(aesp_shl(x, 2), 0x10101010u));
+        /* z has Z0 bit b in bit 0 and Z1 bit b in bit 4 of every byte */
+        if (b < 4) {
+            lo = aesp_or(lo, aesp_shl(z, b));
+        } else {
+            hi = aesp_or(hi, aesp_shl(z, b - 4));
+        }
+    }
+    *z0 = aesp_or(aesp_mask(lo, 0x0F0F0F0Fu), aesp_shl(aesp_mask(hi, 0x0F0F0F0Fu), 4));
+    *z1 = aesp_or(aesp_mask(aesp_shr(lo, 4), 0x0F0F0F0Fu), aesp_mask(hi, 0xF0F0F0F0u));
 }
 
-SEALSTORE_INLINE blk blk_dup(const uint8_t *p)
+/*
+ * The same, called rather than inlined: for initialization, associated data, the last partial
+ * block and finalization, which would otherwise copy the whole round into each of their call
+ * sites (code size, and compile times of minutes for the four-lane kernel).  The message loops
+ * keep the inlined form.
+ */
+static void pgroup_update_call(pgroup *g, const aesp_w m0, const aesp_w m1)
 {
-    blk r;
-    for (int i = 0; i < LANES; i++) {
-        memcpy(&r.w[2 * i], p, 16);
-    }
-    return r;
+    pgroup_update(g, m0, m1);
 }
 
-#define AEGIS_CUSTOM_UPDATE 1
-SEALSTORE_INLINE void aegis_update(blk s[8], const blk m0, const blk m1)
+/* The message loops inline the round, except in the struct form of the plane word (compilers
+   without vector extensions), where every copy takes the optimizer a minute or more. */
+#if AESP_VECTOR
+#define pgroup_update_loop pgroup_update
+#else
+#define pgroup_update_loop pgroup_update_call
+#endif
+
+/* Update(M0, M1) of every lane, the message being RATE bytes (M0 of all lanes, then M1). */
+SEALSTORE_INLINE void pstate_absorb(pstate *st, const uint8_t *src)
 {
-    /* inputs [S7, S0, ..., S6], round keys [S0 ^ M0, S1, S2, S3, S4 ^ M1, S5, S6, S7] */
-    blk in[8], rk[8];
-    in[0] = s[7];
-    for (int i = 1; i < 8; i++) {
-        in[i] = s[i - 1];
+    for (int l = 0; l < LANES; l++) {
+        pgroup_update_call(&st->g[l], aesp_load(src + 16 * l),
+                           aesp_load(src + BLKBYTES + 16 * l));
     }
-    for (int i = 0; i < 8; i++) {
-        rk[i] = s[i];
+}
+
+/* Enc of RATE bytes; dst may be src (each lane loads its input before storing). */
+SEALSTORE_INLINE void pstate_enc(pstate *st, uint8_t *dst, const uint8_t *src)
+{
+    for (int l = 0; l < LANES; l++) {
+        aesp_w z0, z1;
+        const aesp_w m0 = aesp_load(src + 16 * l);
+        const aesp_w m1 = aesp_load(src + BLKBYTES + 16 * l);
+        pgroup_keystream(&st->g[l], &z0, &z1);
+        aesp_store(dst + 16 * l, aesp_xor(m0, z0));
+        aesp_store(dst + BLKBYTES + 16 * l, aesp_xor(m1, z1));
+        pgroup_update_loop(&st->g[l], m0, m1);
     }
-    rk[0] = blk_xor(rk[0], m0);
-    rk[4] = blk_xor(rk[4], m1);
-    /* 8 * LANES blocks, always a multiple of four */
-    for (size_t off = 0; off < sizeof in; off += 64) {
-        aesp_round4((uint8_t *)s + off, (const uint8_t *)in + off, (const uint8_t *)rk + off);
+}
+
+/* Dec of RATE bytes; dst may be src. */
+SEALSTORE_INLINE void pstate_dec(pstate *st, uint8_t *dst, const uint8_t *src)
+{
+    for (int l = 0; l < LANES; l++) {
+        aesp_w z0, z1;
+        pgroup_keystream(&st->g[l], &z0, &z1);
+        const aesp_w m0 = aesp_xor(aesp_load(src + 16 * l), z0);
+        const aesp_w m1 = aesp_xor(aesp_load(src + BLKBYTES + 16 * l), z1);
+        aesp_store(dst + 16 * l, m0);
+        aesp_store(dst + BLKBYTES + 16 * l, m1);
+        pgroup_update_loop(&st->g[l], m0, m1);
     }
 }
 

@@ -11,9 +11,14 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 from datetime import datetime, timezone
+
+from ..extras import require
+
+require("sqlalchemy", "the database key source (sealstore.keysources.database)", ("sqlalchemy",))
 
 from sqlalchemy import (
     BigInteger,
@@ -30,6 +35,7 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import OperationalError
 
 from ..errors import InvalidKeyring, KeySourceError
 from ..format import Suite
@@ -221,7 +227,7 @@ def _lock_registry(conn: Connection) -> Callable[[], object]:
     function that releases what the transaction's end does not."""
     dialect = conn.dialect.name
     if dialect == "sqlite":
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        _begin_immediate(conn)
     elif dialect == "postgresql":
         conn.exec_driver_sql(f"LOCK TABLE {TABLE_NAME} IN SHARE ROW EXCLUSIVE MODE")
     elif dialect in ("mysql", "mariadb"):
@@ -235,3 +241,21 @@ def _lock_registry(conn: Connection) -> Callable[[], object]:
     else:
         conn.execute(select(sealstore_keys.c.key_id).with_for_update()).all()
     return lambda: None
+
+
+def _begin_immediate(conn: Connection) -> None:
+    """``BEGIN IMMEDIATE``, tried again while another writer holds the database, for up to
+    ``_LOCK_WAIT`` seconds as on MySQL: each try waits the driver's busy timeout (5 s by default),
+    which a loaded machine's writers can outlast.  A failed try started no transaction."""
+    deadline = time.monotonic() + _LOCK_WAIT
+    while True:
+        try:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+            return
+        except OperationalError as exc:
+            if "locked" not in str(exc.orig) and "busy" not in str(exc.orig):
+                raise
+        conn.rollback()
+        if time.monotonic() >= deadline:
+            raise KeySourceError(f"{TABLE_NAME}: another writer held the lock for {_LOCK_WAIT} s")
+        time.sleep(0.05)

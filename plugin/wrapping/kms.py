@@ -20,6 +20,7 @@ import threading
 import time
 
 from ..errors import KeySourceError
+from ..extras import require
 from .master import MATERIAL_SIZE, Wrapper
 
 __all__ = ["KmsWrapper"]
@@ -68,6 +69,7 @@ class KmsWrapper(Wrapper):
         if not isinstance(cache_max_uses, int) or cache_max_uses < 1:
             raise ValueError("cache_max_uses must be an int >= 1")
         if client is None:
+            require("kms", "KmsWrapper without a client=", ("boto3",))
             import boto3
 
             client = boto3.client("kms", region_name=region_name, endpoint_url=endpoint_url)

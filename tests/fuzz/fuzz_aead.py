@@ -100,7 +100,7 @@ def check(data: bytes) -> None:
         for c in ciphers:
             size = len(body) - tag if len(body) >= tag else 0
             out = bytearray(b"\xa5" * (size + (len(nonce) % 3) - 1 if size else 4))
-            exc = refused(lambda: c.decrypt_into(out, nonce, body, ad), f"{c!r}.decrypt_into")
+            exc = refused(lambda: c.decrypt_into(nonce, body, ad, out), f"{c!r}.decrypt_into")
             if isinstance(exc, InvalidTag) and len(out) >= size:
                 assert wiped(out, size), f"{c!r}.decrypt_into left plaintext in out"
     elif op == 2:  # prefixed values: any prefix length, including negative and huge
@@ -142,7 +142,7 @@ def check(data: bytes) -> None:
             assert c.decrypt(nonce, ref, ad) == body, f"{c.kernel} cannot open its output"
             refused(lambda: c.decrypt(nonce, bytes(forged), ad), f"{c.kernel} forged")
             out = bytearray(len(body))
-            refused(lambda: c.decrypt_into(out, nonce, forged, ad), f"{c.kernel} forged into")
+            refused(lambda: c.decrypt_into(nonce, forged, ad, out), f"{c.kernel} forged into")
             assert wiped(out, len(body)), f"{c.kernel}: decrypt_into left plaintext"
 
 

@@ -2,7 +2,7 @@
 
 Each target module defines ``check(data: bytes)``: it feeds ``data`` to sealstore and raises
 AssertionError when a property breaks (an undocumented exception, plaintext returned for a
-modified input, kernels disagreeing).  ``main()`` runs it under atheris; ``tests/test_hardening_fuzz.py``
+modified input, kernels disagreeing).  ``main()`` runs it under atheris; ``tests/toolchain/test_hardening_fuzz.py``
 replays the seed corpus (and every crash saved there as a regression) without atheris.
 """
 

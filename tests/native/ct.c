@@ -78,7 +78,7 @@ static int all_secret(const void *p, size_t n)
 static const char *const variant_names[SEALSTORE_NVARIANTS] = {"AEGIS-128L", "AEGIS-128X2",
                                                                "AEGIS-128X4"};
 static const char *const kernel_names[SEALSTORE_NKERNELS] = {"portable", "aesni", "avx2",
-                                                             "avx512"};
+                                                             "avx512", "armcrypto"};
 
 /* The tag comparison's result is public: declassify it, and nothing else. */
 int __real_sealstore_verify(const uint8_t *a, const uint8_t *b, size_t n);

@@ -8,7 +8,7 @@
  * Calls, on every input: sealstore_decrypt, sealstore_decrypt_detached, sealstore_open_prefixed
  * (any prefix length, as the header allows: too long is a failure, not a crash),
  * sealstore_open_segments (any segment size, index, final flag), and the round trip of the
- * column fast path (sealstore.keyring.named_sealer/named_opener, native/bound.c): the data as a
+ * column fast path (sealstore.keyring.named_sealer/named_opener, native/python/bound.c): the data as a
  * value sealed behind a 7-byte header, opened back, then opened with one bit flipped.
  * Properties: no sanitizer report; no forged input opens; a failed call leaves no plaintext
  * in the output (wiped, or never written); a sealed value opens to what was sealed.

@@ -5,6 +5,7 @@
  * valgrind memcheck.
  *
  *   kat kernels                  print "VARIANT: kernel ..." for what this build and CPU run
+ *   kat selected                 print "VARIANT: kernel" for the kernel a context gets by default
  *   kat overflow                 control for the sanitizer runs: encrypts one byte more than
  *                                its buffer holds (a heap over-read AddressSanitizer must report)
  *   kat [-k KERNEL] [-q] FILE    run the draft vectors in FILE (tools/kat_vectors.py output,
@@ -13,8 +14,14 @@
  *                                inputs whose lengths straddle every block and lane boundary,
  *                                round trips, tamper rejection (output wiped), the attached,
  *                                prefixed and segment calls.  -q: fewer lengths (valgrind).
+ *                                -L: every message length 0..4096 and large odd ones instead
+ *                                (tools/cross_aarch64.sh runs it under qemu).
  *
  * Prints one summary line and exits 0 when everything passed, 1 otherwise.
+ *
+ * Built with -DKAT_WRAP_GETAUXVAL and -Wl,--wrap=getauxval (aarch64 Linux), the driver clears
+ * the HWCAP bits in the environment variable KAT_HWCAP_CLEAR (hex) from what the kernel
+ * reports, so a CPU without the Crypto Extension can be played through the real detection path.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdint.h>
@@ -24,10 +31,27 @@
 
 #include "sealstore.h"
 
+#ifdef KAT_WRAP_GETAUXVAL
+#include <sys/auxv.h>
+
+unsigned long __real_getauxval(unsigned long type);
+unsigned long __wrap_getauxval(unsigned long type);
+
+unsigned long __wrap_getauxval(unsigned long type)
+{
+    const char *clear = getenv("KAT_HWCAP_CLEAR");
+    unsigned long v = __real_getauxval(type);
+    if (type == AT_HWCAP && clear != NULL) {
+        v &= ~strtoul(clear, NULL, 16);
+    }
+    return v;
+}
+#endif
+
 static const char *const variant_names[SEALSTORE_NVARIANTS] = {"AEGIS-128L", "AEGIS-128X2",
                                                                "AEGIS-128X4"};
 static const char *const kernel_names[SEALSTORE_NKERNELS] = {"portable", "aesni", "avx2",
-                                                             "avx512"};
+                                                             "avx512", "armcrypto"};
 static int failures;
 static long checks;
 static int only_kernel = -1;
@@ -258,6 +282,14 @@ static void cross_case(int v, size_t mlen, size_t adlen, size_t maclen, size_t o
             FAIL("%s %s: mlen %zu adlen %zu tag %zu: round trip failed", variant_names[v],
                  kernel_names[k], mlen, adlen, maclen);
         }
+        /* in place (output exactly over the input, which the API allows), both ways */
+        if (impl->encrypt(p, mac, maclen, p, mlen, ad, adlen, npub, key) != 0 ||
+            memcmp(p, ref, mlen) != 0 ||
+            impl->decrypt(p, p, mlen, mac, maclen, ad, adlen, npub, key) != 0 ||
+            memcmp(p, m, mlen) != 0) {
+            FAIL("%s %s: mlen %zu: in-place encrypt or decrypt differs", variant_names[v],
+                 kernel_names[k], mlen);
+        }
         /* flip one bit of the ciphertext (or the tag when empty), then of the AD */
         if (mlen) {
             c[mlen / 2] ^= 0x10;
@@ -290,6 +322,22 @@ static void cross_case(int v, size_t mlen, size_t adlen, size_t maclen, size_t o
     free(ref);
     free(cbuf);
     free(pbuf);
+}
+
+/* every length 0..4096 (AD lengths cycling), then large odd ones: the bulk loops and tails */
+static void run_cross_long(void)
+{
+    /* across the 4 KiB turns of the two-lane X4 loop (aegis128x4_armcrypto_halves.h) too */
+    static const size_t big[] = {4096 + 128 + 5,  8192 - 1,       (1u << 20) - 1,
+                                 1u << 20,        (1u << 20) + 77, 3u << 19 | 13};
+    for (int v = 0; v < SEALSTORE_NVARIANTS; v++) {
+        for (size_t mlen = 0; mlen <= 4096; mlen++) {
+            cross_case(v, mlen, (mlen * 7) % 300, (mlen & 1) ? 32 : 16, mlen % 4);
+        }
+        for (size_t i = 0; i < sizeof big / sizeof big[0]; i++) {
+            cross_case(v, big[i], 1000 + i, (i & 1) ? 16 : 32, i % 4);
+        }
+    }
 }
 
 static void run_cross(int quick)
@@ -411,7 +459,7 @@ static int kernel_id(const char *name)
 
 int main(int argc, char **argv)
 {
-    int quick = 0, nvec;
+    int quick = 0, longrun = 0, nvec;
     const char *path = NULL;
 
     if (argc == 2 && strcmp(argv[1], "kernels") == 0) {
@@ -423,6 +471,19 @@ int main(int argc, char **argv)
                 }
             }
             printf("\n");
+        }
+        return 0;
+    }
+    if (argc == 2 && strcmp(argv[1], "selected") == 0) {
+        static const uint8_t key[16];
+        for (int v = 0; v < SEALSTORE_NVARIANTS; v++) {
+            sealstore_ctx *ctx = sealstore_ctx_new(v, -1, key, 16);
+            if (ctx == NULL || ctx->kernel != sealstore_selected_kernel(v)) {
+                fprintf(stderr, "%s: the default context has another kernel\n", variant_names[v]);
+                return 1;
+            }
+            printf("%s: %s\n", variant_names[v], kernel_names[ctx->kernel]);
+            sealstore_ctx_free(ctx);
         }
         return 0;
     }
@@ -439,6 +500,8 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-q") == 0) {
             quick = 1;
+        } else if (strcmp(argv[i], "-L") == 0) {
+            longrun = 1;
         } else if (strcmp(argv[i], "-k") == 0 && i + 1 < argc) {
             only_kernel = kernel_id(argv[++i]);
             if (only_kernel < 0 || !sealstore_kernel_supported(only_kernel)) {
@@ -450,14 +513,18 @@ int main(int argc, char **argv)
         }
     }
     if (path == NULL) {
-        fprintf(stderr, "usage: kat kernels | kat [-k KERNEL] [-q] VECTORS|-\n");
+        fprintf(stderr, "usage: kat kernels|selected | kat [-k KERNEL] [-q|-L] VECTORS|-\n");
         return 2;
     }
     nvec = run_vectors(path);
     if (nvec < 0) {
         return 2;
     }
-    run_cross(quick);
+    if (longrun) {
+        run_cross_long();
+    } else {
+        run_cross(quick);
+    }
     run_ctx_calls();
     printf("kat: %d vector lines, %ld kernel checks, %d failures; kernels:", nvec, checks,
            failures);

@@ -36,7 +36,7 @@ int main(int argc, char **argv)
 {
     const int control = argc == 2 && strcmp(argv[1], "control") == 0;
     static const char *const kernels[SEALSTORE_NKERNELS] = {"portable", "aesni", "avx2",
-                                                            "avx512"};
+                                                            "avx512", "armcrypto"};
     uint8_t key[16];
     int failures = 0, ran = 0;
 

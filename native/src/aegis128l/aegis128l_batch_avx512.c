@@ -76,8 +76,10 @@ SEALSTORE_INLINE v4 z1_of(const v4 s[8])
     return _mm512_xor_si512(_mm512_xor_si512(s[2], s[5]), _mm512_and_si512(s[6], s[7]));
 }
 
-static void init4(v4 s[8], const uint8_t *k, const uint8_t *const npub[4], const uint8_t *ad,
-                  size_t adlen)
+/* init4 and final4 are inlined too: called out of line, they keep clang from holding the state
+   in registers in the message loop between them (tools/inline_guard.py) */
+SEALSTORE_INLINE void init4(v4 s[8], const uint8_t *k, const uint8_t *const npub[4],
+                            const uint8_t *ad, size_t adlen)
 {
     const v4 c0 = dup4(sealstore_aegis_c0), c1 = dup4(sealstore_aegis_c1);
     const v4 kb = dup4(k);
@@ -107,8 +109,8 @@ static void init4(v4 s[8], const uint8_t *k, const uint8_t *const npub[4], const
     }
 }
 
-static void final4(v4 s[8], uint8_t *const mac[4], size_t maclen, size_t adlen,
-                   const size_t mlen[4])
+SEALSTORE_INLINE void final4(v4 s[8], uint8_t *const mac[4], size_t maclen, size_t adlen,
+                             const size_t mlen[4])
 {
     uint8_t u[4][16];
     uint8_t x[4][16];

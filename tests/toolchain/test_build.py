@@ -3,9 +3,11 @@
 * every C source compiles with ``-Wall -Wextra -Werror`` under gcc and clang (x86-64);
 * the C driver ``tests/native/kat.c`` (vectors, every kernel against the portable one, the
   context calls) passes when built with either compiler;
-* on a non-x86 target only the portable kernel is built: the sources the cffi builder picks for
-  aarch64 cross-compile warning-free, and the driver built from them passes the vectors under
-  ``qemu-aarch64`` with the portable kernel alone.
+* aarch64 builds the portable and the ARMv8 Crypto Extension (armcrypto) kernels, other non-x86
+  targets the portable ones alone; the aarch64 sources cross-compile warning-free (gcc and
+  clang), and ``tools/cross_aarch64.sh`` runs the driver built from them under ``qemu-aarch64``:
+  vectors, Wycheproof, armcrypto against portable on every length 0..4096 and large ones, and
+  a CPU without the Crypto Extension (HWCAP_AES cleared) falling back to portable.
 
 Compilers or cross tools that are missing skip their tests locally; under CI (``CI=true``,
 where ``.ci/run`` installs them) a missing tool is a failure, so nothing is skipped silently.
@@ -30,7 +32,7 @@ pytestmark = [
     pytest.mark.toolchain
 ]  # compilers, builds, whole runs: pytest -m 'not toolchain' skips them
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NATIVE = ROOT / "native"
 INCLUDE = NATIVE / "include"
 KAT = ROOT / "tests" / "native" / "kat.c"
@@ -55,11 +57,7 @@ def _builder():
 BUILD_FFI = _builder()
 
 
-SPEEDUPS = [
-    NATIVE / "speedups.c",
-    NATIVE / "bound.c",
-    NATIVE / "rowmap.c",
-]  # the CPython entry points
+SPEEDUPS = sorted((NATIVE / "python").glob("*.c"))  # the CPython entry points
 
 
 def builder_sources(machine: str | None = None) -> list[Path]:
@@ -118,24 +116,58 @@ def build_objects(key: str, cc: list[str], sources, tmp_path_factory):
 @pytest.fixture(scope="session")
 def vectors_file(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("kat") / "vectors.txt"
-    path.write_text("\n".join(kat_vectors.lines()) + "\n")
+    path.write_text("\n".join(kat_vectors.lines() + kat_vectors.wycheproof_lines()) + "\n")
     return path
 
 
-def test_builder_uses_every_kernel_source_on_x86():
+def test_wycheproof_lines_are_every_case_of_the_file():
+    lines = kat_vectors.wycheproof_lines()
+    assert len(lines) == 479  # tests/test_aead_vectors.py checks the file holds 479 cases
+    cols = [line.split() for line in lines]
+    assert all(len(c) == 9 and c[0] == "AEGIS-128L" and c[1] == "16" for c in cols)
+    assert {c[2] for c in cols} == {"0", "1"}  # valid cases and must-fail ones
+    # the C drivers read at most 4095 hex characters per field
+    assert max(len(f) for c in cols for f in c[3:]) < 4096
+
+
+@pytest.mark.parametrize(
+    "group,result",
+    [({"keySize": 128, "ivSize": 96, "tagSize": 128}, "valid"),
+     ({"keySize": 128, "ivSize": 128, "tagSize": 128}, "acceptable")],
+)  # fmt: skip
+def test_wycheproof_lines_refuse_what_the_drivers_cannot_check(tmp_path, group, result):
+    import json
+
+    case = {"tcId": 1, "key": "00", "iv": "00", "aad": "", "msg": "", "ct": "", "tag": "00"}
+    doc = {"testGroups": [dict(group, tests=[dict(case, result=result)])]}
+    (tmp_path / "aegis128L_test.json").write_text(json.dumps(doc))
+    with pytest.raises(ValueError):
+        kat_vectors.wycheproof_lines(str(tmp_path))
+
+
+def _kernel_files(machine: str) -> list[str]:
+    return sorted(p.name for p in builder_sources(machine) if p.parent.name.startswith("aegis"))
+
+
+PORTABLE_FILES = ["aegis128l_portable.c", "aegis128x2_portable.c", "aegis128x4_portable.c"]
+ARMCRYPTO_FILES = ["aegis128l_armcrypto.c", "aegis128x2_armcrypto.c", "aegis128x4_armcrypto.c"]
+
+
+def test_builder_uses_every_kernel_source_on_x86_or_aarch64():
     on_x86 = {p.relative_to(ROOT) for p in builder_sources("x86_64")}
+    on_arm = {p.relative_to(ROOT) for p in builder_sources("aarch64")}
     in_tree = {p.relative_to(ROOT) for p in (NATIVE / "src").rglob("*.c")}
-    assert on_x86 == in_tree
+    assert on_x86 | on_arm == in_tree
+    assert not any("armcrypto" in p.name for p in on_x86)
 
 
-def test_non_x86_builds_only_the_portable_kernels():
-    sources = builder_sources("aarch64")
-    kernels = [p.name for p in sources if p.parent.name.startswith("aegis")]
-    assert sorted(kernels) == [
-        "aegis128l_portable.c",
-        "aegis128x2_portable.c",
-        "aegis128x4_portable.c",
-    ]
+def test_aarch64_builds_the_portable_and_armcrypto_kernels():
+    assert _kernel_files("aarch64") == sorted(ARMCRYPTO_FILES + PORTABLE_FILES)
+    assert _kernel_files("arm64") == _kernel_files("aarch64")  # macOS's name for it
+
+
+def test_other_machines_build_only_the_portable_kernels():
+    assert _kernel_files("riscv64") == PORTABLE_FILES
 
 
 @pytest.mark.skipif(not X86, reason="the x86 kernels are checked on an x86-64 host")
@@ -143,6 +175,9 @@ def test_non_x86_builds_only_the_portable_kernels():
 def test_sources_compile_warning_free(compiler, tmp_path_factory):
     cc = need_tool(compiler)
     errors, _ = build_objects(compiler, [cc], builder_sources() + [KAT], tmp_path_factory)
+    # the aarch64 kernel files must compile to nothing here (their code is guarded)
+    arm_only = sorted(set(builder_sources("aarch64")) - set(builder_sources("x86_64")))
+    errors = errors + compile_all([cc], arm_only)[0]
     # the CPython entry points, against this interpreter's headers
     inc = sysconfig.get_paths()["include"]
     errors = errors + compile_all([cc], SPEEDUPS, extra=[f"-I{inc}"])[0]
@@ -180,6 +215,8 @@ def test_c_driver_passes_on_every_kernel(kat_binary, vectors_file):
     r = run([str(kat_binary), str(vectors_file)], timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "0 failures" in r.stdout
+    nlines = len(kat_vectors.lines()) + len(kat_vectors.wycheproof_lines())
+    assert f"kat: {nlines} vector lines" in r.stdout, r.stdout
     listed = r.stdout.rsplit("kernels:", 1)[1].split()
     cpu = run([str(kat_binary), "kernels"]).stdout
     assert listed and set(listed) == set(cpu.split("AEGIS-128X4:")[1].split())
@@ -234,21 +271,17 @@ def test_aarch64_clang_cross_compile_warning_free():
     assert not errors, "\n".join(errors)
 
 
-def test_aarch64_driver_passes_under_qemu(tmp_path, tmp_path_factory, vectors_file):
-    qemu = need_tool("qemu-aarch64")
-    cc, (errors, objects) = aarch64_objects(tmp_path_factory)
-    assert not errors, "\n".join(errors)
-    exe = tmp_path / "kat-aarch64"
-    r = run([cc, *objects, "-o", str(exe)])
-    assert r.returncode == 0, r.stderr
-    # only the portable kernel exists there, for every variant
-    r = run([qemu, "-L", AARCH64_SYSROOT, str(exe), "kernels"], timeout=120)
-    assert r.returncode == 0, r.stderr
-    assert r.stdout.split("\n")[:3] == [
-        "AEGIS-128L: portable",
-        "AEGIS-128X2: portable",
-        "AEGIS-128X4: portable",
-    ]
-    r = run([qemu, "-L", AARCH64_SYSROOT, str(exe), "-q", str(vectors_file)], timeout=600)
+def test_aarch64_kernels_pass_under_qemu():
+    """tools/cross_aarch64.sh: the armcrypto kernels under qemu-aarch64 -cpu max, and the
+    fallback to portable on a CPU without the Crypto Extension."""
+    need_tool(AARCH64_CC)
+    need_tool("qemu-aarch64")
+    if not Path(AARCH64_SYSROOT, "lib").is_dir():
+        if IN_CI:
+            pytest.fail(f"{AARCH64_SYSROOT} is missing in CI (.ci/run installs it)")
+        pytest.skip("no aarch64 sysroot")
+    env = dict(os.environ, PYTHON=sys.executable)
+    r = run(["bash", str(ROOT / "tools" / "cross_aarch64.sh")], env=env, timeout=1200)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "0 failures" in r.stdout and r.stdout.rstrip().endswith("kernels: portable")
+    assert "0 failures; kernels: armcrypto" in r.stdout, r.stdout
+    assert "cross_aarch64: all passed" in r.stdout, r.stdout

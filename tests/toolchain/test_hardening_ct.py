@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NATIVE = ROOT / "native"
 CT = ROOT / "tests" / "native" / "ct.c"
 IN_CI = os.environ.get("CI", "").lower() == "true"

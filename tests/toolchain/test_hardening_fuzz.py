@@ -14,7 +14,7 @@ pytestmark = [
     pytest.mark.toolchain
 ]  # compilers, builds, whole runs: pytest -m 'not toolchain' skips them
 
-FUZZ = Path(__file__).resolve().parent / "fuzz"
+FUZZ = Path(__file__).resolve().parents[1] / "fuzz"
 TARGETS = ("sealed", "aead", "object", "keyfile", "metadata", "columns")
 
 sys.path.insert(0, str(FUZZ))

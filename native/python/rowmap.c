@@ -138,7 +138,8 @@ done:
 
 static PyMethodDef rowmap_functions[] = {
     {"map_columns", (PyCFunction)(void (*)(void))map_columns, METH_FASTCALL,
-     "map_columns(rows, plan) -> list of tuples: each row with row[i] replaced by f(row[i]) for "
+     "map_columns($module, rows, plan, /)\n--\n\n"
+     "A list of tuples: each row with row[i] replaced by f(row[i]) for "
      "the (i, f) pairs of plan (strictly increasing indexes)."},
     {NULL, NULL, 0, NULL},
 };

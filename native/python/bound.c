@@ -508,7 +508,7 @@ static PyObject *no_reduce(PyObject *self, PyObject *unused)
 }
 
 static PyMethodDef bound_methods[] = {
-    {"__reduce__", no_reduce, METH_NOARGS, NULL},
+    {"__reduce__", no_reduce, METH_NOARGS, "__reduce__($self, /)\n--\n\nRefused: not picklable."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -516,9 +516,10 @@ static PyTypeObject SealerType = {
     PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sealstore._speedups.NamedSealer",
     .tp_basicsize = sizeof(SealerObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "NamedSealer(registry, name, associated_data, fallback, *, raw=0, "
-              "max_len=-1, encode=None, out_bytearray=False)\n\nSeals one column value through the keyring "
-              "registry[name] (internal; see sealstore.keyring.named_sealer).",
+    .tp_doc = "NamedSealer(registry, name, associated_data, fallback, *, raw=0, max_len=-1, "
+              "encode=None, out_bytearray=False)\n--\n\n"
+              "Seals one column value through the keyring registry[name] (internal; see "
+              "sealstore.keyring.named_sealer).",
     .tp_new = Sealer_new,
     .tp_call = PyVectorcall_Call,
     .tp_vectorcall_offset = offsetof(SealerObject, vectorcall),
@@ -533,7 +534,7 @@ static PyTypeObject OpenerType = {
     .tp_basicsize = sizeof(OpenerObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_doc = "NamedOpener(registry, name, associated_data, fallback, *, text=False, "
-              "decode=None)\n\nOpens one column value through the keyring registry[name] "
+              "decode=None)\n--\n\nOpens one column value through the keyring registry[name] "
               "(internal; see sealstore.keyring.named_opener).",
     .tp_new = Opener_new,
     .tp_call = PyVectorcall_Call,

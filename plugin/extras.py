@@ -1,0 +1,43 @@
+"""The optional parts of sealstore and the extras that install them.
+
+``pip install sealstore`` is the core: the cipher API, the sealed-value and object formats, the
+keyring, key files and master-key wrapping.  Each other part needs an extra (pyproject.toml's
+``[project.optional-dependencies]``) and checks for it before importing anything from it, so
+a missing one is a :class:`~sealstore.errors.MissingExtra` (an ImportError) naming the
+``pip install`` command, never a bare ``No module named ...``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+from .errors import MissingExtra
+
+__all__ = ["EXTRAS", "missing", "require"]
+
+#: extra -> the top-level modules it installs that sealstore imports
+EXTRAS: dict[str, tuple[str, ...]] = {
+    "sqlalchemy": ("sqlalchemy", "alembic", "rich"),
+    "s3": ("boto3", "botocore"),
+    "kms": ("boto3", "botocore"),
+    "bench": ("rich", "sqlalchemy", "alembic", "boto3", "moto", "sqlalchemy_utils", "matplotlib"),
+}
+
+
+def missing(extra: str, modules: tuple[str, ...] | None = None) -> list[str]:
+    """The modules of ``extra`` (or only ``modules`` of it) that cannot be found; nothing is
+    imported."""
+    wanted = EXTRAS[extra] if modules is None else modules
+    unknown = set(wanted) - set(EXTRAS[extra])
+    if unknown:
+        raise ValueError(f"the {extra!r} extra does not install {sorted(unknown)}")
+    return [m for m in wanted if importlib.util.find_spec(m) is None]
+
+
+def require(extra: str, what: str, modules: tuple[str, ...] | None = None) -> None:
+    """Raise :class:`MissingExtra` if a module of ``extra`` (or of ``modules``, some of its
+    modules) is not installed; ``what`` names the part that needs it
+    (``"sealstore.adapters.s3"``)."""
+    absent = missing(extra, modules)
+    if absent:
+        raise MissingExtra(what, extra, absent)

@@ -1,0 +1,196 @@
+"""The inlining guard (tools/inline_guard.py) and the loop finder under it (sealstore.bench.disasm).
+
+The disassembly rules are checked on small hand-written ``objdump`` listings (no toolchain);
+the guard itself runs on a real x86 and a real aarch64 kernel, at the project's flags and at
+-O2 with gcc and clang, and must fail when the same kernels are built with every
+``always_inline`` helper turned into ``noinline`` (the regression it exists for).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sealstore.bench import disasm
+
+ROOT = Path(__file__).resolve().parents[2]
+GUARD = ROOT / "tools" / "inline_guard.py"
+IN_CI = os.environ.get("CI", "").lower() == "true"
+
+X86_LOOP = """
+0000000000000000 <aegis_encrypt_detached>:
+   0:	push   %rbp
+   1:	mov    %rsp,%rbp
+   4:	cmp    $0x20,%rdx
+   8:	jb     40 <aegis_encrypt_detached+0x40>
+   a:	movdqu (%rsi),%xmm8
+   f:	aesenc %xmm1,%xmm0
+  14:	aesenc %xmm2,%xmm1
+  19:	{extra}
+  1e:	movdqu %xmm8,(%rdi)
+  23:	add    $0x20,%rsi
+  27:	sub    $0x20,%rdx
+  2b:	cmp    $0x1f,%rdx
+  2f:	ja     a <aegis_encrypt_detached+0xa>
+  40:	pop    %rbp
+  41:	ret
+"""
+
+A64_TWO_LOOPS = """
+0000000000000000 <f>:
+   0:	mov	x29, sp
+   4:	mov	x3, #0xa                   	// #10
+   8:	aese	v0.16b, v9.16b
+   c:	aesmc	v0.16b, v0.16b
+  10:	subs	x3, x3, #0x1
+  14:	b.ne	8 <f+0x8>  // b.any
+  18:	cbz	x2, 40 <f+0x40>
+  1c:	ldr	q4, [x1], #16
+  20:	aese	v1.16b, v9.16b
+  24:	aesmc	v1.16b, v1.16b
+  28:	str	q4, [x0], #16
+  2c:	subs	x2, x2, #0x10
+  30:	b.ne	1c <f+0x1c>  // b.any
+  40:	ret
+"""
+
+
+def _loop(text: str, sym: str = "aegis_encrypt_detached"):
+    return disasm.main_loop(disasm.functions(disasm.parse(text), sym))
+
+
+def test_finds_the_loop_and_counts_its_aes_rounds():
+    loop = _loop(X86_LOOP.format(extra="pxor   %xmm3,%xmm4"))
+    assert loop is not None and loop.head == 0xA
+    assert loop.count(lambda i: i.is_aes) == 2
+    assert loop.count(lambda i: i.is_call) == 0
+    assert loop.count(lambda i: i.is_stack_vector) == 0
+
+
+def test_a_call_in_the_loop_is_seen():
+    loop = _loop(X86_LOOP.format(extra="call   0 <aegis_update>"))
+    assert loop.count(lambda i: i.is_call) == 1
+
+
+@pytest.mark.parametrize(
+    "extra", ["movdqa %xmm5,0x40(%rsp)", "pxor   0x10(%rbp),%xmm4", "movdqa -0x30(%rbp),%xmm2"]
+)
+def test_state_on_the_stack_is_seen(extra):
+    loop = _loop(X86_LOOP.format(extra=extra))
+    assert loop.count(lambda i: i.is_stack_vector) == 1
+
+
+def test_rbp_without_a_frame_is_an_ordinary_register():
+    text = X86_LOOP.format(extra="movdqu 0x10(%rbp),%xmm4").replace("mov    %rsp,%rbp", "nop")
+    loop = _loop(text)
+    assert loop.count(lambda i: i.is_stack_vector) == 0
+
+
+def test_the_output_loop_wins_over_an_equal_loop_without_stores():
+    # the 10-round init loop has as many AES rounds as the message loop, but writes nothing
+    loop = _loop(A64_TWO_LOOPS, "f")
+    assert loop.head == 0x1C
+    ops = loop.mix()
+    assert ops["aese"] == ops["aesmc"] == 1 and ops["str"] == 1
+
+
+def test_a_backward_jump_that_is_no_loop_is_ignored():
+    # 30 jumps back to 10, but 10 does not dominate 30 (it is reached from 0 -> 20 as well)
+    text = """
+0000000000000000 <g>:
+   0:	cbz	x0, 20 <g+0x20>
+   4:	nop
+  10:	aese	v0.16b, v1.16b
+  14:	str	q0, [x1]
+  18:	ret
+  20:	aese	v2.16b, v1.16b
+  24:	str	q2, [x1]
+  30:	b	10 <g+0x10>
+"""
+    assert disasm.natural_loops(disasm.parse(text)["g"]) == []
+
+
+def test_split_off_clones_are_part_of_the_function():
+    text = """
+0000000000000000 <aegis_encrypt_detached.part.0>:
+   0:	aese	v0.16b, v1.16b
+   4:	str	q0, [x1]
+   8:	b.ne	0 <aegis_encrypt_detached.part.0>
+   c:	ret
+
+0000000000000010 <aegis_encrypt_detached>:
+  10:	b	0 <aegis_encrypt_detached.part.0>
+
+0000000000000020 <aegis_encrypt_detached_other>:
+  20:	ret
+"""
+    found = disasm.functions(disasm.parse(text), "aegis_encrypt_detached")
+    assert sorted(found) == ["aegis_encrypt_detached", "aegis_encrypt_detached.part.0"]
+    assert disasm.main_loop(found).head == 0
+
+
+# ---- the guard on real builds -------------------------------------------------------------
+
+SAMPLE = ["aegis128l_avx2", "aegis128x2_armcrypto"]  # an x86 and an aarch64 kernel
+
+
+def _need(*tools):
+    for tool in tools:
+        if shutil.which(tool) is None:
+            if IN_CI:
+                pytest.fail(f"{tool} is missing in CI (.ci/run installs it)")
+            pytest.skip(f"{tool} is not installed")
+    if not Path("/usr/aarch64-linux-gnu/include").is_dir():
+        if IN_CI:
+            pytest.fail("the aarch64 sysroot is missing in CI")
+        pytest.skip("no aarch64 sysroot")
+
+
+def _guard(*args) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(GUARD), *args], capture_output=True, text=True, timeout=900
+    )
+
+
+TOOLS = ("gcc", "clang", "objdump", "aarch64-linux-gnu-gcc", "aarch64-linux-gnu-objdump")
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("kernel", SAMPLE)
+def test_guard_passes_on_the_kernels(kernel):
+    _need(*TOOLS)
+    r = _guard("--only", kernel, "-v")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("ok   ") == 4, r.stdout  # gcc and clang, project flags and -O2
+
+
+@pytest.mark.toolchain
+@pytest.mark.parametrize("kernel", SAMPLE)
+def test_guard_fails_when_the_update_is_not_inlined(kernel):
+    _need(*TOOLS)
+    # every SEALSTORE_INLINE helper (AES round, update, ...) becomes an out-of-line call
+    r = _guard("--only", kernel, "--cflags=-Dalways_inline=noinline")
+    assert r.returncode == 1, r.stdout + r.stderr
+    fails = [line for line in r.stdout.splitlines() if line.startswith("FAIL ")]
+    assert len(fails) == 4, r.stdout
+    assert all("no loop holds an AES round" in f or "calls" in f for f in fails), r.stdout
+
+
+def test_every_vector_kernel_source_is_in_the_guard_table():
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import inline_guard
+    finally:
+        sys.path.pop(0)
+    listed = {k.source for k in inline_guard.KERNELS}
+    tree = {
+        str(p.relative_to(ROOT / "native" / "src"))
+        for p in (ROOT / "native" / "src").glob("aegis*/*.c")
+        if not p.name.endswith("_portable.c")
+    }
+    assert listed == tree

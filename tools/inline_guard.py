@@ -1,0 +1,247 @@
+"""The inlining guard: every vector kernel's message loop keeps its AEGIS state in registers.
+
+The field's classic regression is an AES round or state update that stops being inlined
+(libsodium under MSVC /Ob1 ran AEGIS at half speed; RustCrypto's AES-CTR lost ~40% when its
+keystream spilled to the stack).  For every kernel in KERNELS, built with each compiler at the
+project's flags and at -O2, this disassembles the encrypt and decrypt functions
+(``objdump -d``), finds their main loop (sealstore.bench.disasm: the natural loop with the most
+AES rounds) and fails when
+
+* no loop holds a whole inlined update (8 AES rounds per state register of a word),
+* the loop contains a call (``call``/``bl``/``blr``), or
+* the loop moves vector registers to or from the stack (rsp/rbp or sp/x29 based), for kernels
+  whose state fits in the register file with room to spare (STATE_ROOM registers).  A state
+  that cannot fit (AEGIS-128X2 on 16 xmm registers, X4 on 16 xmm/ymm) must spill; for those
+  the count is printed, not judged.  (armcrypto X4 runs its loop on half the state: its row
+  says so.)
+
+A new kernel is covered by adding a row to KERNELS.
+
+    python tools/inline_guard.py [--arch x86_64|aarch64] [--only NAME] [--cflags "-D..."] [-v]
+
+Exit 0 when every build passes, 1 on a failure, 2 when a compiler or objdump is missing
+(``--allow-missing`` skips those builds instead).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from sealstore.bench import disasm
+
+ROOT = Path(__file__).resolve().parent.parent
+SRC = ROOT / "native" / "src"
+INCLUDE = ROOT / "native" / "include"
+ENC_DEC = ("aegis_encrypt_detached", "aegis_decrypt_detached")
+BATCH = ("sealstore_aegis128l_encrypt4_avx512", "sealstore_aegis128l_decrypt4_avx512")
+#: registers a loop needs besides the state (message blocks, keystream, a zero key)
+STATE_ROOM = 4
+
+
+@dataclass(frozen=True)
+class Kernel:
+    arch: str  # x86_64 or aarch64
+    source: str  # under native/src
+    symbols: tuple[str, ...]
+    state_regs: int  # vector registers one state word takes in the main loop (x 8 words)
+    regfile: int  # vector registers of the ISA
+    #: (compiler, flags label) -> why that build is known to fail: printed as KNOWN, not
+    #: counted; a known build that passes fails the run (remove its entry)
+    known: tuple[tuple[str, str, str], ...] = ()
+
+    @property
+    def name(self) -> str:
+        return Path(self.source).stem
+
+    @property
+    def must_fit(self) -> bool:
+        return 8 * self.state_regs + STATE_ROOM <= self.regfile
+
+
+_SSE_COPIES = "clang keeps two state words on the stack: the 2-operand SSE form needs copies"
+_LANE_LOOP = "gcc -O2 keeps the 4-lane loops of aesni_blk.h rolled (the state indexed in memory)"
+_ONE_SPILL = "gcc -O2 spills one word per block"
+KERNELS = (
+    Kernel(
+        "x86_64",
+        "aegis128l/aegis128l_aesni.c",
+        ENC_DEC,
+        1,
+        16,
+        known=(("clang", "project", _SSE_COPIES), ("clang", "O2", _SSE_COPIES)),
+    ),
+    Kernel("x86_64", "aegis128l/aegis128l_avx2.c", ENC_DEC, 1, 16),
+    Kernel("x86_64", "aegis128l/aegis128l_batch_avx512.c", BATCH, 1, 32),
+    Kernel("x86_64", "aegis128x2/aegis128x2_aesni.c", ENC_DEC, 2, 16),
+    Kernel(
+        "x86_64", "aegis128x2/aegis128x2_avx2.c", ENC_DEC, 1, 16, known=(("gcc", "O2", _ONE_SPILL),)
+    ),
+    Kernel(
+        "x86_64",
+        "aegis128x4/aegis128x4_aesni.c",
+        ENC_DEC,
+        4,
+        16,
+        known=(("gcc", "O2", _LANE_LOOP),),
+    ),
+    Kernel("x86_64", "aegis128x4/aegis128x4_avx2.c", ENC_DEC, 2, 16),
+    Kernel("x86_64", "aegis128x4/aegis128x4_avx512.c", ENC_DEC, 1, 32),
+    Kernel("aarch64", "aegis128l/aegis128l_armcrypto.c", ENC_DEC, 1, 32),
+    Kernel("aarch64", "aegis128x2/aegis128x2_armcrypto.c", ENC_DEC, 2, 32),
+    # two lanes at a time (aegis128x4_armcrypto_halves.h): the loop holds half the state
+    Kernel("aarch64", "aegis128x4/aegis128x4_armcrypto.c", ENC_DEC, 2, 32),
+)
+
+AARCH64_SYSROOT = "/usr/aarch64-linux-gnu"
+#: arch -> (compiler label, command prefix), and the objdump that reads its objects
+COMPILERS = {
+    "x86_64": [("gcc", ["gcc"]), ("clang", ["clang"])],
+    "aarch64": [
+        ("gcc", ["aarch64-linux-gnu-gcc"]),
+        (
+            "clang",
+            [
+                "clang",
+                "--target=aarch64-linux-gnu",
+                f"--sysroot={AARCH64_SYSROOT}",
+                f"-isystem{AARCH64_SYSROOT}/include",
+            ],
+        ),
+    ],
+}
+OBJDUMP = {"x86_64": "objdump", "aarch64": "aarch64-linux-gnu-objdump"}
+#: the project's flags (native/build_ffi.py) and plain -O2
+FLAGS = {"project": ["-O3", "-Wall", "-Wextra", "-fvisibility=hidden"], "O2": ["-O2"]}
+
+
+def check_object(kernel: Kernel, text: str) -> tuple[list[str], str]:
+    """(failures, one-line summary) for the disassembly of one build of ``kernel``."""
+    funcs = disasm.parse(text)
+    failures, notes = [], []
+    for sym in kernel.symbols:
+        found = disasm.functions(funcs, sym)
+        if not found:
+            failures.append(f"{sym}: not in the object")
+            continue
+        loop = disasm.main_loop(found)
+        need = 8 * kernel.state_regs
+        if loop is None:
+            failures.append(f"{sym}: no loop holds an AES round (the update is not inlined)")
+            continue
+        aes = loop.count(lambda i: i.is_aes)
+        calls = [i.args or i.op for i in loop.insns if i.is_call]
+        stack = loop.count(lambda i: i.is_stack_vector)
+        if aes < need:
+            failures.append(f"{sym}: the main loop holds {aes} AES rounds, < one update ({need})")
+        if calls:
+            failures.append(f"{sym}: the main loop calls {', '.join(sorted(set(calls)))}")
+        if stack and kernel.must_fit:
+            failures.append(f"{sym}: the main loop moves vectors to/from the stack {stack} times")
+        what = "decrypt" if "decrypt" in sym else "encrypt"
+        notes.append(f"{what}: {aes} aes, {stack} stack")
+    return failures, "; ".join(notes)
+
+
+def _build(n: int, kernel: Kernel, cc: list[str], flags: list[str], extra: list[str], tmp: str):
+    obj = os.path.join(tmp, f"{n}-{kernel.name}.o")
+    cmd = [*cc, "-c", *flags, *extra, f"-I{INCLUDE}", str(SRC / kernel.source), "-o", obj]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode:
+        raise RuntimeError(f"{shlex.join(cmd)}\n{r.stderr[-2000:]}")
+    d = subprocess.run(
+        [OBJDUMP[kernel.arch], "-d", "--no-show-raw-insn", obj],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return d.stdout
+
+
+def builds(arch: str | None, only: str | None, allow_missing: bool):
+    """(kernel, compiler label, command, flags label, flags) for every build to check."""
+    out, missing = [], []
+    for kernel in KERNELS:
+        if (arch and kernel.arch != arch) or (only and only != kernel.name):
+            continue
+        for label, cc in COMPILERS[kernel.arch]:
+            tools = [cc[0], OBJDUMP[kernel.arch]]
+            absent = [t for t in tools if shutil.which(t) is None]
+            if label == "clang" and kernel.arch == "aarch64" and not Path(AARCH64_SYSROOT).is_dir():
+                absent.append(AARCH64_SYSROOT)
+            if absent:
+                missing.append(f"{kernel.name} ({label}): missing {', '.join(absent)}")
+                continue
+            for flags_label, flags in FLAGS.items():
+                out.append((kernel, label, cc, flags_label, flags))
+    if missing and not allow_missing:
+        raise FileNotFoundError("\n".join(missing))
+    return out, missing
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--arch", choices=sorted(COMPILERS))
+    ap.add_argument("--only", help="one kernel, by its file name (e.g. aegis128l_aesni)")
+    ap.add_argument("--cflags", default="", help="extra compiler flags for every build")
+    ap.add_argument("--allow-missing", action="store_true", help="skip absent toolchains")
+    ap.add_argument("-v", "--verbose", action="store_true", help="one line per build")
+    opts = ap.parse_args(argv)
+    t0 = time.monotonic()
+    try:
+        todo, missing = builds(opts.arch, opts.only, opts.allow_missing)
+    except FileNotFoundError as e:
+        print(f"inline guard: cannot build:\n{e}", file=sys.stderr)
+        return 2
+    if not todo:
+        print("inline guard: nothing to check", file=sys.stderr)
+        return 2
+    extra = shlex.split(opts.cflags)
+    try:
+        with tempfile.TemporaryDirectory() as tmp, ThreadPoolExecutor(os.cpu_count() or 2) as pool:
+            texts = list(
+                pool.map(
+                    lambda nb: _build(nb[0], nb[1][0], nb[1][2], nb[1][4], extra, tmp),
+                    enumerate(todo),
+                )
+            )
+    except (RuntimeError, subprocess.CalledProcessError) as e:
+        print(f"FAIL inline guard: a build failed:\n{e}", file=sys.stderr)
+        return 1
+    bad = known = 0
+    for (kernel, label, _, flags_label, _), text in zip(todo, texts, strict=True):
+        failures, summary = check_object(kernel, text)
+        where = f"{kernel.arch} {kernel.name} {label} {flags_label}"
+        reason = {(c, f): r for c, f, r in kernel.known}.get((label, flags_label))
+        if failures and reason:
+            known += 1
+            print(f"KNOWN {where}: {reason}: " + "; ".join(failures))
+        elif failures:
+            bad += 1
+            print(f"FAIL {where}: " + "; ".join(failures))
+        elif reason:
+            bad += 1
+            print(f"FAIL {where}: passes now; remove its known entry ({reason})")
+        elif opts.verbose:
+            spill = "" if kernel.must_fit else " (state exceeds the register file: spills allowed)"
+            print(f"ok   {where}: {summary}{spill}")
+    for m in missing:
+        print(f"skipped {m}")
+    print(
+        f"inline guard: {len(todo)} builds, {bad} failing, {known} known, {len(missing)} skipped "
+        f"({time.monotonic() - t0:.1f} s)"
+    )
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
