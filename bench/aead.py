@@ -13,7 +13,6 @@ import argparse
 import json
 import os
 import platform
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -24,7 +23,8 @@ from cryptography.hazmat.primitives.ciphers import aead as crypto_aead
 from sealstore import native
 from sealstore.suites import SUITES
 
-from . import inner_loop
+from . import inner_loop, libaegis_versus
+from .cbuild import HarnessUnavailable, compiler, run_build
 from .grids import size_name as _size_name
 from .json_output import write_json
 from .timing import measure
@@ -153,10 +153,6 @@ def _platform() -> dict:
     }
 
 
-class HarnessUnavailable(Exception):
-    """The C harness cannot be built here; the message says why and what to install."""
-
-
 def _kernel_sources() -> Path:
     """The kernel sources this installed sealstore was built from (shipped as ``sealstore._csrc``)."""
     try:
@@ -176,32 +172,12 @@ def _kernel_sources() -> Path:
     return root
 
 
-def _compiler() -> str:
-    import sysconfig
-
-    candidates = [
-        os.environ.get("CC"),
-        (sysconfig.get_config_var("CC") or "").split(" ")[0],
-        "cc",
-        "gcc",
-        "clang",
-    ]
-    for name in filter(None, candidates):
-        path = shutil.which(name)
-        if path:
-            return path
-    raise HarnessUnavailable(
-        "no C compiler found (tried $CC, Python's CC, cc, gcc, clang); "
-        "install gcc or clang, or set CC"
-    )
-
-
 def c_harness(seconds: float = 0.3, largest: int | None = None) -> dict:
     """Build kernel_bench.c against the installed package's kernel sources and run it, for
     message sizes up to ``largest`` bytes (every size when None).  Raises HarnessUnavailable
     (with the reason) when it cannot be built here."""
     src = _kernel_sources()
-    cc = _compiler()
+    cc = compiler()
     bench_c = Path(__file__).resolve().parent / "kernel_bench.c"
     sources: list[tuple[Path, tuple[str, ...]]] = [
         (bench_c, ()),
@@ -213,7 +189,7 @@ def c_harness(seconds: float = 0.3, largest: int | None = None) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         exe = os.path.join(tmp, "kernel_bench")
         objects = _compile_objects(cc, src / "include", sources, tmp)
-        _run_build([cc, "-O3", "-o", exe, *objects], cc)
+        run_build([cc, "-O3", "-o", exe, *objects], cc)
         args = [exe, str(seconds)] + ([] if largest is None else [str(largest)])
         out = subprocess.run(args, check=True, capture_output=True, text=True)
     return json.loads(out.stdout)
@@ -229,66 +205,11 @@ def _compile_objects(
     def one(i_src):
         i, (source, extra) = i_src
         obj = os.path.join(tmp, f"{i}-{source.stem}.o")
-        _run_build([cc, "-O3", "-I", str(include), *extra, "-c", "-o", obj, str(source)], cc)
+        run_build([cc, "-O3", "-I", str(include), *extra, "-c", "-o", obj, str(source)], cc)
         return obj
 
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         return list(pool.map(one, enumerate(sources)))
-
-
-def _run_build(cmd: list[str], cc: str) -> None:
-    build = subprocess.run(cmd, capture_output=True, text=True)
-    if build.returncode != 0:
-        raise HarnessUnavailable(
-            f"{cc} failed to build kernel_bench.c: {build.stderr.strip()[-400:]}"
-        )
-
-
-def versus_libaegis(quick: bool = False) -> list[dict] | None:
-    """libaegis (the ``aeg`` package, an optional bench extra) and sealstore's kernels called
-    the same way: through cffi with prepared pointers, in this run.  None when ``aeg`` is
-    not installed."""
-    try:
-        from aeg._loader import ffi as aff, lib as alib
-    except ImportError:
-        return None
-    rows = []
-    sizes = (16384, 1 << 20) if quick else (1024, 16384, 1 << 20)
-    for size in sizes:
-        m = os.urandom(size)
-        key, npub = os.urandom(16), os.urandom(16)
-        budget = _budget(size, quick)
-        for variant in CLASSES:
-            f = getattr(alib, variant.lower().replace("-", "") + "_encrypt")
-            c, mp, kp, np_ = (
-                aff.new("uint8_t[]", size + 16),
-                aff.from_buffer(m),
-                aff.from_buffer(key),
-                aff.from_buffer(npub),
-            )
-            theirs = measure(lambda: f(c, 16, mp, size, aff.NULL, 0, np_, kp), budget=budget)
-            ctx = native.new_ctx(variant, memoryview(key), 16, None)
-            c2, mp2, np2 = (
-                native.ffi.new("uint8_t[]", size + 16),
-                native.ffi.from_buffer(m),
-                native.ffi.from_buffer(npub),
-            )
-            ours = measure(
-                lambda: native.lib.sealstore_encrypt(ctx, c2, mp2, size, native.ffi.NULL, 0, np2),
-                budget=budget,
-            )
-            rows.append(
-                {
-                    "variant": variant,
-                    "kernel": native.ctx_kernel(ctx),
-                    "size": size,
-                    "size_name": _size_name(size),
-                    "libaegis_gbps": size / theirs.median / 1e9,
-                    "sealstore_gbps": size / ours.median / 1e9,
-                    "ratio": theirs.median / ours.median,
-                }
-            )
-    return rows
 
 
 def _aarch64_loop(result: dict) -> list[str]:
@@ -319,13 +240,21 @@ def section(opts) -> dict:
     except HarnessUnavailable as e:
         notes.append(f"C kernel harness: not run: {e}")
     notes += _aarch64_loop(result)
-    lib_rows = versus_libaegis(quick)
-    if lib_rows is None:
-        notes.append(
-            "libaegis comparison: not run (pip install 'sealstore[bench]' adds the aeg package)"
+    try:
+        # quick: each variant's selected kernel, fewer rounds; otherwise every x86 kernel
+        lib_rows = libaegis_versus.compare(
+            rounds=31 if quick else 101, every_kernel=not quick, progress=progress
         )
+    except HarnessUnavailable as e:
+        notes.append(f"versus libaegis, C level: not run: {e}")
     else:
-        result["versus_libaegis"] = lib_rows
+        if lib_rows is None:
+            notes.append(
+                "versus libaegis, C level: not run "
+                "(pip install 'sealstore[bench]' adds the aeg package)"
+            )
+        else:
+            result["versus_libaegis"] = lib_rows
     result["notes"] = notes
     return result
 

@@ -60,4 +60,28 @@ SEALSTORE_INLINE blk blk_aesround(const blk in, const blk rk)
     return r;
 }
 
+/* The lanes of every register XORed together, stored as 16 bytes (aegis_fold). */
+#define BLK_HAVE_FOLD16 1
+SEALSTORE_INLINE void blk_fold16(uint8_t *out, const blk x)
+{
+    __m256i acc = x.v[0];
+    for (int i = 1; i < VEC_PER_BLK; i++) {
+        acc = _mm256_xor_si256(acc, x.v[i]);
+    }
+    const __m128i r =
+        _mm_xor_si128(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
+    _mm_storeu_si128((__m128i *)(void *)out, r);
+}
+
+
+/* One register of a word, for kernels that split the state (AEGIS_SPLIT in aegis_core.h). */
+typedef __m256i reg;
+#define BLK_REGS VEC_PER_BLK
+#define REG_BYTES 32
+#define reg_xor _mm256_xor_si256
+#define reg_and _mm256_and_si256
+#define reg_aesround _mm256_aesenc_epi128
+#define reg_load(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
+#define reg_store(p, x) _mm256_storeu_si256((__m256i *)(void *)(p), (x))
+
 #endif

@@ -8,6 +8,7 @@
 #define LANES 2
 #include "../aesni_blk.h"
 
+#define AEGIS_SPLIT 1 /* the state is 16 or 32 registers: one register at a time */
 #define AEGIS_IMPL sealstore_aegis128x2_aesni
 #define AEGIS_KERNEL_NAME "aesni"
 #include "../aegis_core.h"

@@ -8,9 +8,9 @@
 #define LANES 4
 #include "../aesni_blk.h"
 
+#define AEGIS_SPLIT 1 /* the state is 16 or 32 registers: one register at a time */
 #define AEGIS_IMPL sealstore_aegis128x4_aesni
 #define AEGIS_KERNEL_NAME "aesni"
-#define AEGIS_UNROLL 1 /* 32 state registers already spill on 16 xmm */
 #include "../aegis_core.h"
 
 #include "../target_end.h"

@@ -9,6 +9,7 @@
 #define VEC_PER_BLK 2
 #include "../avx2_blk.h"
 
+#define AEGIS_SPLIT 1 /* the state is 16 or 32 registers: one register at a time */
 #define AEGIS_IMPL sealstore_aegis128x4_avx2
 #define AEGIS_KERNEL_NAME "avx2"
 #include "../aegis_core.h"
