@@ -9,10 +9,13 @@ so a long run is never silent.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sys
 import time
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 
 class Reporter:
@@ -28,7 +31,7 @@ class Reporter:
         self._section = ""
         self._t0 = time.perf_counter()
 
-    def __enter__(self) -> Reporter:
+    def __enter__(self) -> Self:
         if self.live:
             from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 

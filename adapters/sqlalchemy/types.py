@@ -290,7 +290,7 @@ class EncryptedType(TypeDecorator[Any]):
         raise read_error(failure, self.table, self.column, row)
 
 
-def _bind_type(dialect: Dialect) -> type[bytes] | type[bytearray]:
+def _bind_type(dialect: Dialect) -> type[bytes | bytearray]:
     """What sealed bind values are: bytearray for SQLite, whose driver binds a bytes parameter
     only after an adapter lookup (about 0.3 us a value) but a bytearray directly."""
     return bytearray if dialect.name == "sqlite" else bytes

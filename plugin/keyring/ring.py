@@ -7,7 +7,7 @@ import hmac
 import logging
 import os
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from collections.abc import Callable, Iterable, Iterator
 
 from cryptography.hazmat.primitives import hashes
@@ -40,6 +40,9 @@ from .keys import (
     _Slot,
 )
 from .values import ValuePath
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 log: logging.Logger = logging.getLogger(__name__)
 
@@ -449,7 +452,7 @@ class Keyring(ValuePath, HoldsKey):
             if slot not in self._hash_keys:
                 buf[:] = bytes(len(buf))
 
-    def __enter__(self) -> Keyring:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
