@@ -1,7 +1,8 @@
 """Developer sessions: ``nox -l`` lists them, ``nox -s NAME`` runs one in a fresh virtualenv.
 
-    lint         ruff check (pyflakes rules, pyproject's [tool.ruff]), ruff format --check
-                 and the layer rules (tools/imports.py: no upper-layer import, no import cycle)
+    lint         ruff check (pyflakes rules, pyproject's [tool.ruff]), ruff format --check,
+                 the layer rules (tools/imports.py: no upper-layer import, no import cycle)
+                 and the types (tools/typecheck.py: mypy, pyright --verifytypes)
     tests        the suite without the toolchain tests (compilers, sanitizers, whole bench runs)
     tests-full   the whole suite, as the README's test command runs it (CI=true: a missing
                  database or S3 server fails instead of skipping)
@@ -22,15 +23,20 @@ import nox
 nox.options.sessions = ["lint", "tests"]
 #: pinned: a new ruff may format differently, and CI (.ci/run) checks the same version
 RUFF = "ruff==0.17.6"
+#: pinned as in CI (.ci/run's TYPING_PKGS): a new release finds new errors
+TYPING = ("mypy==2.4.1", "pyright==1.1.414", "types-cffi==2.1.0.20260827")
 nox.options.reuse_existing_virtualenvs = True
 
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    session.install(RUFF)
+    # the package and its dependencies: the type checkers read their types
+    session.install(".[test]", RUFF, *TYPING)
     session.run("ruff", "check", ".")
     session.run("ruff", "format", "--check", ".")
     session.run("python", "tools/imports.py")
+    session.run("python", "tools/typecheck.py")
+    session.run("python", "tools/typecheck.py", "--verifytypes")
 
 
 @nox.session

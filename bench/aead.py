@@ -179,7 +179,10 @@ def c_harness(seconds: float = 0.3, largest: int | None = None) -> dict:
     src = _kernel_sources()
     cc = compiler()
     bench_c = Path(__file__).resolve().parent / "kernel_bench.c"
-    sources = [(bench_c, ()), *((s, ()) for s in sorted((src / "src").rglob("*.c")))]
+    sources: list[tuple[Path, tuple[str, ...]]] = [
+        (bench_c, ()),
+        *((s, ()) for s in sorted((src / "src").rglob("*.c"))),
+    ]
     # the portable kernel's pre-bitsliced baseline, one object per degree (portable_baseline)
     baseline = bench_c.with_name("kernel_baseline.c")
     sources += [(baseline, (f"-DLANES={n}", f"-I{src / 'src'}")) for n in (1, 2, 4)]

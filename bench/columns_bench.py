@@ -32,6 +32,8 @@ Targets from issue 4, checked at the end: Core insert >= 70% of plaintext rows/s
 
 from __future__ import annotations
 
+from typing import Any
+
 import argparse
 import functools
 import gc
@@ -219,7 +221,7 @@ def _models(variants) -> tuple[dict, dict[str, str]]:
     return models, unavailable
 
 
-def _timed_rounds(engine, models: dict, rows, repeat: int, progress) -> dict:
+def _timed_rounds(engine, models: dict[str, tuple[Any, Any]], rows, repeat: int, progress) -> dict:
     """(variant, path) -> [(wall, CPU) per run]: the tables created, one unmeasured warm-up
     round, then ``repeat`` rounds with the variants' order rotated from round to round."""
     times: dict[tuple[str, str], list[tuple[float, float]]] = {}

@@ -23,4 +23,4 @@ def bench(argv: list[str]) -> int:
     return main(argv)
 
 
-bench.help = "the at-rest throughput benchmark (sealstore bench --help)"
+setattr(bench, "help", "the at-rest throughput benchmark (sealstore bench --help)")

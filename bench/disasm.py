@@ -156,7 +156,7 @@ def _blocks(body: list[Insn]):
         blocks.append(list(range(s, end)))
         for n in range(s, end):
             block_of[n] = b
-    succ = [set() for _ in blocks]
+    succ: list[set[int]] = [set() for _ in blocks]
     for b, members in enumerate(blocks):
         last = body[members[-1]]
         target, falls = _branch(last, lo, hi)
@@ -169,7 +169,7 @@ def _blocks(body: list[Insn]):
 
 def _dominators(succ: list[set[int]]) -> list[set[int]]:
     n = len(succ)
-    preds = [set() for _ in range(n)]
+    preds: list[set[int]] = [set() for _ in range(n)]
     for b, ss in enumerate(succ):
         for s in ss:
             preds[s].add(b)
@@ -193,7 +193,7 @@ def natural_loops(body: list[Insn]) -> list[Loop]:
         return []
     blocks, succ = _blocks(body)
     dom = _dominators(succ)
-    preds = [set() for _ in blocks]
+    preds: list[set[int]] = [set() for _ in blocks]
     for b, ss in enumerate(succ):
         for s in ss:
             preds[s].add(b)

@@ -16,6 +16,8 @@ calls reuses one freed buffer.
 
 from __future__ import annotations
 
+from typing import Any
+
 import argparse
 import statistics
 import json
@@ -30,7 +32,7 @@ from sealstore.keyring import Keyring
 SIZES = [16, 100, 1024, 16384]
 BATCH = 1000
 BATCH_BYTES = 256 * 1024
-CONFIGS = {
+CONFIGS: dict[str, dict[str, Any]] = {
     "AEGIS-128X4": dict(suite="AEGIS-128X4"),
     "AEGIS-128X4 fixed": dict(suite="AEGIS-128X4", adaptive_threshold=0),
     "AES-256-GCM": dict(suite="AES-256-GCM"),

@@ -20,6 +20,8 @@ runs; the spread column is (max - min) / median.
 
 from __future__ import annotations
 
+from typing import Any
+
 import argparse
 import io
 import json
@@ -126,7 +128,7 @@ def _timed(fn) -> float:
 def _alternating_times(raw_fn, stream_fn, repeats: int) -> dict[str, list[float]]:
     """Seconds per run of raw and stream, one and two threads.  The runs alternate, so a busy
     machine slows both alike."""
-    t = {key: [] for key in ("raw1", "st1", "raw2", "st2")}
+    t: dict[str, list[float]] = {key: [] for key in ("raw1", "st1", "raw2", "st2")}
     for _ in range(repeats):
         t["raw1"].append(_timed(lambda: raw_fn(0)))
         t["st1"].append(_timed(lambda: stream_fn(0)))
@@ -271,7 +273,7 @@ def _size_rows(
         ops.append(("upload_fileobj", "download_fileobj"))
     rows = []
     for put_name, get_name in ops:
-        base = {}
+        base: dict[str, Any] = {}
         for suite, client in clients.items():
             key = f"{suite}-{size}"
             put, get = _put_and_get(client, bucket, key, data, put_name, get_name, transfer)
@@ -362,7 +364,7 @@ def run(
 ) -> dict:
     sizes = [MiB, 16 * MiB] if quick else [MiB, 256 * MiB]
     stream = stream_rows(32 * MiB if quick else 128 * MiB, 5 if quick else 9, progress)
-    result = {"stream": stream, "s3": [], "s3_endpoint": None}
+    result: dict[str, Any] = {"stream": stream, "s3": [], "s3_endpoint": None}
     if network:
         result["s3"], result["s3_endpoint"] = s3_rows(endpoint, sizes, 3 if quick else 7, progress)
     return result

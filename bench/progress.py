@@ -9,8 +9,13 @@ so a long run is never silent.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import sys
 import time
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 
 class Reporter:
@@ -21,12 +26,12 @@ class Reporter:
         self.live = self.console.is_terminal
         self.stream = stream or sys.stderr
         self.sections = sections
-        self._progress = None
-        self._task = None
+        self._progress: Any = None
+        self._task: Any = None
         self._section = ""
         self._t0 = time.perf_counter()
 
-    def __enter__(self) -> Reporter:
+    def __enter__(self) -> Self:
         if self.live:
             from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 

@@ -149,7 +149,7 @@ def _start_postgres():
         return None, None
     sys.path.insert(0, str(root))
     try:
-        from fixtures_pg import PostgresServer, find_pg_bindir
+        from fixtures_pg import PostgresServer, find_pg_bindir  # type: ignore[import-not-found]
     finally:
         sys.path.pop(0)
     bindir = find_pg_bindir()

@@ -14,6 +14,8 @@ is rewritten after every section.  Exit status: 0 when every section ran, 1 when
 
 from __future__ import annotations
 
+from typing import Any
+
 import argparse
 import importlib
 import json
@@ -97,7 +99,10 @@ def environment() -> dict:
     """CPU, features, selected kernels and library versions for the report header."""
     from sealstore import __version__, native
 
-    versions = {"sealstore": __version__, "python": platform.python_version()}
+    versions: dict[str, str | None] = {
+        "sealstore": __version__,
+        "python": platform.python_version(),
+    }
     for mod in ("cryptography", "sqlalchemy", "boto3", "cffi", "moto"):
         try:
             versions[mod] = importlib.import_module(mod).__version__
@@ -134,7 +139,7 @@ def run(opts, reporter: Reporter | None = None, on_start=None, on_section=None) 
     name)`` after each one."""
     wanted = _preflight(opts)
     reporter = reporter or Reporter(len(wanted))
-    report = {
+    report: dict[str, Any] = {
         "schema": SCHEMA,
         "started": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "command": "sealstore bench "

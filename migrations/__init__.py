@@ -22,6 +22,19 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the names imported on first use (_LAZY below), as type checkers see them
+    from .alembic.ops import rewriter
+    from .rotation.progress import make_progress
+    from .rotation.reindex import reindex
+    from .rotation.reseal import rotate
+    from .rotation.retire import find_references, register_s3_prefix, unregister_s3_prefix
+    from .rotation.spec import ColumnSpec, IndexSpec, specs_from_metadata
+    from .rotation.status import status
+    from .rotation.verify import verify
+    from .rotation.worker import WorkerResult
+    from .schema import create_tables, drop_tables
 
 from sealstore.extras import require
 
@@ -71,7 +84,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'sealstore.migrations' has no attribute {name!r}")

@@ -6,6 +6,8 @@ a round trip exactly: each component is tagged with its type (``5`` and ``"5"`` 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import base64
 import datetime as _dt
 import decimal
@@ -32,7 +34,7 @@ _ENCODERS = (
     (decimal.Decimal, ("n", str)),
     (float, ("f", repr)),
 )
-_DECODERS = {
+_DECODERS: dict[str, Callable[[Any], Any]] = {
     "i": int,
     "s": str,
     "u": uuid.UUID,

@@ -20,6 +20,8 @@ class and code, and drops the original: SQLAlchemy's message carries the bound p
 
 from __future__ import annotations
 
+from typing import Any
+
 import logging
 import random
 import sqlite3
@@ -39,7 +41,7 @@ __all__ = [
     "scrubbed",
 ]
 
-log = logging.getLogger("sealstore.migrations")
+log: logging.Logger = logging.getLogger("sealstore.migrations")
 
 DEFAULT_BUDGET = 60.0
 
@@ -66,7 +68,8 @@ _DRIVERS = ("psycopg", "psycopg2", "asyncpg", "pymysql", "MySQLdb", "mysql", "sq
 
 def _chain(exc: BaseException):
     """``exc``, the driver error SQLAlchemy wraps (``.orig``) and the causes, each once."""
-    seen, todo = set(), [exc]
+    seen: set[int] = set()
+    todo: list[Any] = [exc]
     while todo and len(seen) < 8:
         e = todo.pop(0)
         if e is None or id(e) in seen:
@@ -150,7 +153,7 @@ def describe(exc: BaseException) -> str:
     elif code is not None:
         out += f" (error {code})"
     elif isinstance(e, sqlite3.Error) and getattr(e, "sqlite_errorname", None):
-        out += f" ({e.sqlite_errorname})"
+        out += f" ({getattr(e, 'sqlite_errorname')})"
     return out
 
 

@@ -16,6 +16,8 @@ fresh random nonce and ``prefix || ad`` authenticated, and ``open_prefixed`` rev
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from cryptography.hazmat.primitives.ciphers import aead as _crypto_aead
 from cryptography.exceptions import InvalidTag as _CryptoInvalidTag
@@ -23,10 +25,13 @@ from cryptography.exceptions import InvalidTag as _CryptoInvalidTag
 from . import _speedups, native
 from .errors import InvalidTag
 
+if TYPE_CHECKING:
+    from cryptography.utils import Buffer
+
 __all__ = ["AEGIS128L", "AEGIS128X2", "AEGIS128X4", "AESGCM"]
 
 
-def _key_bytes(key, sizes: tuple[int, ...]) -> memoryview:
+def _key_bytes(key: Buffer, sizes: tuple[int, ...]) -> memoryview:
     try:
         view = memoryview(key)
     except TypeError:
@@ -37,8 +42,7 @@ def _key_bytes(key, sizes: tuple[int, ...]) -> memoryview:
     return view.cast("B") if view.format != "B" or view.ndim != 1 else view
 
 
-class _AEGIS:
-    """An AEGIS-128L/128X cipher bound to one key and one native kernel.
+_AEGIS_DOC = """An AEGIS-128L/128X cipher bound to one key and one native kernel.
 
     ``tag_size`` is 16 or 32 bytes (32 gives key commitment).  ``kernel`` names a native
     kernel (``"portable"``, ``"aesni"``, ``"avx2"``, ``"avx512"``, ``"armcrypto"``) for tests
@@ -46,11 +50,29 @@ class _AEGIS:
     One object is safe to use from many threads.
     """
 
+#: (instance attribute, native method): the entry points each instance takes from its context
+_FAST = (
+    ("encrypt", "encrypt"),
+    ("decrypt", "decrypt"),
+    ("encrypt_into", "encrypt_into"),
+    ("decrypt_into", "decrypt_into"),
+    ("seal_prefixed", "seal"),
+    ("open_prefixed", "open"),
+    ("seal_prefixed_many", "seal_many"),
+    ("open_prefixed_many", "open_many"),
+    ("seal_segments_into", "seal_segments_into"),
+    ("open_segments_into", "open_segments_into"),
+)
+
+
+class _AEGIS:
+    __doc__ = _AEGIS_DOC
+
     _variant = ""
     key_size = 16
     nonce_size = 16
 
-    def __init__(self, key, tag_size: int = 16, *, kernel: str | None = None) -> None:
+    def __init__(self, key: Buffer, tag_size: int = 16, *, kernel: str | None = None) -> None:
         view = _key_bytes(key, (self.key_size,))
         if not isinstance(tag_size, int) or isinstance(tag_size, bool):
             raise TypeError(f"tag_size must be an int (16 or 32), not {type(tag_size).__name__}")
@@ -60,19 +82,11 @@ class _AEGIS:
             raise ValueError(f"tag_size must be 16 or 32 bytes, got {tag_size!r}")
         self.tag_size = tag_size
         self._ctx, fast = native.new_fast_ctx(self._variant, view, tag_size, kernel)
-        self.kernel = native.ctx_kernel(self._ctx)
+        self.kernel: str = native.ctx_kernel(self._ctx)
         self._fast = fast
         # The hot entry points are the C methods themselves: no Python frame per call.
-        self.encrypt = fast.encrypt
-        self.decrypt = fast.decrypt
-        self.encrypt_into = fast.encrypt_into
-        self.decrypt_into = fast.decrypt_into
-        self.seal_prefixed = fast.seal
-        self.open_prefixed = fast.open
-        self.seal_prefixed_many = fast.seal_many
-        self.open_prefixed_many = fast.open_many
-        self.seal_segments_into = fast.seal_segments_into
-        self.open_segments_into = fast.open_segments_into
+        for name, native_name in _FAST:
+            setattr(self, name, getattr(fast, native_name))
 
     @classmethod
     def generate_key(cls) -> bytes:
@@ -82,49 +96,68 @@ class _AEGIS:
     def __repr__(self) -> str:
         return f"<sealstore.{type(self).__name__} tag_size={self.tag_size} kernel={self.kernel!r}>"
 
-    def __reduce__(self):
+    def __reduce__(self) -> NoReturn:
         raise TypeError(f"{type(self).__name__} objects hold a key and cannot be pickled")
 
     # The methods below document the API; instances replace them with the C entry points.
 
-    def encrypt(self, nonce, data, associated_data=None) -> bytes:  # noqa: F811
+    def encrypt(self, nonce: Buffer, data: Buffer, associated_data: Buffer | None = None) -> bytes:
         """Encrypt ``data``; returns the ciphertext with the tag appended."""
         return self._fast.encrypt(nonce, data, associated_data)
 
-    def decrypt(self, nonce, data, associated_data=None) -> bytes:  # noqa: F811
+    def decrypt(self, nonce: Buffer, data: Buffer, associated_data: Buffer | None = None) -> bytes:
         """Decrypt and verify ``data`` (ciphertext || tag); raises InvalidTag."""
         return self._fast.decrypt(nonce, data, associated_data)
 
-    def encrypt_into(self, nonce, data, associated_data, buf) -> int:  # noqa: F811
+    def encrypt_into(
+        self, nonce: Buffer, data: Buffer, associated_data: Buffer | None, buf: Buffer
+    ) -> int:
         """Write ciphertext || tag into ``buf`` (cryptography's order: the buffer last);
         returns the number of bytes written.  ``buf`` may start exactly where ``data`` does (in
         place); any other overlap with an input raises OverlappingBuffers before anything is
         written."""
         return self._fast.encrypt_into(nonce, data, associated_data, buf)
 
-    def decrypt_into(self, nonce, data, associated_data, buf) -> int:  # noqa: F811
+    def decrypt_into(
+        self, nonce: Buffer, data: Buffer, associated_data: Buffer | None, buf: Buffer
+    ) -> int:
         """Write the plaintext into ``buf``; on failure the ``len(data) - tag_size`` bytes it
         would have written are wiped and InvalidTag is raised.  Overlap: as encrypt_into."""
         return self._fast.decrypt_into(nonce, data, associated_data, buf)
 
-    def seal_prefixed(self, prefix, plaintext, associated_data=None) -> bytes:  # noqa: F811
+    def seal_prefixed(
+        self, prefix: Buffer, plaintext: Buffer, associated_data: Buffer | None = None
+    ) -> bytes:
         """``prefix || nonce || ciphertext || tag`` with a random nonce; AD = prefix || ad."""
         return self._fast.seal(prefix, plaintext, associated_data)
 
-    def open_prefixed(self, prefix_len, sealed, associated_data=None) -> bytes:  # noqa: F811
+    def open_prefixed(
+        self, prefix_len: int, sealed: Buffer, associated_data: Buffer | None = None
+    ) -> bytes:
         """Open a value made by :meth:`seal_prefixed`; raises InvalidTag."""
         return self._fast.open(prefix_len, sealed, associated_data)
 
-    def seal_prefixed_many(self, prefix, plaintexts, associated_data=None) -> list:  # noqa: F811
+    def seal_prefixed_many(
+        self, prefix: Buffer, plaintexts: Iterable[Buffer], associated_data: Buffer | None = None
+    ) -> list[bytes]:
         """:meth:`seal_prefixed` over a list, in one native call."""
         return self._fast.seal_many(prefix, plaintexts, associated_data)
 
-    def open_prefixed_many(self, prefix_len, sealed, associated_data=None) -> list:  # noqa: F811
+    def open_prefixed_many(
+        self, prefix_len: int, sealed: Iterable[Buffer], associated_data: Buffer | None = None
+    ) -> list[bytes]:
         """:meth:`open_prefixed` over a list, in one native call; InvalidTag has ``.index``."""
         return self._fast.open_many(prefix_len, sealed, associated_data)
 
-    def seal_segments_into(  # noqa: F811
-        self, out, data, segment_size, nonce_prefix, first_index, final, associated_data=None
+    def seal_segments_into(
+        self,
+        out: Buffer,
+        data: Buffer,
+        segment_size: int,
+        nonce_prefix: Buffer,
+        first_index: int,
+        final: bool,
+        associated_data: Buffer | None = None,
     ) -> int:
         """Seal ``data`` as segments ``first_index, ...`` of a stream, into ``out``.
 
@@ -138,8 +171,15 @@ class _AEGIS:
             out, data, segment_size, nonce_prefix, first_index, final, associated_data
         )
 
-    def open_segments_into(  # noqa: F811
-        self, out, data, segment_size, nonce_prefix, first_index, final, associated_data=None
+    def open_segments_into(
+        self,
+        out: Buffer,
+        data: Buffer,
+        segment_size: int,
+        nonce_prefix: Buffer,
+        first_index: int,
+        final: bool,
+        associated_data: Buffer | None = None,
     ) -> int:
         """Open what :meth:`seal_segments_into` wrote.  Any failing segment, or a length that
         cannot be a segment sequence (truncation, extension), raises InvalidTag with
@@ -150,17 +190,17 @@ class _AEGIS:
 
 
 class AEGIS128L(_AEGIS):
-    __doc__ = "AEGIS-128L (one lane). " + _AEGIS.__doc__
+    __doc__ = "AEGIS-128L (one lane). " + _AEGIS_DOC
     _variant = "AEGIS-128L"
 
 
 class AEGIS128X2(_AEGIS):
-    __doc__ = "AEGIS-128X2 (two lanes). " + _AEGIS.__doc__
+    __doc__ = "AEGIS-128X2 (two lanes). " + _AEGIS_DOC
     _variant = "AEGIS-128X2"
 
 
 class AEGIS128X4(_AEGIS):
-    __doc__ = "AEGIS-128X4 (four lanes). " + _AEGIS.__doc__
+    __doc__ = "AEGIS-128X4 (four lanes). " + _AEGIS_DOC
     _variant = "AEGIS-128X4"
 
 
@@ -173,9 +213,9 @@ class AESGCM:
     tag_size = 16
     kernel = "openssl"
 
-    def __init__(self, key) -> None:
+    def __init__(self, key: Buffer) -> None:
         view = _key_bytes(key, (16, 24, 32))
-        self.key_size = view.nbytes
+        self.key_size: int = view.nbytes
         # An immutable copy: cryptography (42.x at least) keeps a reference to the buffer it
         # is given, so a caller that wipes its bytearray afterwards would zero our key.
         self._aead = _crypto_aead.AESGCM(bytes(view))
@@ -189,26 +229,30 @@ class AESGCM:
     def __repr__(self) -> str:
         return f"<sealstore.AESGCM key_size={self.key_size}>"
 
-    def __reduce__(self):
+    def __reduce__(self) -> NoReturn:
         raise TypeError("AESGCM objects hold a key and cannot be pickled")
 
-    def encrypt(self, nonce, data, associated_data=None) -> bytes:
+    def encrypt(self, nonce: Buffer, data: Buffer, associated_data: Buffer | None = None) -> bytes:
         return self._aead.encrypt(nonce, data, associated_data)
 
-    def decrypt(self, nonce, data, associated_data=None) -> bytes:
+    def decrypt(self, nonce: Buffer, data: Buffer, associated_data: Buffer | None = None) -> bytes:
         try:
             return self._aead.decrypt(nonce, data, associated_data)
         except _CryptoInvalidTag:
             raise InvalidTag() from None
 
-    def encrypt_into(self, nonce, data, associated_data, buf) -> int:
+    def encrypt_into(
+        self, nonce: Buffer, data: Buffer, associated_data: Buffer | None, buf: Buffer
+    ) -> int:
         dst = _out_view(buf)  # first: a call in the old order (buffer first) fails here
         n = memoryview(data).nbytes + self.tag_size
         _check_room(dst, n)
         _speedups.check_disjoint(dst, n, True, data, nonce, associated_data)
         return self._aead.encrypt_into(nonce, data, associated_data, dst[:n])
 
-    def decrypt_into(self, nonce, data, associated_data, buf) -> int:
+    def decrypt_into(
+        self, nonce: Buffer, data: Buffer, associated_data: Buffer | None, buf: Buffer
+    ) -> int:
         dst = _out_view(buf)
         n = memoryview(data).nbytes - self.tag_size
         if n < 0:
@@ -221,13 +265,17 @@ class AESGCM:
             dst[:n] = bytes(n)
             raise InvalidTag() from None
 
-    def seal_prefixed(self, prefix, plaintext, associated_data=None) -> bytes:
-        prefix = bytes(prefix)
+    def seal_prefixed(
+        self, prefix: Buffer, plaintext: Buffer, associated_data: Buffer | None = None
+    ) -> bytes:
+        head = bytes(prefix)
         nonce = os.urandom(self.nonce_size)
-        ad = prefix + bytes(associated_data or b"")
-        return prefix + nonce + self._aead.encrypt(nonce, plaintext, ad)
+        ad = head + bytes(associated_data or b"")
+        return head + nonce + self._aead.encrypt(nonce, plaintext, ad)
 
-    def open_prefixed(self, prefix_len, sealed, associated_data=None) -> bytes:
+    def open_prefixed(
+        self, prefix_len: int, sealed: Buffer, associated_data: Buffer | None = None
+    ) -> bytes:
         view = memoryview(sealed)
         if prefix_len < 0:
             raise ValueError("prefix_len must be >= 0")
@@ -240,59 +288,75 @@ class AESGCM:
         except _CryptoInvalidTag:
             raise InvalidTag() from None
 
-    def seal_prefixed_many(self, prefix, plaintexts, associated_data=None) -> list:
+    def seal_prefixed_many(
+        self, prefix: Buffer, plaintexts: Iterable[Buffer], associated_data: Buffer | None = None
+    ) -> list[bytes]:
         out = []
         for i, p in enumerate(plaintexts):
             try:
                 out.append(self.seal_prefixed(prefix, p, associated_data))
             except TypeError as e:  # as the AEGIS ciphers do: name the list position
-                e.index = i
+                setattr(e, "index", i)
                 raise
         return out
 
     def seal_segments_into(
-        self, out, data, segment_size, nonce_prefix, first_index, final, associated_data=None
+        self,
+        out: Buffer,
+        data: Buffer,
+        segment_size: int,
+        nonce_prefix: Buffer,
+        first_index: int,
+        final: bool,
+        associated_data: Buffer | None = None,
     ) -> int:
         """As AEGIS's, with 12-byte nonces: ``nonce_prefix (7 bytes) || BE32(i) || flag``."""
-        data = memoryview(data).cast("B")
-        n, rest = divmod(data.nbytes, segment_size)
+        src = memoryview(data).cast("B")
+        n, rest = divmod(src.nbytes, segment_size)
         if not final and rest:
             raise ValueError("a non-final buffer must hold whole segments")
         sizes = [segment_size] * n + ([rest] if final else [])
         dst = memoryview(out).cast("B")
-        need = data.nbytes + len(sizes) * self.tag_size
+        need = src.nbytes + len(sizes) * self.tag_size
         if dst.nbytes < need:
             raise ValueError(f"out must be at least {need} bytes, got {dst.nbytes}")
-        _speedups.check_disjoint(dst, need, False, data, None, associated_data, nonce_prefix)
+        _speedups.check_disjoint(dst, need, False, src, None, associated_data, nonce_prefix)
         pos = 0
         for i, size in enumerate(sizes):
             nonce = _gcm_segment_nonce(nonce_prefix, first_index + i, final and i == len(sizes) - 1)
             off = i * segment_size
-            sealed = self._aead.encrypt(nonce, data[off : off + size], associated_data)
+            sealed = self._aead.encrypt(nonce, src[off : off + size], associated_data)
             dst[pos : pos + len(sealed)] = sealed
             pos += len(sealed)
         return pos
 
     def open_segments_into(
-        self, out, data, segment_size, nonce_prefix, first_index, final, associated_data=None
+        self,
+        out: Buffer,
+        data: Buffer,
+        segment_size: int,
+        nonce_prefix: Buffer,
+        first_index: int,
+        final: bool,
+        associated_data: Buffer | None = None,
     ) -> int:
-        data = memoryview(data).cast("B")
+        src = memoryview(data).cast("B")
         step = segment_size + self.tag_size
-        n, rest = divmod(data.nbytes, step)
+        n, rest = divmod(src.nbytes, step)
         if (final and rest < self.tag_size) or (not final and (rest or not n)):
             e = InvalidTag()
             e.index = first_index
             raise e
         sizes = [step] * n + ([rest] if final else [])
         dst = memoryview(out).cast("B")
-        need = data.nbytes - len(sizes) * self.tag_size
+        need = src.nbytes - len(sizes) * self.tag_size
         if dst.nbytes < need:
             raise ValueError(f"out must be at least {need} bytes, got {dst.nbytes}")
-        _speedups.check_disjoint(dst, need, False, data, None, associated_data, nonce_prefix)
+        _speedups.check_disjoint(dst, need, False, src, None, associated_data, nonce_prefix)
         for i, size in enumerate(sizes):
             nonce = _gcm_segment_nonce(nonce_prefix, first_index + i, final and i == len(sizes) - 1)
             try:
-                plain = self._aead.decrypt(nonce, data[i * step : i * step + size], associated_data)
+                plain = self._aead.decrypt(nonce, src[i * step : i * step + size], associated_data)
             except _CryptoInvalidTag:
                 dst[:need] = bytes(need)
                 e = InvalidTag()
@@ -301,7 +365,9 @@ class AESGCM:
             dst[i * segment_size : i * segment_size + len(plain)] = plain
         return need
 
-    def open_prefixed_many(self, prefix_len, sealed, associated_data=None) -> list:
+    def open_prefixed_many(
+        self, prefix_len: int, sealed: Iterable[Buffer], associated_data: Buffer | None = None
+    ) -> list[bytes]:
         out = []
         for i, s in enumerate(sealed):
             try:
@@ -312,11 +378,11 @@ class AESGCM:
         return out
 
 
-def _gcm_segment_nonce(prefix, index: int, final: bool) -> bytes:
-    prefix = bytes(prefix)
-    if len(prefix) != 7:
-        raise ValueError(f"nonce_prefix must be 7 bytes, got {len(prefix)}")
-    return prefix + index.to_bytes(4, "big") + (b"\x01" if final else b"\x00")
+def _gcm_segment_nonce(prefix: Buffer, index: int, final: bool) -> bytes:
+    head = bytes(prefix)
+    if len(head) != 7:
+        raise ValueError(f"nonce_prefix must be 7 bytes, got {len(head)}")
+    return head + index.to_bytes(4, "big") + (b"\x01" if final else b"\x00")
 
 
 _INTO_ORDER = (
@@ -325,7 +391,7 @@ _INTO_ORDER = (
 )
 
 
-def _out_view(buf) -> memoryview:
+def _out_view(buf: Any) -> memoryview:
     """The caller's output buffer as bytes; a TypeError naming the argument order otherwise
     (a call in the old order passes the AD or None there)."""
     try:

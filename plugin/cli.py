@@ -21,9 +21,16 @@ import json
 import logging
 import sys
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from .errors import MissingExtra, SealstoreError
 from .format import Suite
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
+    from .config import SealstoreConfig
+    from .keysources.base import KeySource
 
 __all__ = ["build_parser", "main", "version"]
 
@@ -38,7 +45,7 @@ def _age(since: datetime, now: datetime) -> str:
     return f"{seconds}s"
 
 
-def _config(args):
+def _config(args: argparse.Namespace) -> SealstoreConfig:
     from .config import load_config
 
     return load_config(args.config)
@@ -56,7 +63,7 @@ def version() -> str:
         return "unknown (no installed sealstore distribution: pip install sealstore)"
 
 
-def _plaintext_warning(source) -> str:
+def _plaintext_warning(source: KeySource) -> str:
     return (
         f"WARNING: {source} holds PLAIN, UNWRAPPED keys: anyone who can read it can decrypt "
         "every value sealed with them. For anything but local development configure a "
@@ -64,7 +71,7 @@ def _plaintext_warning(source) -> str:
     )
 
 
-def _cmd_init(args) -> int:
+def _cmd_init(args: argparse.Namespace) -> int:
     cfg = _config(args)
     source = cfg.key_source_object()
     keyring = source.init(suite=args.suite or cfg.suite, tag_size=args.tag_size or cfg.tag_size)
@@ -91,11 +98,11 @@ def _cmd_init(args) -> int:
     return 0
 
 
-def _cmd_list(args) -> int:
+def _cmd_list(args: argparse.Namespace) -> int:
     cfg = _config(args)
     keyring = cfg.load_keyring()
     now = datetime.now(timezone.utc)
-    rows = [
+    rows: list[dict[str, Any]] = [
         {
             "id": k.id_hex,
             "suite": str(k.suite),
@@ -111,7 +118,7 @@ def _cmd_list(args) -> int:
         print(json.dumps(rows, indent=2))
         return 0
     header = ("ID", "SUITE", "STATE", "CREATED", "AGE", "ROTATED")
-    table = [header] + [
+    table: list[tuple[str, ...]] = [header] + [
         (
             r["id"],
             r["suite"],
@@ -128,7 +135,7 @@ def _cmd_list(args) -> int:
     return 0
 
 
-def _cmd_rotate(args) -> int:
+def _cmd_rotate(args: argparse.Namespace) -> int:
     cfg = _config(args)
     source = cfg.key_source_object()
     keyring = source.load(suite=cfg.suite, tag_size=cfg.tag_size)
@@ -146,7 +153,7 @@ def _cmd_rotate(args) -> int:
     return 0
 
 
-def build_parser(programs: dict | None = None) -> argparse.ArgumentParser:
+def build_parser(programs: dict[str, EntryPoint] | None = None) -> argparse.ArgumentParser:
     """The console script's parser; ``programs`` are the ``sealstore.programs`` entry points
     (looked up when not given)."""
     parser = argparse.ArgumentParser(
@@ -176,7 +183,7 @@ def build_parser(programs: dict | None = None) -> argparse.ArgumentParser:
     return parser
 
 
-def _add_keys_commands(commands):
+def _add_keys_commands(commands: Any) -> Any:
     """``sealstore keys init | list | rotate``; returns the ``keys`` sub-parsers, where the
     layers above add ``retire`` and ``destroy``."""
     keys = commands.add_parser(
@@ -228,7 +235,7 @@ COMMANDS = "sealstore.commands"
 PROGRAMS = "sealstore.programs"
 
 
-def _registered(group: str) -> list:
+def _registered(group: str) -> list[Any]:
     """The objects of the entry points of ``group``, ordered by entry-point name.  A missing
     one is an error, not a command that silently vanishes: the package's own metadata names
     them, so an install that lacks them is broken."""
@@ -242,7 +249,7 @@ def _registered(group: str) -> list:
     return [_load(ep) for ep in found]
 
 
-def _load(ep):
+def _load(ep: EntryPoint) -> Any:
     """An entry point's object; for sub-commands whose extra is not installed, a register
     function that adds one command, the entry point's name, which says what to install (so
     ``sealstore --help`` lists it and running it is one line naming the extra, exit 1)."""
@@ -251,7 +258,7 @@ def _load(ep):
     except MissingExtra as exc:
         missing = exc
 
-    def register(commands, keys) -> None:
+    def register(commands: Any, keys: Any) -> None:
         p = commands.add_parser(ep.name, help=f"not available: {missing}")
         p.add_argument("args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
         p.set_defaults(func=lambda args: _raise(missing))
@@ -259,11 +266,11 @@ def _load(ep):
     return register
 
 
-def _raise(exc: Exception):
+def _raise(exc: Exception) -> NoReturn:
     raise exc
 
 
-def _programs() -> dict:
+def _programs() -> dict[str, EntryPoint]:
     from importlib.metadata import entry_points
 
     return {ep.name: ep for ep in entry_points(group=PROGRAMS)}
@@ -273,7 +280,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     programs = _programs()
     if argv[:1] and argv[0] in programs:  # its own parser: every option after the word is its
-        return programs[argv[0]].load()(argv[1:])
+        status: int = programs[argv[0]].load()(argv[1:])
+        return status
     try:
         parser = build_parser(programs)
     except SealstoreError as exc:
@@ -285,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
 _LOG_LEVELS = ("debug", "info", "warning")
 
 
-def run_command(args) -> int:
+def run_command(args: argparse.Namespace) -> int:
     """Run a parsed ``sealstore`` command; a SealstoreError is one line on stderr and exit 1.
     ``--log-level``: the ``sealstore`` loggers' records go to stderr meanwhile (never stdout,
     which ``--json`` keeps for its document)."""
@@ -298,7 +306,8 @@ def run_command(args) -> int:
         logger.addHandler(handler)
         logger.setLevel(level.upper())
     try:
-        return args.func(args)
+        status: int = args.func(args)
+        return status
     except SealstoreError as exc:
         print(f"sealstore: error: {exc}", file=sys.stderr)
         return 1

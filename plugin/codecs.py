@@ -128,7 +128,8 @@ def binary_codec(length: int | None, name: str = "EncryptedBinary") -> Codec:
             value = bytes(value)
         if length is not None and len(value) > length:
             raise ValueTooLong(f"{name} value has {len(value)} bytes, more than {length}")
-        return value
+        out: bytes = value
+        return out
 
     def decode(data: bytes) -> bytes:
         return data
@@ -192,7 +193,7 @@ def float_codec(name: str, asdecimal: bool) -> Codec:
             raise ValueTooLong(f"{name} value does not fit in a double")
         return repr(f).encode("ascii")
 
-    def decode(data: bytes):
+    def decode(data: bytes) -> Any:
         return decimal.Decimal(data.decode("ascii")) if asdecimal else float(data)
 
     # repr(): at most 17 significant digits, "-2.2250738585072014e-308"
@@ -224,6 +225,8 @@ def numeric_size(precision: int | None, scale: int | None) -> int | None:
 def _written_digits(d: decimal.Decimal) -> int:
     """Digits of ``format(d, "f")`` other than the single ``0`` before the point of |d| < 1."""
     _, digits, exponent = d.as_tuple()
+    if not isinstance(exponent, int):  # 'n', 'N', 'F': NaN and Infinity, refused before
+        raise ValueError("a finite Decimal is required")
     if exponent >= 0:
         return len(digits) + exponent if digits != (0,) else 1
     return max(len(digits), -exponent)
@@ -258,7 +261,7 @@ def numeric_codec(precision: int | None, scale: int | None, asdecimal: bool, nam
             raise ValueTooLong(too_long)
         return format(d, "f").encode("ascii")
 
-    def decode(data: bytes):
+    def decode(data: bytes) -> Any:
         d = decimal.Decimal(data.decode("ascii"))
         return d if asdecimal else float(d)
 
@@ -326,7 +329,7 @@ def uuid_codec(as_uuid: bool, name: str) -> Codec:
                 raise UnencodableValue(f"{name} value is not a UUID string") from None
         raise _type_error(name, "uuid.UUID", value)
 
-    def decode(data: bytes):
+    def decode(data: bytes) -> Any:
         u = uuid.UUID(bytes=bytes(data))
         return u if as_uuid else str(u)
 
@@ -367,7 +370,7 @@ def enum_codec(
             raise UnencodableValue(f"{name} value is not one of the enum's members")
         return text.encode("utf-8")
 
-    def decode(data: bytes):
+    def decode(data: bytes) -> Any:
         text = data.decode("utf-8")
         try:
             return by_string[text]

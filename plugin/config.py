@@ -21,11 +21,13 @@ Example (TOML)::
 
 from __future__ import annotations
 
+import sys
+
 import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -39,9 +41,14 @@ from .errors import ConfigError
 from .fields import SuiteName
 from .format import Suite
 
-try:
+if TYPE_CHECKING:
+    from .keyring import Keyring
+    from .keysources.base import KeySource
+    from .wrapping import Wrapper
+
+if sys.version_info >= (3, 11):
     import tomllib
-except ModuleNotFoundError:  # Python 3.10: the tomli backport (a dependency there)
+else:  # Python 3.10: the tomli backport (a dependency there)
     import tomli as tomllib
 
 __all__ = [
@@ -62,7 +69,7 @@ DEFAULT_KEY_FILE = "sealstore-keys.json"
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid", frozen=True)
 
 
 class NoWrapping(_Model):
@@ -125,7 +132,7 @@ class SealstoreConfig(_Model):
             raise ValueError("must be 16 or 32 (bytes)")
         return v
 
-    def wrapper(self):
+    def wrapper(self) -> Wrapper | None:
         """The configured :class:`~sealstore.wrapping.Wrapper`, or None for plain key files."""
         w = self.key_source.wrapping
         if isinstance(w, KmsWrapping):
@@ -144,7 +151,7 @@ class SealstoreConfig(_Model):
             return MasterKeyWrapper.from_file(w.path)
         return None
 
-    def key_source_object(self):
+    def key_source_object(self) -> KeySource:
         """The configured :class:`~sealstore.keysources.base.KeySource`."""
         src = self.key_source
         if isinstance(src, DatabaseKeySourceConfig):
@@ -155,7 +162,7 @@ class SealstoreConfig(_Model):
 
         return KeyFile(src.path, self.wrapper())
 
-    def load_keyring(self):
+    def load_keyring(self) -> Keyring:
         """Load the keyring from the configured source with this suite/tag size/retired policy."""
         return self.key_source_object().load(
             suite=self.suite,
@@ -168,7 +175,7 @@ class SealstoreConfig(_Model):
 _TAGS = {"file", "database", "none", "aws-kms", "master-key"}
 
 
-def _read_file(path: Path) -> dict:
+def _read_file(path: Path) -> dict[str, Any]:
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -185,9 +192,9 @@ def _read_file(path: Path) -> dict:
     return data
 
 
-def _env_overrides(env: Mapping[str, str]) -> tuple[dict, set[str]]:
+def _env_overrides(env: Mapping[str, str]) -> tuple[dict[str, Any], set[str]]:
     """Nested dict from ``SEALSTORE_<FIELD>[__<SUB>...]`` variables naming a config field."""
-    out: dict = {}
+    out: dict[str, Any] = {}
     used = set()
     fields = {name.upper() for name in SealstoreConfig.model_fields}
     for name, value in env.items():
@@ -206,7 +213,7 @@ def _env_overrides(env: Mapping[str, str]) -> tuple[dict, set[str]]:
     return out, used
 
 
-def _merge(base: dict, top: dict) -> dict:
+def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
     merged = dict(base)
     for k, v in top.items():
         if isinstance(v, dict) and isinstance(merged.get(k), dict):
@@ -217,7 +224,7 @@ def _merge(base: dict, top: dict) -> dict:
 
 
 def load_config(
-    path: str | os.PathLike | None = None, *, env: Mapping[str, str] | None = None
+    path: str | os.PathLike[str] | None = None, *, env: Mapping[str, str] | None = None
 ) -> SealstoreConfig:
     """Configuration from ``path`` (or ``$SEALSTORE_CONFIG``, if set), then the environment.
 

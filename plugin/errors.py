@@ -8,6 +8,8 @@ working.  No exception message ever contains key material or plaintext.
 
 from __future__ import annotations
 
+from typing import Any
+
 from cryptography.exceptions import InvalidTag as _CryptoInvalidTag
 
 __all__ = [
@@ -53,16 +55,29 @@ __all__ = [
 
 
 class SealstoreError(Exception):
-    """Base class of every sealstore exception (never raised directly)."""
+    """Base class of every sealstore exception (never raised directly).
+
+    An error about a stored value names where it was read, when known: ``table`` and
+    ``column`` (an encrypted column), ``primary_key`` (the row, a tuple) and
+    ``sealstore_reason`` (the message without the location).
+    """
+
+    table: str | None = None
+    column: str | None = None
+    primary_key: tuple[Any, ...] | None = None
+    sealstore_reason: str | None = None
 
 
 class InvalidTag(SealstoreError, _CryptoInvalidTag):
     """Authentication failed: wrong key, wrong associated data, or modified/truncated input.
 
     Raised bare, without a message, so a forged and a truncated ciphertext look the same.
+    A call over many values or segments sets ``index`` to the position that failed.
     Also a ``cryptography.exceptions.InvalidTag``, so code written for cryptography's AEAD
     classes catches it.
     """
+
+    index: int | None = None
 
 
 class KernelUnavailable(SealstoreError, RuntimeError):
@@ -161,7 +176,9 @@ class WrongValueType(SealstoreError, TypeError):
 class UndecodableValue(SealstoreError, ValueError):
     """A value opened (its tag verified) but its plaintext does not decode as its column's type,
     e.g. bytes that are not UTF-8 in a text column; neither the message nor the exception
-    chain carries the plaintext."""
+    chain carries the plaintext; ``failed`` is the decoder's exception class name."""
+
+    failed: str | None = None
 
 
 class BlindIndexError(SealstoreError, ValueError):
@@ -221,6 +238,9 @@ class RetryBudgetExhausted(DatabaseOperationFailed):
     """A transient database error (deadlock, serialization failure, lost connection, lock
     timeout) kept recurring until the retry budget ran out; ``.attempts`` and ``.elapsed`` say how long."""
 
+    attempts: int | None = None
+    elapsed: float | None = None
+
 
 class MissingExtra(SealstoreError, ImportError):
     """A part of sealstore was imported or used whose optional dependencies are not installed;
@@ -237,5 +257,5 @@ class MissingExtra(SealstoreError, ImportError):
         self.extra = extra
         self.missing = tuple(missing)
 
-    def __reduce__(self):  # pickles (to another process) with its own arguments
+    def __reduce__(self) -> tuple[Any, ...]:  # pickles (to another process) with its own arguments
         return (type(self), (self.what, self.extra, list(self.missing)))

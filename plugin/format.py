@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import struct
 import uuid
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from .errors import MalformedCiphertext
 from .suites import HEADER_SIZE, Suite, spec
@@ -119,7 +119,7 @@ def _tag_flag_problem(tag_size: int) -> str:
     return f"must carry the 256-bit tag flag (a {tag_size}-byte tag is not allowed)"
 
 
-def parse_header(sealed) -> Header:
+def parse_header(sealed: bytes | bytearray | memoryview) -> Header:
     """Parse and validate the header of ``sealed`` (any bytes-like object).
 
     Raises :class:`MalformedCiphertext` if the value is shorter than the suite's overhead, or the
@@ -158,7 +158,7 @@ def parse_header(sealed) -> Header:
     return header
 
 
-def key_id_of(sealed) -> int:
+def key_id_of(sealed: bytes | bytearray | memoryview) -> int:
     """The key id of a sealed value (validated header), as stored at offset 2."""
     return parse_header(sealed).key_id
 
@@ -173,7 +173,7 @@ def _lp(data: bytes) -> bytes:
     return len(data).to_bytes(4, "big") + data
 
 
-def _identity(value) -> bytes:
+def _identity(value: Any) -> bytes:
     """Canonical, type-tagged encoding of one row-identity component."""
     if isinstance(value, bool):
         raise TypeError("row identity components cannot be bool")
@@ -191,7 +191,7 @@ def _identity(value) -> bytes:
     )
 
 
-def column_context(table: str, column: str, row=None) -> bytes:
+def column_context(table: str, column: str, row: Any = None) -> bytes:
     """Canonical context binding a value to ``table.column`` and optionally to one row.
 
     Encoding: a domain tag (``sealstore/v1/column`` or ``sealstore/v1/row``, length-prefixed),
@@ -214,11 +214,11 @@ def column_context(table: str, column: str, row=None) -> bytes:
     return _lp(_ROW_DOMAIN) + b"".join(parts)
 
 
-_DIGESTS: dict[bytes, bytes] = {}
+_DIGESTS: dict[Any, bytes] = {}  # keyed by the context objects (hashable ones)
 _DIGEST_CACHE_LIMIT = 4096
 
 
-def context_digest(context=b"") -> bytes:
+def context_digest(context: bytes | bytearray | memoryview = b"") -> bytes:
     """SHA-256 of ``context`` (any bytes-like object), cached for the most used contexts.
 
     The cache holds digests only (contexts are table/column names, not secrets); it is cleared
@@ -228,7 +228,8 @@ def context_digest(context=b"") -> bytes:
         return _DIGESTS[context]
     except (KeyError, TypeError):  # a new context, or an unhashable buffer (bytearray, numpy)
         pass
-    if isinstance(context, str):
+    given: object = context  # (untyped callers)
+    if isinstance(given, str):
         raise TypeError("context must be bytes, not str (encode it first)")
     try:
         digest = hashlib.sha256(context).digest()

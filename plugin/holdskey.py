@@ -8,6 +8,8 @@ the ``__reduce__`` below, so none of them can write the material somewhere it is
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 __all__ = ["HoldsKey"]
 
 
@@ -16,13 +18,13 @@ class HoldsKey:
 
     __slots__ = ()
 
-    def __reduce__(self):
+    def __reduce__(self) -> NoReturn:
         raise TypeError(
             f"{type(self).__name__} objects hold key material and cannot be pickled or copied"
         )
 
-    def __copy__(self):
+    def __copy__(self) -> NoReturn:
         self.__reduce__()
 
-    def __deepcopy__(self, memo):
+    def __deepcopy__(self, memo: object) -> NoReturn:
         self.__reduce__()

@@ -9,23 +9,38 @@ from __future__ import annotations
 
 import ctypes
 import os
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from . import _native, _speedups
 from .errors import InternalError, KernelUnavailable
 
-ffi = _native.ffi
-lib = _native.lib
+if TYPE_CHECKING:
+    from _cffi_backend import FFI
+    from cryptography.utils import Buffer
+
+    from ._native import _Lib
+    from typing_extensions import TypeAlias
+
+    #: a cffi ``sealstore_ctx *`` (its struct fields are not typed)
+    CData: TypeAlias = Any
+
+ffi: FFI = _native.ffi
+lib: _Lib = _native.lib
 
 __all__ = ["KERNELS", "VARIANTS", "info", "kernels", "variant_kernels"]
+
+
+def _c_str(p: CData) -> str:
+    name = ffi.string(p)
+    return name.decode("ascii") if isinstance(name, bytes) else name
+
 
 #: Kernel names, from the least to the most preferred.
 KERNELS = ("portable", "aesni", "avx2", "avx512", "armcrypto")
 #: Variant names and their native ids, as the C library reports them (the suite registry,
 #: ``sealstore.suites``, names each suite's variant; tests/test_suites.py checks they agree).
-VARIANTS = {
-    ffi.string(lib.sealstore_variant_name(v)).decode("ascii"): v
-    for v in range(lib.SEALSTORE_NVARIANTS)
-}
+VARIANTS = {_c_str(lib.sealstore_variant_name(v)): v for v in range(lib.SEALSTORE_NVARIANTS)}
 
 _FEATURES = (
     "aesni",
@@ -88,7 +103,7 @@ def force_kernel(name: str | None) -> None:
     _forced = name
 
 
-def info() -> dict:
+def info() -> dict[str, Any]:
     """CPU features seen, the kernels runnable, and the kernel chosen per variant."""
     import platform
 
@@ -115,7 +130,7 @@ def _cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def new_ctx(variant: str, key, tag_size: int, kernel: str | None):
+def new_ctx(variant: str, key: Buffer, tag_size: int, kernel: str | None) -> CData:
     """A keyed native context (freed and wiped when garbage-collected)."""
     v = VARIANTS[variant]
     if kernel is None:
@@ -136,11 +151,11 @@ def new_ctx(variant: str, key, tag_size: int, kernel: str | None):
     return ffi.gc(ctx, lib.sealstore_ctx_free)
 
 
-def ctx_kernel(ctx) -> str:
+def ctx_kernel(ctx: CData) -> str:
     return KERNELS[ctx.kernel]
 
 
-def hide_features(names) -> None:
+def hide_features(names: Iterable[str]) -> None:
     """Tests only: behave as if the CPU lacked ``names`` (e.g. ``["vaes"]``); an empty list
     restores what cpuid reported.  Contexts created before keep their kernel."""
     keep = ~0
@@ -153,17 +168,22 @@ def hide_features(names) -> None:
 
 
 _forced: str | None = None
-# _SEALSTORE_HIDE_CPU_FEATURES (comma-separated) lets tests play a CPU without some features.
-_hidden = os.environ.get("_SEALSTORE_HIDE_CPU_FEATURES", "").strip()
-if _hidden:
-    hide_features([f.strip() for f in _hidden.split(",") if f.strip()])
-_env = os.environ.get("SEALSTORE_KERNEL", "").strip().lower()
-if _env:
-    try:
-        force_kernel(_env)
-    except KernelUnavailable as e:
-        raise KernelUnavailable(f"SEALSTORE_KERNEL={_env}: {e}") from None
-del _env, _hidden
+
+
+def _from_environment() -> None:
+    # _SEALSTORE_HIDE_CPU_FEATURES (comma-separated) lets tests play a CPU without some features.
+    hidden = os.environ.get("_SEALSTORE_HIDE_CPU_FEATURES", "").strip()
+    if hidden:
+        hide_features([f.strip() for f in hidden.split(",") if f.strip()])
+    env = os.environ.get("SEALSTORE_KERNEL", "").strip().lower()
+    if env:
+        try:
+            force_kernel(env)
+        except KernelUnavailable as e:
+            raise KernelUnavailable(f"SEALSTORE_KERNEL={env}: {e}") from None
+
+
+_from_environment()
 
 
 # A context crosses to sealstore._speedups as a capsule of this name (speedups.h), made here
@@ -175,24 +195,32 @@ _capsule_new.argtypes = (ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)
 _CTX_TYPE = ffi.typeof("sealstore_ctx *")
 
 
-def new_fast_ctx(variant: str, key, tag_size: int, kernel: str | None):
+def new_fast_ctx(
+    variant: str, key: Buffer, tag_size: int, kernel: str | None
+) -> tuple[CData, _speedups.Context]:
     """:func:`new_ctx` and its ``sealstore._speedups.Context`` (which keeps the context alive):
     the capsule they are joined with never leaves this module."""
     ctx = new_ctx(variant, key, tag_size, kernel)
     return ctx, _speedups.Context(_ctx_capsule(ctx), ctx)
 
 
-def _ctx_capsule(ctx):
-    if not isinstance(ctx, ffi.CData) or ffi.typeof(ctx) is not _CTX_TYPE or ctx == ffi.NULL:
+def _is_ctx(ctx: object) -> bool:
+    return isinstance(ctx, ffi.CData) and ffi.typeof(ctx) is _CTX_TYPE and ctx != ffi.NULL
+
+
+def _ctx_capsule(ctx: CData) -> Any:
+    if not _is_ctx(ctx):
         raise TypeError("expected a native context made by sealstore.native.new_ctx")
     return _capsule_new(int(ffi.cast("uintptr_t", ctx)), CTX_CAPSULE, None)
 
 
-def _span(obj, what: str, size: int | None = None, writable: bool = False):
+def _span(
+    obj: Buffer, what: str, size: int | None = None, writable: bool = False
+) -> tuple[CData, int]:
     """(cdata, nbytes) of a contiguous buffer, checking its size when ``size`` is given."""
     try:
         n = memoryview(obj).nbytes
-        ptr = ffi.from_buffer(obj, require_writable=writable)
+        ptr = ffi.from_buffer(obj, require_writable=writable)  # type: ignore[call-overload]
     except TypeError:
         kind = "a writable" if writable else "a"
         raise TypeError(
@@ -203,12 +231,14 @@ def _span(obj, what: str, size: int | None = None, writable: bool = False):
     return ptr, n
 
 
-def cffi_encrypt(ctx, nonce, data, associated_data=None) -> bytes:
+def cffi_encrypt(
+    ctx: CData, nonce: Buffer, data: Buffer, associated_data: Buffer | None = None
+) -> bytes:
     """Encrypt through cffi alone (no ``_speedups``): the reference path the benchmark
     compares the CPython entry point against.  Every size is checked before C runs.
 
     (An ``encrypt_into`` twin, never called, was removed: issue 17/20.)"""
-    if not isinstance(ctx, ffi.CData) or ffi.typeof(ctx) is not _CTX_TYPE or ctx == ffi.NULL:
+    if not _is_ctx(ctx):
         raise TypeError("ctx must be a native context made by sealstore.native.new_ctx")
     npub, _ = _span(nonce, "nonce", lib.SEALSTORE_NPUBBYTES)
     m, n = _span(data, "data")

@@ -26,9 +26,11 @@ import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 
 from .errors import InsecureKeyFile, KeySourceError
 
+fcntl: ModuleType | None
 try:
     import fcntl
 except ImportError:  # pragma: no cover - not POSIX
@@ -45,7 +47,7 @@ def _trusted_owner(uid: int) -> bool:
     return uid in (os.geteuid(), 0)
 
 
-def _check_file(path, st: os.stat_result) -> None:
+def _check_file(path: object, st: os.stat_result) -> None:
     if not stat.S_ISREG(st.st_mode):
         raise InsecureKeyFile(f"{path} is not a regular file; a key file must be a plain file")
     if not _trusted_owner(st.st_uid):
@@ -61,7 +63,7 @@ def _check_file(path, st: os.stat_result) -> None:
         )
 
 
-def check_directory(directory: str | os.PathLike) -> None:
+def check_directory(directory: str | os.PathLike[str]) -> None:
     """Refuse a directory others could use to replace a key file in it (POSIX only)."""
     if not _POSIX:
         return
@@ -79,7 +81,7 @@ def check_directory(directory: str | os.PathLike) -> None:
         )
 
 
-def read_secret_file(path: str | os.PathLike) -> bytes:
+def read_secret_file(path: str | os.PathLike[str]) -> bytes:
     """The bytes of ``path`` after the checks above, made on the descriptor that is read."""
     path = Path(path)
     try:
@@ -111,7 +113,9 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def write_secret_file(path: str | os.PathLike, data: bytes, *, exclusive: bool = False) -> None:
+def write_secret_file(
+    path: str | os.PathLike[str], data: bytes, *, exclusive: bool = False
+) -> None:
     """Write ``data`` to ``path`` with mode 0600, atomically and durably (see the module doc).
 
     ``exclusive``: never replace an existing file, even one created concurrently
@@ -146,7 +150,7 @@ def write_secret_file(path: str | os.PathLike, data: bytes, *, exclusive: bool =
 
 
 @contextlib.contextmanager
-def exclusive_lock(path: str | os.PathLike) -> Iterator[None]:
+def exclusive_lock(path: str | os.PathLike[str]) -> Iterator[None]:
     """Hold an exclusive ``flock`` on ``.<name>.lock`` next to ``path`` (blocks until free).
 
     The lock file, not the key file, is locked: the key file is replaced by rename, and a lock

@@ -29,7 +29,7 @@ class SegmentLog:
     def __repr__(self) -> str:
         return f"<SegmentLog batches={len(self._digests)}>"
 
-    def record(self, first_index: int, final: bool, tags) -> bool:
+    def record(self, first_index: int, final: bool, tags: bytes) -> bool:
         """Record the tags of the batch starting at segment ``first_index``; False when that
         batch was sealed before with other tags (other bytes: the caller must not use them)."""
         digest = hashlib.sha256(b"\x01" if final else b"\x00")

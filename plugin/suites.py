@@ -16,6 +16,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from .aead import AEGIS128L, AEGIS128X2, AEGIS128X4, AESGCM
 
@@ -71,7 +72,7 @@ class Suite(enum.IntEnum):
         return _BY_ID[self].label
 
 
-def _new_aes_gcm(key, tag_size: int):
+def _new_aes_gcm(key: bytes | bytearray | memoryview, tag_size: int) -> AESGCM:
     return AESGCM(key)  # the tag size is the record's only one, checked by SuiteSpec.new_cipher
 
 
@@ -93,8 +94,8 @@ class SuiteSpec:
     tag_sizes: tuple[int, ...]
     default_tag_size: int
     native_variant: str | None
-    cipher: type
-    factory: Callable | None = None
+    cipher: type[Any]
+    factory: Callable[[Any, int], Any] | None = None
     small_suite: Suite | None = None
 
     @property
@@ -119,12 +120,16 @@ class SuiteSpec:
         the preferred one when the suite allows it, else the suite's default."""
         return preferred if preferred in self.tag_sizes else self.default_tag_size
 
-    def new_cipher(self, key, tag_size: int):
+    def new_cipher(
+        self, key: bytes | bytearray | memoryview, tag_size: int
+    ) -> AEGIS128L | AEGIS128X2 | AEGIS128X4 | AESGCM:
         """The cipher object of this suite keyed with ``key``, with ``tag_size``-byte tags."""
         self.check_tag_size(tag_size)
         if self.factory is not None:
-            return self.factory(key, tag_size)
-        return self.cipher(key, tag_size=tag_size)
+            cipher: AEGIS128L | AEGIS128X2 | AEGIS128X4 | AESGCM = self.factory(key, tag_size)
+        else:
+            cipher = self.cipher(key, tag_size=tag_size)
+        return cipher
 
 
 _SPECS = (

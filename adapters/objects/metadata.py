@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Mapping
+from typing import Any
 
 from sealstore.errors import MalformedObject, NotSealedObject, UnsupportedOperation
 from sealstore.stream import ObjectHeader, parse_object_header
@@ -46,7 +48,7 @@ KEPT_HEADERS = ("CacheControl", "ContentDisposition", "ContentEncoding", "Conten
                 "ContentType", "Expires")  # fmt: skip
 
 
-def kept_headers(head: dict) -> dict:
+def kept_headers(head: Mapping[str, Any]) -> dict[str, Any]:
     """The KEPT_HEADERS a HeadObject response has, as request parameters."""
     return {k: head[k] for k in KEPT_HEADERS if head.get(k)}
 
@@ -65,11 +67,11 @@ def object_metadata(header: ObjectHeader, length: int | None) -> dict[str, str]:
     return meta
 
 
-def _lower(meta) -> dict[str, str]:
+def _lower(meta: Mapping[str, str] | None) -> dict[str, str]:
     return {str(k).lower(): v for k, v in (meta or {}).items()}
 
 
-def header_from_metadata(meta) -> tuple[ObjectHeader, bytes] | None:
+def header_from_metadata(meta: Mapping[str, str] | None) -> tuple[ObjectHeader, bytes] | None:
     """The header copy in ``meta`` (parsed, and its raw bytes), or None when ``meta`` has no
     sealstore fields.  MalformedObject if a field is missing, malformed or disagrees."""
     meta = _lower(meta)
@@ -93,7 +95,7 @@ def header_from_metadata(meta) -> tuple[ObjectHeader, bytes] | None:
     return header, raw
 
 
-def stored_length(meta) -> int | None:
+def stored_length(meta: Mapping[str, str] | None) -> int | None:
     """The plaintext length recorded in ``meta``, if any (MalformedObject if not a number)."""
     value = _lower(meta).get(LENGTH)
     if value is None:
@@ -105,7 +107,7 @@ def stored_length(meta) -> int | None:
     return int(value)
 
 
-def declared_length(meta: dict) -> int | None:
+def declared_length(meta: dict[str, str]) -> int | None:
     """Pop the caller's plaintext length declaration from request metadata (``meta`` is edited)."""
     value = meta.pop(LENGTH, None)
     if value is None:
@@ -119,17 +121,17 @@ def declared_length(meta: dict) -> int | None:
     return length
 
 
-def split_user_metadata(meta) -> dict[str, str]:
+def split_user_metadata(meta: Mapping[str, str] | None) -> dict[str, str]:
     """``meta`` without sealstore fields."""
     return {k: v for k, v in (meta or {}).items() if not str(k).lower().startswith(PREFIX)}
 
 
-def sealstore_fields(meta) -> dict[str, str]:
+def sealstore_fields(meta: Mapping[str, str] | None) -> dict[str, str]:
     """Only the stored sealstore fields of ``meta``."""
     return {k: v for k, v in _lower(meta).items() if k in _STORED}
 
 
-def reject_reserved(meta) -> None:
+def reject_reserved(meta: Mapping[str, str] | None) -> None:
     """Refuse caller metadata that would forge sealstore fields."""
     for k in meta or {}:
         if str(k).lower().startswith(PREFIX):

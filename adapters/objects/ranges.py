@@ -18,9 +18,12 @@ class ByteRange:
     __slots__ = ("first", "last", "suffix", "text")
 
     def __init__(self, first: int | None, last: int | None, suffix: int | None, text: str) -> None:
-        self.first, self.last, self.suffix, self.text = first, last, suffix, text
+        self.first: int | None = first
+        self.last: int | None = last
+        self.suffix: int | None = suffix
+        self.text: str = text
 
-    def resolve(self, size: int) -> tuple[int, int] | None:
+    def resolve(self, size: int) -> tuple[int, int] | tuple[()] | None:
         """Inclusive ``(first, last)`` inside an object of ``size`` bytes; None if the range
         cannot be satisfied (S3 answers 416 InvalidRange then); ``()`` for the whole, empty,
         object."""
@@ -30,10 +33,13 @@ class ByteRange:
             if size == 0:  # S3 (as moto does) answers a suffix of an empty object with it whole
                 return ()
             return max(0, size - self.suffix), size - 1
-        if self.first >= size:
+        first = self.first
+        if first is None:  # (parse_range gives a first byte or a suffix)
+            raise UnsupportedOperation(f"the range {self.text!r} has neither a start nor a suffix")
+        if first >= size:
             return None
         last = size - 1 if self.last is None else min(self.last, size - 1)
-        return self.first, last
+        return first, last
 
 
 def parse_range(text: str) -> ByteRange:

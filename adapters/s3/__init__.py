@@ -16,6 +16,7 @@ client does keeps working; ``client.sealstore.raw()`` gives untouched access to 
 
 from __future__ import annotations
 
+from typing import Any, TypeVar
 from sealstore.extras import require
 
 require("s3", "sealstore.adapters.s3")  # before anything imports boto3 or botocore
@@ -23,25 +24,29 @@ require("s3", "sealstore.adapters.s3")  # before anything imports boto3 or botoc
 import inspect
 
 from sealstore.errors import UnsupportedClient
+from sealstore.keyring import Keyring
 from sealstore.stream import DEFAULT_SEGMENT_SIZE
 
 from .handlers import S3Sealing
 from .sizes import plaintext_size
 from .transfer import install, keep_off_crt
 
+#: a boto3 S3 client (botocore has no types): encrypt_client returns the client it is given
+_Client = TypeVar("_Client", bound=Any)
+
 __all__ = ["S3Sealing", "encrypt_client", "plaintext_size"]
 
 
 def encrypt_client(
-    client,
-    keyring,
+    client: _Client,
+    keyring: Keyring,
     *,
     segment_size: int = DEFAULT_SEGMENT_SIZE,
     passthrough: bool = False,
     allow_retired: bool = False,
-    context=b"",
+    context: bytes = b"",
     bind_location: bool = True,
-):
+) -> _Client:
     """Make ``client`` seal every object it writes and open every object it reads.
 
     ``keyring``: a :class:`sealstore.keyring.Keyring`; objects are sealed under its primary

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import Any
 
 from botocore.exceptions import (
     ClientError,
@@ -42,12 +44,12 @@ def invalid_range(text: str, size: int, operation: str = "GetObject") -> ClientE
 class Window:
     """Read ``count`` bytes of ``raw`` after dropping its first ``skip`` bytes."""
 
-    def __init__(self, raw, skip: int, count: int) -> None:
+    def __init__(self, raw: Any, skip: int, count: int) -> None:
         self._raw = raw
         self._skip = skip
         self._left = count
 
-    def read(self, amt: int = -1) -> bytes:
+    def read(self, amt: int | None = -1) -> bytes:
         while self._skip:
             dropped = self._raw.read(min(self._skip, 1 << 20))
             if not dropped:
@@ -56,7 +58,7 @@ class Window:
         if self._left <= 0:
             return b""
         amt = self._left if amt is None or amt < 0 else min(amt, self._left)
-        chunk = self._raw.read(amt)
+        chunk: bytes = self._raw.read(amt)
         self._left -= len(chunk)
         return chunk
 
@@ -64,10 +66,15 @@ class Window:
         self._raw.close()
 
 
-log = logging.getLogger("sealstore.s3")
+log: logging.Logger = logging.getLogger("sealstore.s3")
 
 #: a response body cut short: the connection dropped, timed out or closed mid-body
-DROPPED = (IncompleteReadError, ResponseStreamingError, ReadTimeoutError, ConnectionClosedError)
+DROPPED: tuple[type[Exception], ...] = (
+    IncompleteReadError,
+    ResponseStreamingError,
+    ReadTimeoutError,
+    ConnectionClosedError,
+)
 
 
 class Resuming:
@@ -82,33 +89,40 @@ class Resuming:
     what servers cut short.
     """
 
-    def __init__(self, raw, first: int, last: int, refetch, attempts: int = 4) -> None:
+    def __init__(
+        self,
+        raw: Any,
+        first: int,
+        last: int,
+        refetch: Callable[[int, int], Any] | None,
+        attempts: int = 4,
+    ) -> None:
         self._raw = raw
         self._next = first
         self._last = last
         self._refetch = refetch
         self._attempts = attempts
-        self._timeout = None
-        self.resumed = 0
+        self._timeout: float | None = None
+        self.resumed: int = 0
 
-    def read(self, amt: int = -1) -> bytes:
+    def read(self, amt: int | None = -1) -> bytes:
         while True:
             try:
-                chunk = self._raw.read(amt if amt is not None and amt >= 0 else None)
+                chunk: bytes = self._raw.read(amt if amt is not None and amt >= 0 else None)
             except DROPPED as e:
                 self._resume(e)
                 continue
             self._next += len(chunk)
             return chunk
 
-    def readinto(self, buf) -> int:
+    def readinto(self, buf: Any) -> int:
         if not hasattr(self._raw, "readinto"):  # botocore before 1.36 reads only with read()
             chunk = self.read(len(buf))
             buf[: len(chunk)] = chunk
             return len(chunk)
         while True:
             try:
-                n = self._raw.readinto(buf)
+                n: int = self._raw.readinto(buf)
             except DROPPED as e:
                 self._resume(e)
                 continue
@@ -131,7 +145,7 @@ class Resuming:
         if self._timeout is not None:
             self._raw.set_socket_timeout(self._timeout)
 
-    def set_socket_timeout(self, timeout) -> None:
+    def set_socket_timeout(self, timeout: float | None) -> None:
         self._timeout = timeout
         self._raw.set_socket_timeout(timeout)
 
@@ -142,11 +156,11 @@ class Resuming:
 class Prepended:
     """``head`` followed by the rest of ``raw`` (for bodies whose start was already read)."""
 
-    def __init__(self, head: bytes, raw) -> None:
+    def __init__(self, head: bytes, raw: Any) -> None:
         self._head = memoryview(head)
         self._raw = raw
 
-    def read(self, amt: int = -1) -> bytes:
+    def read(self, amt: int | None = -1) -> bytes:
         if self._head:
             n = len(self._head) if amt is None or amt < 0 else min(amt, len(self._head))
             chunk = bytes(self._head[:n])
@@ -154,15 +168,17 @@ class Prepended:
             if amt is None or amt < 0:
                 chunk += self._raw.read()
             return chunk
-        return self._raw.read(amt if amt is not None and amt >= 0 else None)
+        rest: bytes = self._raw.read(amt if amt is not None and amt >= 0 else None)
+        return rest
 
     def close(self) -> None:
         self._raw.close()
 
 
-def read_exactly(raw, n: int) -> bytes:
+def read_exactly(raw: Any, n: int) -> bytes:
     """Up to ``n`` bytes from ``raw`` (fewer only at its end)."""
-    parts, got = [], 0
+    parts: list[bytes] = []
+    got = 0
     while got < n:
         chunk = raw.read(n - got)
         if not chunk:
@@ -172,23 +188,23 @@ def read_exactly(raw, n: int) -> bytes:
     return b"".join(parts)
 
 
-class OpenedBody(StreamingBody):
+class OpenedBody(StreamingBody):  # type: ignore[misc]  # (botocore has no types)
     """A botocore StreamingBody over opened plaintext (read/iter_chunks/iter_lines, length
     check): ``tell()`` counts the plaintext bytes read, as S3's body counts its bytes, and
     ``set_socket_timeout()`` goes to the sealed response it reads from."""
 
-    def __init__(self, stream, length: int, sealed) -> None:
+    def __init__(self, stream: Any, length: int, sealed: Any) -> None:
         super().__init__(stream, length)
         self._sealed = sealed
 
     def tell(self) -> int:
-        return self._amount_read
+        return int(self._amount_read)
 
-    def set_socket_timeout(self, timeout) -> None:
+    def set_socket_timeout(self, timeout: float | None) -> None:
         self._sealed.set_socket_timeout(timeout)
 
 
-def streaming_body(stream, length: int, sealed) -> OpenedBody:
+def streaming_body(stream: Any, length: int, sealed: Any) -> OpenedBody:
     """The body handed to the caller: ``length`` bytes of ``stream``, read from the response
     body ``sealed``."""
     return OpenedBody(stream, length, sealed)

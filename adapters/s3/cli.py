@@ -21,6 +21,7 @@ import json
 import sys
 import time
 from dataclasses import asdict
+from typing import Any
 
 from .progress import BAR_MODES, make_object_progress, wants_bar
 
@@ -31,7 +32,7 @@ def _default_checkpoint(url: str) -> str:
     return f".sealstore-rotate-{hashlib.sha256(url.encode()).hexdigest()[:12]}.json"
 
 
-def _cmd_rotate(args) -> int:
+def _cmd_rotate(args: argparse.Namespace) -> int:
     import boto3
     from botocore.exceptions import BotoCoreError, ClientError
     from sealstore.config import load_config
@@ -77,7 +78,7 @@ def _cmd_rotate(args) -> int:
     return 0 if report.ok else 1
 
 
-def _s3_error(exc) -> str:
+def _s3_error(exc: BaseException) -> str:
     """``Operation: Code`` of a ClientError, the class and message of another botocore error."""
     from botocore.exceptions import ClientError
 
@@ -87,7 +88,7 @@ def _s3_error(exc) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def _print_report(args, report, checkpoint: str, seconds: float) -> None:
+def _print_report(args: argparse.Namespace, report: Any, checkpoint: str, seconds: float) -> None:
     """The JSON document, or the total line (failures on stderr)."""
     if args.json:
         print(json.dumps({**asdict(report), "checkpoint": checkpoint}, indent=2))
@@ -106,13 +107,13 @@ def _print_report(args, report, checkpoint: str, seconds: float) -> None:
             print(f"failed: {failure['key']}: {failure['error']}", file=sys.stderr)
 
 
-def register(commands, keys) -> None:
+def register(commands: Any, keys: Any) -> None:
     """``sealstore s3 ...``, as the console script finds it (an entry point of
     ``sealstore.commands``)."""
     add_commands(commands)
 
 
-def add_commands(commands) -> None:
+def add_commands(commands: Any) -> None:
     """Add ``s3`` and its actions to the console script's sub-command parsers."""
     s3 = commands.add_parser(
         "s3",
@@ -167,7 +168,7 @@ def add_commands(commands) -> None:
     p.set_defaults(func=_cmd_rotate)
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     """``python -m sealstore.adapters.s3.cli`` (the same commands without the console script)."""
     from sealstore.cli import run_command
 

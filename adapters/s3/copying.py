@@ -26,6 +26,7 @@ from __future__ import annotations
 import datetime
 import logging
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 from urllib.parse import unquote, urlencode
 
 from botocore.awsrequest import AWSResponse
@@ -42,7 +43,7 @@ from .transfer import part_size
 __all__ = ["COPY_PART", "COPY_WORKERS", "SINGLE_COPY", "copy_source", "reseal_copy",
            "reseal_part_copy"]  # fmt: skip
 
-log = logging.getLogger(__name__)
+log: logging.Logger = logging.getLogger(__name__)
 
 #: Plaintext bytes up to which a copy is one GET and one PUT.
 SINGLE_COPY = 16 << 20
@@ -61,7 +62,7 @@ _NOT_DESTINATION = {"Bucket", "Key", "Body", "Metadata", "MetadataDirective", "T
                     "TaggingDirective", "ContentLength", "ContentMD5"}  # fmt: skip
 
 
-def copy_source(source) -> dict:
+def copy_source(source: Any) -> dict[str, Any]:
     """``{"Bucket", "Key"[, "VersionId"]}`` from a CopySource dict or ``bucket/key?versionId=``."""
     if isinstance(source, dict):
         return {k: v for k, v in source.items() if k in ("Bucket", "Key", "VersionId")}
@@ -74,7 +75,7 @@ def copy_source(source) -> dict:
     return out
 
 
-def _source_args(params) -> tuple[dict, dict]:
+def _source_args(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(arguments naming and reading the source, its caller's conditions)."""
     args = copy_source(params["CopySource"])
     for name, target in _SOURCE_SSE.items():
@@ -88,7 +89,7 @@ def _source_args(params) -> tuple[dict, dict]:
     return args, conditions
 
 
-def _source(sealing, params):
+def _source(sealing: Any, params: dict[str, Any]) -> Any:
     """(source arguments, HEAD of the source, its header and plaintext size, or None, None when
     it is not sealed)."""
     args, conditions = _source_args(params)
@@ -112,13 +113,13 @@ def _source(sealing, params):
     return args, head, header, n
 
 
-def _response(parsed: dict, status: int = 200):
+def _response(parsed: dict[str, Any], status: int = 200) -> Any:
     meta = parsed.setdefault("ResponseMetadata", {})
     meta.update({"HTTPStatusCode": status, "HTTPHeaders": {}, "RetryAttempts": 0})
     return AWSResponse("", status, {}, None), parsed
 
 
-def reseal_copy(sealing, params):
+def reseal_copy(sealing: Any, params: dict[str, Any]) -> Any:
     """Answer a CopyObject by re-sealing (``(http, parsed)`` for botocore), or None to let S3
     copy the bytes (a source that is not sealed, unbound with binding off, or bound and copied
     onto itself)."""
@@ -143,7 +144,9 @@ def reseal_copy(sealing, params):
     return _response(_copy_result(sealing, head, bucket, key, put))
 
 
-def _destination(sealing, params, args, head) -> tuple[dict, dict]:
+def _destination(
+    sealing: Any, params: dict[str, Any], args: dict[str, Any], head: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """(user metadata, other PutObject arguments) of the destination, by CopyObject's rules."""
     put_members = sealing.client.meta.service_model.operation_model("PutObject").input_shape.members
     extra = {k: v for k, v in params.items()
@@ -169,23 +172,51 @@ def _destination(sealing, params, args, head) -> tuple[dict, dict]:
     return meta, extra
 
 
-def _read(sealing, args, head, first: int | None = None, last: int | None = None) -> bytes:
+def _read(
+    sealing: Any,
+    args: dict[str, Any],
+    head: dict[str, Any],
+    first: int | None = None,
+    last: int | None = None,
+) -> bytes:
     rng = {} if first is None else {"Range": f"bytes={first}-{last}"}
     body = sealing.client.get_object(IfMatch=head["ETag"], **args, **rng)["Body"]
     try:
-        return body.read()
+        data: bytes = body.read()
+        return data
     finally:
         body.close()
 
 
-def _copy_whole(sealing, args, head, bucket, key, meta, extra, n) -> dict:
+def _copy_whole(
+    sealing: Any,
+    args: dict[str, Any],
+    head: dict[str, Any],
+    bucket: str,
+    key: str,
+    meta: dict[str, str],
+    extra: dict[str, Any],
+    n: int,
+) -> dict[str, Any]:
     data = _read(sealing, args, head) if n else b""
     if len(data) != n:
         raise UnsupportedOperation(f"the copy source gave {len(data)} of its {n} bytes")
-    return sealing.client.put_object(Bucket=bucket, Key=key, Body=data, Metadata=meta, **extra)
+    put: dict[str, Any] = sealing.client.put_object(
+        Bucket=bucket, Key=key, Body=data, Metadata=meta, **extra
+    )
+    return put
 
 
-def _copy_parts(sealing, args, head, bucket, key, meta, extra, n) -> dict:
+def _copy_parts(
+    sealing: Any,
+    args: dict[str, Any],
+    head: dict[str, Any],
+    bucket: str,
+    key: str,
+    meta: dict[str, str],
+    extra: dict[str, Any],
+    n: int,
+) -> dict[str, Any]:
     client = sealing.client
     size = part_size(n, COPY_PART, sealing.segment_size)
     create_members = client.meta.service_model.operation_model(
@@ -205,7 +236,7 @@ def _copy_parts(sealing, args, head, bucket, key, meta, extra, n) -> dict:
     )  # fmt: skip
     upload_id = upload["UploadId"]
 
-    def one(number: int) -> dict:
+    def one(number: int) -> dict[str, Any]:
         first = (number - 1) * size
         data = _read(sealing, args, head, first, min(first + size, n) - 1)
         resp = client.upload_part(Bucket=bucket, Key=key, UploadId=upload_id,
@@ -215,9 +246,10 @@ def _copy_parts(sealing, args, head, bucket, key, meta, extra, n) -> dict:
     try:
         with ThreadPoolExecutor(COPY_WORKERS) as pool:
             parts = list(pool.map(one, range(1, -(-n // size) + 1)))
-        return client.complete_multipart_upload(
+        result: dict[str, Any] = client.complete_multipart_upload(
             Bucket=bucket, Key=key, UploadId=upload_id, MultipartUpload={"Parts": parts}, **done
         )  # fmt: skip
+        return result
     except BaseException:
         try:
             client.abort_multipart_upload(Bucket=bucket, Key=key, UploadId=upload_id)
@@ -226,7 +258,9 @@ def _copy_parts(sealing, args, head, bucket, key, meta, extra, n) -> dict:
         raise
 
 
-def _copy_result(sealing, head, bucket, key, put) -> dict:
+def _copy_result(
+    sealing: Any, head: dict[str, Any], bucket: str, key: str, put: dict[str, Any]
+) -> dict[str, Any]:
     target = {"Bucket": bucket, "Key": key}
     if put.get("VersionId") not in (None, "", "null"):  # "null": an unversioned object
         target["VersionId"] = put["VersionId"]
@@ -242,7 +276,9 @@ def _copy_result(sealing, head, bucket, key, put) -> dict:
     return out
 
 
-def _byte_copy_large(sealing, params, args, head):
+def _byte_copy_large(
+    sealing: Any, params: dict[str, Any], args: dict[str, Any], head: dict[str, Any]
+) -> Any:
     """An unbound sealed object above 5 GiB with binding off: a multipart copy of its bytes."""
     extra = {k: v for k, v in params.items()
              if k not in ("Bucket", "Key", "Metadata", "MetadataDirective", "ExpectedSourceBucketOwner")
@@ -273,7 +309,7 @@ def _byte_copy_large(sealing, params, args, head):
                                            "LastModified": modified.get("LastModified")}})  # fmt: skip
 
 
-def reseal_part_copy(sealing, params, part_size_: int):
+def reseal_part_copy(sealing: Any, params: dict[str, Any], part_size_: int) -> Any:
     """Answer an UploadPartCopy: the source's plaintext range (``CopySourceRange`` in
     plaintext bytes, or the whole object) read through the client and sent as the part."""
     args, head, header, n = _source(sealing, params)

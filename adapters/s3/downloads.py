@@ -3,7 +3,11 @@ ranged, resumed when a body is cut short) and HeadObject, answered in plaintext 
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
+
 import io
+import threading
 import logging
 
 from botocore.exceptions import ClientError
@@ -34,13 +38,31 @@ from .sizes import size_of
 
 __all__ = ["DownloadHandlers"]
 
-log = logging.getLogger(__name__)
+log: logging.Logger = logging.getLogger(__name__)
 
 
 class DownloadHandlers:
     """GetObject and HeadObject handlers (a mixin of S3Sealing: it uses its keyring, raw() and layout cache)."""
 
-    def map_range(self, params, context, **kwargs):
+    if TYPE_CHECKING:  # what S3Sealing (handlers.py, which imports this module) holds
+        keyring: Any
+        segment_size: int
+        passthrough: bool
+        context: bytes
+
+        @property
+        def _raw_depth(self) -> int: ...
+
+        _lock: threading.Lock
+        _uploads: dict[Any, Any]
+
+        def raw(self) -> AbstractContextManager[Any]: ...
+        def location(self, bucket: Any, key: Any) -> bytes | None: ...
+        def _remember_layout(self, bucket: Any, key: Any, header: Any) -> None: ...
+        def _layout_guess(self, bucket: Any, key: Any) -> tuple[int, int]: ...
+        def _opener(self, header: Any, request: Any) -> Any: ...
+
+    def map_range(self, params: dict[str, Any], context: dict[str, Any], **kwargs: Any) -> None:
         """GetObject: turn a plaintext ``Range`` into the sealed bytes of its segments.
 
         The layout (segment and tag size) is the last one seen for this object or the client's
@@ -62,7 +84,14 @@ class DownloadHandlers:
         context["sealstore_range"] = rng
         params["Range"] = _sealed_range(rng, seg, tag)
 
-    def open_body(self, http_response, parsed, model, context, **kwargs):
+    def open_body(
+        self,
+        http_response: Any,
+        parsed: dict[str, Any],
+        model: Any,
+        context: dict[str, Any],
+        **kwargs: Any,
+    ) -> None:
         """GetObject: replace the sealed body by a stream of verified plaintext."""
         if not context.get("sealstore_get"):
             return
@@ -241,7 +270,7 @@ class DownloadHandlers:
             body.close()
         return parse_object_header(head), head
 
-    def check_head(self, params, context, **kwargs):
+    def check_head(self, params: dict[str, Any], context: dict[str, Any], **kwargs: Any) -> None:
         if self._raw_depth:
             return
         if params.get("Range") or params.get("PartNumber") is not None:
@@ -251,7 +280,9 @@ class DownloadHandlers:
         context["sealstore_head"] = True
         context["sealstore_request"] = _object_args(params)
 
-    def plaintext_length(self, http_response, parsed, context, **kwargs):
+    def plaintext_length(
+        self, http_response: Any, parsed: dict[str, Any], context: dict[str, Any], **kwargs: Any
+    ) -> None:
         """HeadObject: report the plaintext length (from the header copy and the stored size)."""
         if not context.get("sealstore_head") or not 200 <= http_response.status_code < 300:
             return

@@ -20,8 +20,11 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
+from typing import Any
 
 from sealstore.errors import UnsealedPath
+from sealstore.keyring import Keyring
 from sealstore.stream import DEFAULT_SEGMENT_SIZE, ObjectCipher
 
 from ..objects import metadata as M
@@ -45,13 +48,13 @@ class S3Sealing(UploadHandlers, DownloadHandlers):
 
     def __init__(
         self,
-        client,
-        keyring,
+        client: Any,
+        keyring: Keyring,
         *,
         segment_size: int = DEFAULT_SEGMENT_SIZE,
         passthrough: bool = False,
         allow_retired: bool = False,
-        context=b"",
+        context: bytes = b"",
         bind_location: bool = True,
     ) -> None:
         ObjectCipher.create(keyring, segment_size=segment_size)  # validates the settings early
@@ -61,11 +64,13 @@ class S3Sealing(UploadHandlers, DownloadHandlers):
         self.passthrough = passthrough
         self.allow_retired = allow_retired
         self.context = context
-        self.bind_location = bool(bind_location)
+        self.bind_location: bool = bool(bind_location)
         self._local = threading.local()
         self._uploads: dict[str, _Upload] = {}
         self._lock = threading.Lock()
-        self._layouts: OrderedDict = OrderedDict()  # (bucket, key) -> (segment, tag)
+        self._layouts: OrderedDict[tuple[str, str], tuple[int, int]] = (
+            OrderedDict()
+        )  # (bucket, key) -> (segment, tag)
 
     def __repr__(self) -> str:
         return (
@@ -75,7 +80,7 @@ class S3Sealing(UploadHandlers, DownloadHandlers):
 
     # ---- registration and the raw switch ------------------------------------------------------
 
-    def register(self, events) -> None:
+    def register(self, events: Any) -> None:
         """Hook the handlers into ``events`` (a client's ``meta.events``)."""
         for op in _NO_PRESIGN:  # registered first: refused before any other handler runs
             events.register(
@@ -114,7 +119,7 @@ class S3Sealing(UploadHandlers, DownloadHandlers):
         return getattr(self._local, "depth", 0)
 
     @contextlib.contextmanager
-    def raw(self):
+    def raw(self) -> Iterator[Any]:
         """Calls made on this thread inside the block go to S3 untouched (sealed bytes)."""
         self._local.depth = self._raw_depth + 1
         try:
@@ -123,16 +128,16 @@ class S3Sealing(UploadHandlers, DownloadHandlers):
             self._local.depth -= 1
 
     def _tag_size(self) -> int:
-        return self.keyring.primary.suite.spec.tag_size_for(self.keyring.tag_size)
+        return int(self.keyring.primary.suite.spec.tag_size_for(self.keyring.tag_size))
 
-    def _remember_layout(self, bucket, key, header) -> None:
+    def _remember_layout(self, bucket: str, key: str, header: Any) -> None:
         with self._lock:
             self._layouts[(bucket, key)] = (header.segment_size, header.tag_size)
             self._layouts.move_to_end((bucket, key))
             while len(self._layouts) > _LAYOUT_CACHE:
                 self._layouts.popitem(last=False)
 
-    def _layout_guess(self, bucket, key) -> tuple[int, int]:
+    def _layout_guess(self, bucket: str, key: str) -> tuple[int, int]:
         with self._lock:
             return self._layouts.get((bucket, key)) or (
                 self.segment_size,
@@ -140,7 +145,7 @@ class S3Sealing(UploadHandlers, DownloadHandlers):
             )
 
     @contextlib.contextmanager
-    def opening_retired(self):
+    def opening_retired(self) -> Iterator[None]:
         """Objects of retired keys open on this thread inside the block (rotation uses it)."""
         before = getattr(self._local, "retired", False)
         self._local.retired = True
@@ -149,11 +154,11 @@ class S3Sealing(UploadHandlers, DownloadHandlers):
         finally:
             self._local.retired = before
 
-    def location(self, bucket, key) -> bytes | None:
+    def location(self, bucket: str, key: str) -> bytes | None:
         """What a new object at ``bucket/key`` is bound to (None with ``bind_location`` off)."""
         return object_location(bucket, key) if self.bind_location else None
 
-    def _opener(self, header, request) -> ObjectCipher:
+    def _opener(self, header: Any, request: Any) -> ObjectCipher:
         allow = self.allow_retired or getattr(self._local, "retired", False)
         return ObjectCipher.from_header(
             self.keyring,
@@ -163,7 +168,9 @@ class S3Sealing(UploadHandlers, DownloadHandlers):
             allow_retired=allow,
         )
 
-    def refuse_presign(self, params, model, context, **kwargs):
+    def refuse_presign(
+        self, params: dict[str, Any], model: Any, context: dict[str, Any], **kwargs: Any
+    ) -> None:
         """Presigned requests run without the client: a presigned PUT (or POST, or part) would
         store what is sent as it is, and a presigned GET would return the sealed bytes."""
         if self._raw_depth or not context.get("is_presign_request"):
@@ -179,7 +186,7 @@ class S3Sealing(UploadHandlers, DownloadHandlers):
             "hand out the sealed bytes)"
         )
 
-    def refuse_presign_method(self, request, operation_name, **kwargs):
+    def refuse_presign_method(self, request: Any, operation_name: str, **kwargs: Any) -> None:
         """A presigned URL whose method was changed (``HttpMethod="PUT"`` on ``head_object``)
         would upload or download the object around the handlers just the same."""
         context = getattr(request, "context", None) or {}
@@ -200,12 +207,12 @@ class S3Sealing(UploadHandlers, DownloadHandlers):
                 "a body, with their own method (or inside client.sealstore.raw())"
             )
 
-    def note_copy(self, params, context, **kwargs):
+    def note_copy(self, params: dict[str, Any], context: dict[str, Any], **kwargs: Any) -> None:
         """UploadPartCopy: keep the request for :meth:`reseal_part_copy`."""
         if not self._raw_depth:
             context["sealstore_copy"] = dict(params)
 
-    def reseal_part_copy(self, context, **kwargs):
+    def reseal_part_copy(self, context: dict[str, Any], **kwargs: Any) -> Any:
         """UploadPartCopy: a server-side copy of sealed bytes would not line up with the
         upload's segments (nor its location): the source range is read through this client
         and sealed as the part, and the answer is the one S3 gives."""
@@ -215,7 +222,7 @@ class S3Sealing(UploadHandlers, DownloadHandlers):
         state = self._upload(params.get("UploadId"))
         return reseal_part_copy(self, params, state.part_size)
 
-    def reseal_copy(self, context, **kwargs):
+    def reseal_copy(self, context: dict[str, Any], **kwargs: Any) -> Any:
         """CopyObject: a server-side copy keeps the source's location binding, so a bound
         source (or any sealed source, when this client binds) is re-sealed to the
         destination; otherwise S3 copies the bytes."""
@@ -224,7 +231,9 @@ class S3Sealing(UploadHandlers, DownloadHandlers):
             return None
         return reseal_copy(self, params)
 
-    def keep_metadata_on_copy(self, params, context, **kwargs):
+    def keep_metadata_on_copy(
+        self, params: dict[str, Any], context: dict[str, Any], **kwargs: Any
+    ) -> None:
         """CopyObject: keep the request for :meth:`reseal_copy`; with MetadataDirective=REPLACE
         carry the source's sealstore fields over, so a server-side copy stays readable with
         its metadata (the body alone would open anyway)."""

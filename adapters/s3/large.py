@@ -19,6 +19,8 @@ Either way a failure aborts the upload: nothing is left half-written.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sealstore.errors import TruncatedObject
 
 from ..objects import metadata as M
@@ -39,7 +41,18 @@ def needs_multipart(plaintext_length: int) -> bool:
     return plaintext_length + plaintext_length // 1024 + 4096 > MAX_SINGLE_REQUEST
 
 
-def put_multipart(client, sealing, bucket, key, body, length, *, metadata, extra, if_match) -> None:
+def put_multipart(
+    client: Any,
+    sealing: Any,
+    bucket: str,
+    key: str,
+    body: Any,
+    length: int,
+    *,
+    metadata: dict[str, str],
+    extra: dict[str, Any],
+    if_match: str | None,
+) -> None:
     """Seal ``length`` plaintext bytes read from ``body`` over ``bucket/key``, completing only
     if the object's ETag is still ``if_match``."""
     size = part_size(length, RESEAL_PART, sealing.segment_size)
@@ -71,7 +84,16 @@ def put_multipart(client, sealing, bucket, key, body, length, *, metadata, extra
 
 
 def copy_multipart(
-    raw, source, bucket, key, size, *, metadata, extra, source_if_match, if_match=None
+    raw: Any,
+    source: dict[str, Any],
+    bucket: str,
+    key: str,
+    size: int,
+    *,
+    metadata: dict[str, str],
+    extra: dict[str, Any],
+    source_if_match: str | None,
+    if_match: str | None = None,
 ) -> None:
     """Copy the ``size`` sealed bytes of ``source`` ({"Bucket", "Key"[, "VersionId"]}) to
     ``bucket/key`` unchanged, with ``metadata``; ``raw`` is the unsealing client."""
@@ -95,7 +117,7 @@ def copy_multipart(
         raise
 
 
-def _abort(client, bucket, key, upload_id) -> None:
+def _abort(client: Any, bucket: str, key: str, upload_id: str) -> None:
     try:
         client.abort_multipart_upload(Bucket=bucket, Key=key, UploadId=upload_id)
     except Exception:  # noqa: BLE001, S110 - the original error is the one to report

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import sys
+from typing import Any, TextIO
 
 __all__ = ["BAR_MODES", "ObjectBar", "ObjectLines", "make_object_progress", "wants_bar"]
 
@@ -24,11 +25,11 @@ _QUIET = ("current", "not_sealed")  # outcomes listed only with --verbose
 class ObjectLines:
     """``outcome  key`` for every object that changed (every object with ``verbose``)."""
 
-    def __init__(self, out=None, verbose: bool = False) -> None:
+    def __init__(self, out: TextIO | None = None, verbose: bool = False) -> None:
         self.out = out if out is not None else sys.stdout
         self.verbose = verbose
 
-    def __call__(self, report, key: str, outcome: str) -> None:
+    def __call__(self, report: Any, key: str, outcome: str) -> None:
         if outcome not in _QUIET or self.verbose:
             print(f"{outcome:>16}  {key}", file=self.out, flush=True)
 
@@ -40,7 +41,9 @@ class ObjectBar:
     """A rich progress bar on ``err``: objects done / total, objects per second, ETA; the
     objects that changed are printed above it (on ``err`` too)."""
 
-    def __init__(self, total: int, err=None, verbose: bool = False, label: str = "rotate") -> None:
+    def __init__(
+        self, total: int, err: TextIO | None = None, verbose: bool = False, label: str = "rotate"
+    ) -> None:
         from rich.console import Console
         from rich.progress import (
             BarColumn,
@@ -67,7 +70,7 @@ class ObjectBar:
         self._progress.start()
         self._task = self._progress.add_task(label, total=total, rate="")
 
-    def __call__(self, report, key: str, outcome: str) -> None:
+    def __call__(self, report: Any, key: str, outcome: str) -> None:
         if outcome not in _QUIET or self.verbose:
             self._progress.console.print(f"{outcome:>16}  {key}", markup=False, highlight=False)
         task = self._progress.tasks[0]
@@ -78,7 +81,7 @@ class ObjectBar:
         self._progress.stop()
 
 
-def wants_bar(mode: str, err=None, *, json_output: bool = False) -> bool:
+def wants_bar(mode: str, err: TextIO | None = None, *, json_output: bool = False) -> bool:
     """Whether ``mode`` shows the bar (never with JSON output; ``auto``: on a terminal, when
     rich is installed)."""
     if json_output or mode in ("lines", "none"):
@@ -91,8 +94,14 @@ def wants_bar(mode: str, err=None, *, json_output: bool = False) -> bool:
 
 
 def make_object_progress(
-    mode: str, total: int | None = None, *, out=None, err=None, verbose=False, json_output=False
-):
+    mode: str,
+    total: int | None = None,
+    *,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+    verbose: bool = False,
+    json_output: bool = False,
+) -> ObjectLines | ObjectBar | _Silent:
     """The reporter for ``mode`` (see the module docstring); ``total`` is needed for the bar."""
     if mode not in BAR_MODES:
         raise ValueError(f"progress mode must be one of {', '.join(BAR_MODES)}, not {mode!r}")
@@ -106,7 +115,7 @@ def make_object_progress(
 
 
 class _Silent:
-    def __call__(self, report, key, outcome) -> None:
+    def __call__(self, report: Any, key: Any, outcome: Any) -> None:
         pass
 
     def close(self) -> None:

@@ -28,7 +28,9 @@ import json
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from botocore.exceptions import ClientError
 from sealstore.errors import NotSealedObject, SealstoreError
@@ -41,7 +43,7 @@ from .settings import for_copy, object_settings
 
 __all__ = ["RotationReport", "parse_s3_url", "pending_objects", "rotate_objects"]
 
-log = logging.getLogger(__name__)
+log: logging.Logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -58,8 +60,8 @@ class RotationReport:
     resealed: int = 0
     sealed_plaintext: int = 0
     not_sealed: int = 0
-    conflicts: list = field(default_factory=list)
-    failures: list = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)
+    failures: list[dict[str, Any]] = field(default_factory=list)
     last_key: str | None = None
     complete: bool = False
     dry_run: bool = False
@@ -109,7 +111,9 @@ def _save_checkpoint(path, report: RotationReport) -> None:
     os.replace(tmp, path)
 
 
-def pending_objects(client, bucket: str, prefix: str = "", *, checkpoint: str | None = None) -> int:
+def pending_objects(
+    client: Any, bucket: str, prefix: str = "", *, checkpoint: str | None = None
+) -> int:
     """How many objects :func:`rotate_objects` with the same arguments would visit now: one
     listing pass (one request per 1000 objects), after the checkpoint's position when the run
     would resume from it.  Objects written meanwhile may make the run visit more."""
@@ -120,7 +124,7 @@ def pending_objects(client, bucket: str, prefix: str = "", *, checkpoint: str | 
 
 
 def rotate_objects(
-    client,
+    client: Any,
     bucket: str,
     prefix: str = "",
     *,
@@ -128,7 +132,7 @@ def rotate_objects(
     dry_run: bool = False,
     seal_plaintext: bool = False,
     pause: float = 0.0,
-    progress=None,
+    progress: Callable[[RotationReport, str, str], None] | None = None,
 ) -> RotationReport:
     """Re-seal every object under ``bucket/prefix`` with the primary key of ``client``'s
     keyring (``client`` comes from :func:`sealstore.adapters.s3.encrypt_client`).

@@ -23,6 +23,7 @@ without ``TaggingDirective=REPLACE``: :func:`for_copy` drops it.
 from __future__ import annotations
 
 from urllib.parse import urlencode
+from typing import Any
 
 from botocore.exceptions import ClientError
 from sealstore.errors import UnsupportedOperation
@@ -51,7 +52,7 @@ _GRANTS = {
 _ACL_UNREADABLE = ("AccessDenied", "AccessControlListNotSupported", "NotImplemented")
 
 
-def object_settings(raw, bucket: str, key: str, head: dict) -> dict:
+def object_settings(raw: Any, bucket: str, key: str, head: dict[str, Any]) -> dict[str, Any]:
     """The request parameters that rewrite ``bucket/key`` with everything it has (``head``: its
     HeadObject response; ``raw``: a client that does not seal)."""
     version = {"VersionId": head["VersionId"]} if head.get("VersionId") else {}
@@ -68,12 +69,12 @@ def object_settings(raw, bucket: str, key: str, head: dict) -> dict:
     return out
 
 
-def for_copy(settings: dict) -> dict:
+def for_copy(settings: dict[str, Any]) -> dict[str, Any]:
     """``settings`` for a CopyObject of the object onto itself (tags come along by default)."""
     return {k: v for k, v in settings.items() if k != "Tagging"}
 
 
-def _grants(raw, bucket, key, version) -> dict:
+def _grants(raw: Any, bucket: str, key: str, version: dict[str, str]) -> dict[str, Any]:
     try:
         acl = raw.get_object_acl(Bucket=bucket, Key=key, **version)
     except ClientError as exc:
@@ -95,7 +96,7 @@ def _grants(raw, bucket, key, version) -> dict:
     return {param: ", ".join(values) for param, values in out.items()}
 
 
-def _grantee(who: dict) -> str:
+def _grantee(who: dict[str, Any]) -> str:
     if who.get("Type") == "Group":
         return f'uri="{who["URI"]}"'
     if who.get("Type") == "AmazonCustomerByEmail":

@@ -5,6 +5,8 @@ stored size give the plaintext size (docs/FORMAT.md O1, O3)."""
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
+from typing import Any
 
 from sealstore.errors import MalformedObject, NotSealedObject
 from sealstore.stream import (
@@ -20,7 +22,7 @@ from .body import read_exactly
 __all__ = ["plaintext_size", "size_of"]
 
 
-def size_of(head: dict, fetch_header) -> tuple[int, ObjectHeader]:
+def size_of(head: dict[str, Any], fetch_header: Callable[[], bytes]) -> tuple[int, ObjectHeader]:
     """``(plaintext size, header)`` of the object a raw HeadObject response describes.
 
     ``fetch_header()`` returns the object's first bytes, and is called only when the metadata
@@ -42,7 +44,7 @@ def size_of(head: dict, fetch_header) -> tuple[int, ObjectHeader]:
     return n, header
 
 
-def plaintext_size(client, **object_args) -> int:
+def plaintext_size(client: Any, **object_args: Any) -> int:
     """Plaintext bytes of the object ``object_args`` names (``Bucket``, ``Key``, optionally
     ``VersionId``, SSE-C parameters...), with one HEAD (a 76-byte ranged GET more when the
     object's metadata was lost).  ``client`` is a plain or an encrypted boto3 S3 client."""

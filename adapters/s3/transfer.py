@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import os
+from typing import Any
 
 from boto3.s3 import inject
 from boto3.s3.constants import CLASSIC_TRANSFER_CLIENT
@@ -56,7 +57,7 @@ def part_size(length: int | None, wanted: int, segment_size: int) -> int:
     return size
 
 
-def classic(config) -> TransferConfig:
+def classic(config: Any) -> TransferConfig:
     """A copy of ``config`` (or the default) that runs the classic transfer manager, the one
     whose requests go through the client and its sealing handlers."""
     config = copy.copy(config or TransferConfig())
@@ -81,17 +82,17 @@ def keep_off_crt() -> None:
     if getattr(original, "sealstore_guard", False):
         return
 
-    def is_crt_compatible_request(client, crt_s3_client):
+    def is_crt_compatible_request(client: Any, crt_s3_client: Any) -> Any:
         if getattr(client, "sealstore", None) is not None:
             return False  # the CRT would send and receive bodies around the handlers
         return original(client, crt_s3_client)
 
-    is_crt_compatible_request.sealstore_guard = True
+    setattr(is_crt_compatible_request, "sealstore_guard", True)
     is_crt_compatible_request.__doc__ = original.__doc__
     boto3_crt.is_crt_compatible_request = is_crt_compatible_request
 
 
-def _plan(sealing, length, extra_args, config):
+def _plan(sealing: Any, length: Any, extra_args: Any, config: Any) -> Any:
     config = classic(config)
     size = part_size(length, config.multipart_chunksize, sealing.segment_size)
     config.multipart_chunksize = size
@@ -105,37 +106,65 @@ def _plan(sealing, length, extra_args, config):
     return extra, config
 
 
-def install(client, sealing) -> None:
+def install(client: Any, sealing: Any) -> None:
     """Give ``client`` (this instance only) the sealing versions of the managed transfers
     (:func:`keep_off_crt` must have run)."""
 
-    def upload_file(Filename, Bucket, Key, ExtraArgs=None, Callback=None, Config=None):
+    def upload_file(
+        Filename: Any,
+        Bucket: Any,
+        Key: Any,
+        ExtraArgs: Any = None,
+        Callback: Any = None,
+        Config: Any = None,
+    ) -> Any:
         extra, config = _plan(sealing, os.path.getsize(Filename), ExtraArgs, Config)
         return inject.upload_file(client, Filename, Bucket, Key, extra, Callback, config)
 
-    def upload_fileobj(Fileobj, Bucket, Key, ExtraArgs=None, Callback=None, Config=None):
+    def upload_fileobj(
+        Fileobj: Any,
+        Bucket: Any,
+        Key: Any,
+        ExtraArgs: Any = None,
+        Callback: Any = None,
+        Config: Any = None,
+    ) -> Any:
         extra, config = _plan(sealing, source_length(Fileobj), ExtraArgs, Config)
         return inject.upload_fileobj(client, Fileobj, Bucket, Key, extra, Callback, config)
 
-    def download_file(Bucket, Key, Filename, ExtraArgs=None, Callback=None, Config=None):
+    def download_file(
+        Bucket: Any,
+        Key: Any,
+        Filename: Any,
+        ExtraArgs: Any = None,
+        Callback: Any = None,
+        Config: Any = None,
+    ) -> Any:
         return inject.download_file(
             client, Bucket, Key, Filename, ExtraArgs, Callback, classic(Config)
         )
 
-    def download_fileobj(Bucket, Key, Fileobj, ExtraArgs=None, Callback=None, Config=None):
+    def download_fileobj(
+        Bucket: Any,
+        Key: Any,
+        Fileobj: Any,
+        ExtraArgs: Any = None,
+        Callback: Any = None,
+        Config: Any = None,
+    ) -> Any:
         return inject.download_fileobj(
             client, Bucket, Key, Fileobj, ExtraArgs, Callback, classic(Config)
         )
 
     def copy_(
-        CopySource,
-        Bucket,
-        Key,
-        ExtraArgs=None,
-        Callback=None,
-        SourceClient=None,
-        Config=None,
-    ):
+        CopySource: Any,
+        Bucket: str,
+        Key: str,
+        ExtraArgs: Any = None,
+        Callback: Any = None,
+        SourceClient: Any = None,
+        Config: Any = None,
+    ) -> Any:
         """Copy an object through the encrypted client's ``copy_object``, which re-seals it to
         the destination (in parallel parts when large) or lets S3 copy unbound bytes (see
         ``copying.py``); ``Callback`` gets the source's stored size once done."""

@@ -4,6 +4,9 @@ same bytes (docs/S3.md)."""
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
+
 import logging
 import os
 import tempfile
@@ -27,7 +30,7 @@ from .body import (
 
 __all__ = ["SPOOL_MEMORY", "UploadHandlers"]
 
-log = logging.getLogger(__name__)
+log: logging.Logger = logging.getLogger(__name__)
 
 #: Sealed bodies of unknown length are spooled; this much stays in memory, the rest on disk.
 SPOOL_MEMORY = 8 << 20
@@ -62,7 +65,25 @@ class _Upload:
 class UploadHandlers:
     """PutObject and multipart handlers (a mixin of S3Sealing: it uses its keyring, raw() and locks)."""
 
-    def seal_put_object(self, params, **kwargs):
+    if TYPE_CHECKING:  # what S3Sealing (handlers.py, which imports this module) holds
+        keyring: Any
+        segment_size: int
+        passthrough: bool
+        context: bytes
+
+        @property
+        def _raw_depth(self) -> int: ...
+
+        _lock: threading.Lock
+        _uploads: dict[Any, Any]
+
+        def raw(self) -> AbstractContextManager[Any]: ...
+        def location(self, bucket: Any, key: Any) -> bytes | None: ...
+        def _remember_layout(self, bucket: Any, key: Any, header: Any) -> None: ...
+        def _layout_guess(self, bucket: Any, key: Any) -> tuple[int, int]: ...
+        def _opener(self, header: Any, request: Any) -> Any: ...
+
+    def seal_put_object(self, params: dict[str, Any], **kwargs: Any) -> None:
         """PutObject: replace the body by its sealed stream and add the object metadata.
 
         Bytes and seekable files stream (and can be re-read for signing and retries); other
@@ -117,7 +138,9 @@ class UploadHandlers:
         spool.seek(0)
         return spool, size
 
-    def start_multipart(self, params, context, **kwargs):
+    def start_multipart(
+        self, params: dict[str, Any], context: dict[str, Any], **kwargs: Any
+    ) -> None:
         """CreateMultipartUpload: draw the object key; the part size comes as a request hint."""
         if self._raw_depth:
             return
@@ -151,7 +174,9 @@ class UploadHandlers:
             params.get("Bucket"), params.get("Key"), cipher.header.key_id_hex, part_size,
         )  # fmt: skip
 
-    def remember_multipart(self, http_response, parsed, context, **kwargs):
+    def remember_multipart(
+        self, http_response: Any, parsed: dict[str, Any], context: dict[str, Any], **kwargs: Any
+    ) -> None:
         state = context.get("sealstore_upload")
         if state is None or not 200 <= http_response.status_code < 300:
             return
@@ -169,7 +194,7 @@ class UploadHandlers:
         state.check_process()
         return state
 
-    def seal_part(self, params, **kwargs):
+    def seal_part(self, params: dict[str, Any], **kwargs: Any) -> None:
         """UploadPart: seal the part as segments at its offset, in this (worker) thread.
 
         Part ``k`` holds plaintext ``(k-1)*P ..``; part 1 carries the header; a part shorter
@@ -207,7 +232,9 @@ class UploadHandlers:
         params["Body"] = reader
         params["ContentLength"] = sealed
 
-    def finish_multipart(self, params, context, **kwargs):
+    def finish_multipart(
+        self, params: dict[str, Any], context: dict[str, Any], **kwargs: Any
+    ) -> None:
         """CompleteMultipartUpload: check the parts tile the object and that the last one ends
         with the final segment; if every part was full, upload one more part holding only the
         final (empty) segment."""
@@ -268,7 +295,13 @@ class UploadHandlers:
     def note_upload_id(params, context, **kwargs):
         context["sealstore_upload_id"] = params.get("UploadId")
 
-    def forget_multipart(self, http_response, params=None, context=None, **kwargs):
+    def forget_multipart(
+        self,
+        http_response: Any,
+        params: dict[str, Any] | None = None,
+        context: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
         if not 200 <= http_response.status_code < 300:
             return
         upload_id = (context or {}).get("sealstore_upload_id")

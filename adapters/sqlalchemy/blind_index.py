@@ -23,7 +23,8 @@ from sqlalchemy.schema import ColumnDefault
 from sqlalchemy.sql import operators
 from sqlalchemy.sql.elements import BindParameter, ClauseElement
 from sqlalchemy.sql.lambdas import PyWrapper
-from sqlalchemy.types import TypeDecorator
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator, TypeEngine
 
 from ...errors import BlindIndexError, ColumnBindingError, UnsealedExpression, UnsupportedComparison
 from ... import blind_index as B
@@ -42,7 +43,7 @@ __all__ = [
 ]
 
 
-class BlindIndex(TypeDecorator):
+class BlindIndex(TypeDecorator[Any]):
     """The type of a blind-index column: ``mapped_column(BlindIndex("email"), index=True)``.
 
     ``source`` names the encrypted column of the same table (its key or its name); ``size`` is
@@ -52,8 +53,8 @@ class BlindIndex(TypeDecorator):
     that sets the source otherwise (an ORM flush hook, and the engine hook of ``writes.py``).
     """
 
-    impl = LargeBinary
-    cache_ok = True
+    impl: Any = LargeBinary
+    cache_ok: bool | None = True
 
     def __init__(
         self,
@@ -75,7 +76,7 @@ class BlindIndex(TypeDecorator):
         self.table = table
         self.column = column
         self._pinned = (table, column)
-        self._table_obj = None  # the Table this copy is attached to (set by attach())
+        self._table_obj: Any = None  # the Table this copy is attached to (set by attach())
         self._info_memo: bytes | None = None
         super().__init__(KEY_ID_SIZE + size)
 
@@ -114,7 +115,7 @@ class BlindIndex(TypeDecorator):
     def storage_length(self) -> int:
         return KEY_ID_SIZE + self.size
 
-    def load_dialect_impl(self, dialect):
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
         if dialect.name in ("mysql", "mariadb"):
             return dialect.type_descriptor(VARBINARY(self.storage_length))
         return dialect.type_descriptor(LargeBinary(self.storage_length))
@@ -122,7 +123,7 @@ class BlindIndex(TypeDecorator):
     # ---- the source column --------------------------------------------------------------------
 
     @property
-    def source_column(self):
+    def source_column(self) -> Any:  # a Column whose type is an EncryptedType
         """The encrypted Column this index is computed from (same table)."""
         table = self._table_obj
         if table is None:
@@ -153,7 +154,7 @@ class BlindIndex(TypeDecorator):
             info = self._info_memo = B.index_info(column_context(self.table, self.column))
         return info
 
-    def _keyring(self, source_type) -> Keyring:
+    def _keyring(self, source_type: Any) -> Keyring:
         keyring = get_keyring(self.keyring)
         if keyring is get_keyring(source_type.keyring_name):
             raise BlindIndexError(
@@ -200,11 +201,11 @@ class BlindIndex(TypeDecorator):
         """True when ``stored`` was not computed with the index keyring's primary key."""
         return B.is_stale(get_keyring(self.keyring), stored)
 
-    def compute_from_params(self, params: dict) -> bytes | None:
+    def compute_from_params(self, params: dict[str, Any]) -> bytes | None:
         return self.compute(params.get(self.source_column.key))
 
 
-def _column_named(table, name: str):
+def _column_named(table: Any, name: str) -> Any:
     col = table.c.get(name)
     if col is not None:
         return col
@@ -214,12 +215,12 @@ def _column_named(table, name: str):
     return None
 
 
-def _insert_default(context):
+def _insert_default(context: Any) -> Any:
     """Column default of every BlindIndex column: the index of the row's source value."""
     return context.current_column.type.compute_from_params(context.get_current_parameters())
 
 
-def attach(column, table) -> None:
+def attach(column: Any, table: Any) -> None:
     """Bind a BlindIndex column to its table: a bound type copy and the insert default (UPDATEs
     and statement-level values are kept in step by ``writes.py``)."""
     bound = column.type.bound_to(table.name, column.name)
@@ -232,7 +233,7 @@ def attach(column, table) -> None:
 # ---- equality lookups ------------------------------------------------------------------------
 
 
-def find_blind_index(expr):
+def find_blind_index(expr: Any) -> Any:
     """The BlindIndex column of the selectable holding ``expr`` (a table or an alias), or None."""
     selectable = getattr(expr, "table", None)
     if selectable is None:
@@ -244,11 +245,11 @@ def find_blind_index(expr):
     return None
 
 
-def _source_bind(expr, op, other):
+def _source_bind(expr: Any, op: Any, other: Any) -> Any:
     """The bound parameter whose value is only known at execution (a named ``bindparam()``, a
     ``lambda_stmt()`` closure variable), or None for a value known now."""
     if isinstance(other, PyWrapper):
-        return other._py_wrapper_literal(expr=expr, operator=op)
+        return other._py_wrapper_literal(expr=expr, operator=op)  # type: ignore[no-untyped-call]
     if isinstance(other, BindParameter) and other.callable is not None:
         raise UnsupportedComparison(
             f"{_where(expr)}: a blind-index lookup cannot take a bindparam() with a callable"
@@ -258,11 +259,11 @@ def _source_bind(expr, op, other):
     return None
 
 
-def _where(expr) -> str:
+def _where(expr: Any) -> str:
     return f"{getattr(getattr(expr, 'table', None), 'name', '?')}.{getattr(expr, 'key', '?')}"
 
 
-def equality_via_index(expr, op, other, name: str):
+def equality_via_index(expr: Any, op: Any, other: Any, name: str) -> Any:
     """Rewrite ``expr == value`` (``!=``, ``in_``, ``not_in``) to the expression's blind index."""
     index = find_blind_index(expr)
     if index is None:

@@ -22,6 +22,8 @@ Enum                ``enum_codec`` over the strings SQLAlchemy's Enum persists (
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import types as sqltypes
 
 from ... import codecs as C
@@ -47,7 +49,7 @@ def _enum_codec(type_: sqltypes.Enum, name: str) -> Codec:
 
 
 def codec_for(
-    type_: sqltypes.TypeEngine, name: str = "Encrypted", where: str | None = None
+    type_: sqltypes.TypeEngine[Any], name: str = "Encrypted", where: str | None = None
 ) -> Codec:
     """The canonical codec for a generic SQLAlchemy type (``Integer``, ``Date``, ``Numeric`` ...);
     ``where`` (``"table.column"``) is named in its error messages.

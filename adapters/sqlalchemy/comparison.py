@@ -3,6 +3,8 @@ what is refused (randomized ciphertext cannot be ordered, matched or compared in
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy.sql import operators
 from sqlalchemy.sql.elements import BindParameter, ColumnElement, Null
 from sqlalchemy.types import TypeDecorator
@@ -26,10 +28,10 @@ class EncryptedComparator(TypeDecorator.Comparator):
 
     __slots__ = ()
 
-    def operate(self, op, *other, **kwargs):
+    def operate(self, op: Any, *other: Any, **kwargs: Any) -> Any:
         return _compare(self, op, other, kwargs, reverse=False)
 
-    def reverse_operate(self, op, other, **kwargs):
+    def reverse_operate(self, op: Any, other: Any, **kwargs: Any) -> Any:
         return _compare(self, op, (other,), kwargs, reverse=True)
 
 

@@ -31,6 +31,8 @@ statements it should not apply to are first run (the decision is kept per compil
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import Column, event
 from sqlalchemy.engine import Engine
 from sqlalchemy.engine.cursor import (
@@ -233,14 +235,14 @@ def _primary_key(row, index, result) -> tuple | None:
         return None
     source = next((o.table for o in entries[index][2] if isinstance(o, Column)), None)
     names = [c.name for c in getattr(source, "primary_key", ())]
-    found = {}
+    found: dict[str, tuple[int, Any]] = {}
     for position, entry in enumerate(entries):
         for obj in entry[2]:
             if isinstance(obj, Column) and obj.table is source and obj.name in names:
                 found.setdefault(obj.name, (position, obj))
     if not names or len(found) != len(names):
         return None
-    dialect = context.dialect
+    dialect = getattr(context, "dialect", None)
     values = []
     for name in names:
         position, obj = found[name]

@@ -15,6 +15,7 @@ per lambda cache key.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
@@ -27,12 +28,12 @@ from ...errors import BlindIndexError
 __all__ = ["IndexLookup"]
 
 
-class IndexLookup(BindParameter):
+class IndexLookup(BindParameter[Any]):
     """The index values of the parameter ``source`` (one value, or a list with ``many``)."""
 
-    inherit_cache = True
+    inherit_cache: bool = True
 
-    def __init__(self, source: BindParameter, index, many: bool) -> None:
+    def __init__(self, source: BindParameter[Any], index: Any, many: bool) -> None:
         itype = index.type
         tail = re.sub(r"\W+", "_", str(source.key)).strip("_")
         super().__init__(
@@ -44,25 +45,26 @@ class IndexLookup(BindParameter):
         self.many = many
 
 
-def _values(lookup: IndexLookup, value) -> list[bytes]:
+def _values(lookup: IndexLookup, value: Any) -> list[bytes]:
+    index: Any = lookup.type  # a BlindIndex (blind_index.py imports this module)
     items = list(value) if lookup.many else [value]
     if lookup.many and isinstance(value, (str, bytes)):
-        raise BlindIndexError(
-            f"{lookup.type.table}.{lookup.type.source}: in_() takes a list of values"
-        )
+        raise BlindIndexError(f"{index.table}.{index.source}: in_() takes a list of values")
     if any(item is None for item in items):
         raise BlindIndexError(
-            f"a lookup of {lookup.type.table}.{lookup.type.source} got None: NULL never compares "
+            f"a lookup of {index.table}.{index.source} got None: NULL never compares "
             "equal in SQL; use .is_(None)"
         )
-    return [c for item in items for c in lookup.type.candidates(item)]
+    return [c for item in items for c in index.candidates(item)]
 
 
-_LAMBDA_LOOKUPS: dict = {}  # lambda cache key -> its IndexLookups (bounded, see _in_lambda)
+_LAMBDA_LOOKUPS: dict[
+    Any, list[IndexLookup]
+] = {}  # lambda cache key -> its IndexLookups (bounded, see _in_lambda)
 _LAMBDA_MEMO_SIZE = 512
 
 
-def _in_lambda(elem, key) -> list:
+def _in_lambda(elem: Any, key: Any) -> list[IndexLookup]:
     """The IndexLookups of a lambda statement.  Its cache key lists only the closure
     variables' parameters, so the resolved statement is searched, once per lambda cache key."""
     try:
@@ -76,7 +78,9 @@ def _in_lambda(elem, key) -> list:
     return found
 
 
-def _before_execute(conn, elem, multiparams, params, execution_options):
+def _before_execute(
+    conn: Any, elem: Any, multiparams: Any, params: Any, execution_options: Any
+) -> Any:
     keyed = getattr(elem, "_generate_cache_key", None)
     key = keyed() if keyed is not None else None
     if key is None:

@@ -11,6 +11,7 @@ import weakref
 from typing import Any
 
 from sqlalchemy import Column, event, inspect
+from sqlalchemy.engine import Connection
 from sqlalchemy import types as sqltypes
 from sqlalchemy.orm import Mapper, attributes
 from sqlalchemy.orm.attributes import set_committed_value
@@ -24,14 +25,19 @@ from .types import EncryptedType
 
 __all__ = ["MapperPlan"]
 
-_NO_INIT = attributes.PASSIVE_NO_INITIALIZE
-_PLANS: "weakref.WeakKeyDictionary[Mapper, MapperPlan]" = weakref.WeakKeyDictionary()
+_NO_INIT = attributes.PASSIVE_NO_INITIALIZE  # type: ignore[attr-defined]  # (re-exported)
+_PLANS: "weakref.WeakKeyDictionary[Mapper[Any], MapperPlan]" = weakref.WeakKeyDictionary()
 
 
 class MapperPlan:
     """What one mapper needs: row-bound attributes, blind indexes, primary-key attributes."""
 
-    def __init__(self, mapper: Mapper, row_attrs, indexes) -> None:
+    def __init__(
+        self,
+        mapper: Mapper[Any],
+        row_attrs: list[tuple[str, EncryptedType]],
+        indexes: list[tuple[str, str, BlindIndex]],
+    ) -> None:
         self.mapper = mapper
         self.row_attrs = row_attrs  # [(attribute key, EncryptedType)]
         self.indexes = indexes  # [(source attribute key, index attribute key, BlindIndex)]
@@ -39,7 +45,7 @@ class MapperPlan:
 
     # ---- row identity ---------------------------------------------------------------------
 
-    def row(self, target, *, fill_defaults: bool) -> tuple:
+    def row(self, target: Any, *, fill_defaults: bool) -> tuple[Any, ...]:
         d = inspect(target).dict
         values = []
         for key, col in self.pk:
@@ -59,7 +65,7 @@ class MapperPlan:
 
     # ---- flush --------------------------------------------------------------------------------
 
-    def _seal_rows(self, target, row: tuple, keys) -> None:
+    def _seal_rows(self, target: Any, row: tuple[Any, ...], keys: Any) -> None:
         d = inspect(target).dict
         for key, type_ in self.row_attrs:
             if key not in keys:
@@ -81,12 +87,12 @@ class MapperPlan:
             sealed = PreSealed(type_.seal(value, row), value, type_.table, type_.column, row)
             setattr(target, key, sealed)
 
-    def before_insert(self, mapper, connection, target) -> None:
+    def before_insert(self, mapper: Mapper[Any], connection: Connection, target: Any) -> None:
         if self.row_attrs:
             row = self.row(target, fill_defaults=True)
             self._seal_rows(target, row, {k for k, _ in self.row_attrs})
 
-    def before_update(self, mapper, connection, target) -> None:
+    def before_update(self, mapper: Mapper[Any], connection: Connection, target: Any) -> None:
         state = inspect(target)
         for src_key, index_key, index_type in self.indexes:
             if state.attrs[src_key].history.has_changes():
@@ -106,7 +112,7 @@ class MapperPlan:
                 keys.add(key)
         self._seal_rows(target, row, keys)
 
-    def after_write(self, mapper, connection, target) -> None:
+    def after_write(self, mapper: Mapper[Any], connection: Connection, target: Any) -> None:
         d = inspect(target).dict
         for key, _ in self.row_attrs:
             value = d.get(key)
@@ -115,7 +121,7 @@ class MapperPlan:
 
     # ---- load ---------------------------------------------------------------------------------
 
-    def opened(self, target, *args: Any) -> None:
+    def opened(self, target: Any, *args: Any) -> None:
         state = inspect(target)
         d = state.dict
         row = None
@@ -127,7 +133,7 @@ class MapperPlan:
                 set_committed_value(target, key, value.open(row))
 
 
-def _python_default(col) -> Any:
+def _python_default(col: Any) -> Any:
     default = col.default
     if default is None or getattr(default, "is_sequence", False):
         return None
@@ -144,7 +150,7 @@ def _python_default(col) -> Any:
     return None
 
 
-def _normalize(col, value: Any) -> Any:
+def _normalize(col: Any, value: Any) -> Any:
     """The primary-key value as it will be loaded back (UUID strings -> UUID, and so on)."""
     if isinstance(col.type, sqltypes.Uuid) and col.type.as_uuid and isinstance(value, str):
         return uuid.UUID(value)
@@ -152,8 +158,9 @@ def _normalize(col, value: Any) -> Any:
 
 
 @event.listens_for(Mapper, "mapper_configured")
-def _configure(mapper: Mapper, class_) -> None:
-    row_attrs, indexes = [], []
+def _configure(mapper: Mapper[Any], class_: Any) -> None:
+    row_attrs: list[tuple[str, EncryptedType]] = []
+    indexes: list[tuple[str, str, BlindIndex]] = []
     for prop in mapper.column_attrs:
         col = prop.columns[0]
         if not isinstance(col, Column):  # column_property(<SQL expression>)

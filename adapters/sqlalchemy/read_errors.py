@@ -56,7 +56,9 @@ def _reason(exc: SealstoreError) -> str:
     return str(exc)  # KeyNotUsable, UnknownKeyring: they name keys and keyrings, no stored bytes
 
 
-def read_error(exc: SealstoreError, table: str, column: str, row: Any = None) -> SealstoreError:
+def read_error(
+    exc: SealstoreError, table: str | None, column: str | None, row: Any = None
+) -> SealstoreError:
     """A new exception of ``exc``'s class naming ``table.column`` (and the row's primary key,
     a tuple, when given), without ``exc``'s message where that may describe the stored bytes."""
     reason = getattr(exc, "sealstore_reason", None) or _reason(exc)
@@ -69,7 +71,7 @@ def read_error(exc: SealstoreError, table: str, column: str, row: Any = None) ->
     new.table, new.column, new.primary_key = table, column, row
     new.sealstore_reason = reason
     if isinstance(exc, UnknownKeyId):
-        new.key_id = exc.key_id
+        setattr(new, "key_id", exc.key_id)
     return new
 
 

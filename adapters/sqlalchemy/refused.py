@@ -16,6 +16,8 @@ An encrypted type in a SELECT list that is not one stored value (``func.max(col)
 
 from __future__ import annotations
 
+from typing import Any, NoReturn
+
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import _CompileLabel
 from sqlalchemy.sql.elements import (
@@ -40,15 +42,15 @@ __all__ = ["RefusedComparison", "check_selected"]
 _ONE_VALUE = (ColumnClause, TypeCoerce, Cast, BindParameter, Null, ScalarSelect)
 
 
-class RefusedComparison(ColumnElement):
+class RefusedComparison(ColumnElement[Any]):
     """``binary`` (an encrypted column compared with an expression) that must never compile."""
 
     __visit_name__ = "sealstore_refused_comparison"
-    inherit_cache = True
+    inherit_cache: bool = True
     _traverse_internals = [("binary", InternalTraversal.dp_clauseelement)]
     type = Boolean()
 
-    def __init__(self, binary, message: str) -> None:
+    def __init__(self, binary: Any, message: str) -> None:
         self.binary = binary
         self.message = message
 
@@ -57,11 +59,11 @@ class RefusedComparison(ColumnElement):
 
 
 @compiles(RefusedComparison)
-def _refuse(element, compiler, **kw):
+def _refuse(element: Any, compiler: Any, **kw: Any) -> NoReturn:
     raise UnsupportedComparison(element.message)
 
 
-def check_selected(expr, name: str):
+def check_selected(expr: Any, name: str) -> Any:
     """``expr`` as selected (``TypeDecorator.column_expression``), or UnsupportedComparison when
     it computes over ciphertexts: ``func.max/min(col)`` would return an arbitrary row's value,
     ``coalesce``/``case`` over two columns open one column's values with the other's context,

@@ -25,6 +25,8 @@ own caches: restart after such a migration.)  Turn it off for an engine or a con
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
@@ -48,20 +50,20 @@ _ATTR = "_sealstore_result_format"  # on the compiled statement: None (undecided
 _UNDECIDED = None
 
 
-def returns_types(compiled, classes) -> bool:
+def returns_types(compiled: Any, classes: Any) -> bool:
     """Whether a compiled statement's result columns include a type of one of ``classes``."""
     columns = getattr(compiled, "_result_columns", None) or ()
     return any(isinstance(entry[3], classes) for entry in columns)
 
 
-def _returns_sealed(compiled) -> bool:
+def _returns_sealed(compiled: Any) -> bool:
     from .blind_index import BlindIndex
     from .types import EncryptedType
 
     return returns_types(compiled, (EncryptedType, BlindIndex))
 
 
-def _eligible(conn, context, executemany):
+def _eligible(conn: Any, context: Any, executemany: Any) -> Any:
     """The compiled statement when this execution may use binary results, else None."""
     if executemany or context is None or context.dialect.driver != "psycopg":
         return None
@@ -72,7 +74,9 @@ def _eligible(conn, context, executemany):
 
 
 @event.listens_for(Engine, "before_cursor_execute")
-def _before_cursor_execute(conn, cursor, statement, parameters, context, executemany):
+def _before_cursor_execute(
+    conn: Any, cursor: Any, statement: Any, parameters: Any, context: Any, executemany: Any
+) -> Any:
     compiled = _eligible(conn, context, executemany)
     if compiled is None:
         return
@@ -88,7 +92,7 @@ def _before_cursor_execute(conn, cursor, statement, parameters, context, execute
             target.format = Format.BINARY
 
 
-def _psycopg_cursor(cursor):
+def _psycopg_cursor(cursor: Any) -> Any:
     """The psycopg cursor itself (SQLAlchemy's asyncio adapter wraps it in a slotted object, as
     ``._cursor``, which forwards reads but not writes of attributes), or None when it cannot
     return binary results."""
@@ -103,7 +107,9 @@ def _psycopg_cursor(cursor):
 
 
 @event.listens_for(Engine, "after_cursor_execute")
-def _after_cursor_execute(conn, cursor, statement, parameters, context, executemany):
+def _after_cursor_execute(
+    conn: Any, cursor: Any, statement: Any, parameters: Any, context: Any, executemany: Any
+) -> Any:
     compiled = _eligible(conn, context, executemany)
     if compiled is None or getattr(compiled, _ATTR, _UNDECIDED) is not _UNDECIDED:
         return

@@ -19,6 +19,8 @@ without its row.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from typing import Any
 
 from ...errors import ColumnBindingError
@@ -30,8 +32,20 @@ class PreSealed:
     """A value already sealed for one row of one column; the bind step writes ``sealed``."""
 
     __slots__ = ("sealed", "plaintext", "table", "column", "row")
+    sealed: bytes | None  # (None for a NULL)
+    plaintext: Any
+    table: str | None
+    column: str | None
+    row: tuple[Any, ...]
 
-    def __init__(self, sealed: bytes, plaintext: Any, table: str, column: str, row: tuple) -> None:
+    def __init__(
+        self,
+        sealed: bytes | None,
+        plaintext: Any,
+        table: str | None,
+        column: str | None,
+        row: tuple[Any, ...],
+    ) -> None:
         self.sealed = sealed
         self.plaintext = plaintext
         self.table = table
@@ -46,8 +60,10 @@ class SealedRowValue:
     """A row-bound value read outside the ORM: call ``.open(primary_key)`` to decrypt it."""
 
     __slots__ = ("sealed", "type")
+    sealed: bytes
+    type: Any  # the column's EncryptedType
 
-    def __init__(self, sealed: bytes, type_) -> None:
+    def __init__(self, sealed: bytes, type_: Any) -> None:
         self.sealed = sealed
         self.type = type_
 
@@ -59,12 +75,12 @@ class SealedRowValue:
         return f"<SealedRowValue {self.type.table}.{self.type.column}: .open(primary_key)>"
 
 
-def row_identity(row: Any) -> tuple:
+def row_identity(row: Any) -> tuple[Any, ...]:
     """The canonical row identity: a tuple of primary-key values."""
     return tuple(row) if isinstance(row, (tuple, list)) else (row,)
 
 
-def seal_for_row(column, value: Any, row: Any) -> PreSealed | None:
+def seal_for_row(column: Any, value: Any, row: Any) -> PreSealed | None:
     """Seal ``value`` for the row-bound ``column`` (a Column or mapped attribute) of the row
     whose primary key is ``row``, for Core inserts/updates and bulk inserts."""
     type_ = getattr(column, "type", None)
@@ -78,11 +94,11 @@ def seal_for_row(column, value: Any, row: Any) -> PreSealed | None:
     return PreSealed(type_.seal(value, ident), value, type_.table, type_.column, ident)
 
 
-def row_bind_processor(type_):
+def row_bind_processor(type_: Any) -> Callable[[Any], Any]:
     names = (type_.table, type_.column)
     where = f"{type_.table}.{type_.column}"
 
-    def process(value):
+    def process(value: Any) -> Any:
         if value is None:
             return None
         if type(value) is PreSealed:
@@ -99,8 +115,8 @@ def row_bind_processor(type_):
     return process
 
 
-def row_result_processor(type_):
-    def process(value):
+def row_result_processor(type_: Any) -> Callable[[Any], Any]:
+    def process(value: Any) -> Any:
         if value is None:
             return None
         return SealedRowValue(bytes(value), type_)

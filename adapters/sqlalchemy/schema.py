@@ -6,6 +6,8 @@ names (so one type object used in two places is never shared), and wires blind i
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import Column, Table, event
 
 from ...errors import UnsupportedOperation
@@ -17,7 +19,7 @@ __all__: list[str] = []
 
 
 @event.listens_for(Column, "after_parent_attach")
-def _bind_to_table(column: Column, parent) -> None:
+def _bind_to_table(column: Column[Any], parent: Any) -> None:
     if not isinstance(parent, Table):
         return
     type_ = column.type

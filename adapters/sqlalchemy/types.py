@@ -19,11 +19,14 @@ whichever suite the keyring uses now or after a rotation.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import inspect as _inspect
 from typing import Any
 
 from sqlalchemy import VARBINARY, LargeBinary
-from sqlalchemy.types import TypeDecorator, to_instance
+from sqlalchemy.engine import Dialect
+from sqlalchemy.types import TypeDecorator, TypeEngine, to_instance
 
 from ...errors import ColumnBindingError, SealstoreError
 from ...format import column_context
@@ -57,15 +60,15 @@ MYSQL_VARBINARY_LIMIT = 8192
 _PUBLIC_MODULE = "sealstore.adapters.sqlalchemy"
 
 
-class EncryptedType(TypeDecorator):
+class EncryptedType(TypeDecorator[Any]):
     """Base class of the encrypted column types (not used directly).
 
     Subclasses define ``_make_codec()``.  Constructor arguments are stored under their own names
     (they form SQLAlchemy's cache key); none of them is secret: ``keyring`` is a *name*.
     """
 
-    impl = LargeBinary
-    cache_ok = True
+    impl: Any = LargeBinary
+    cache_ok: bool | None = True
     comparator_factory = EncryptedComparator
     #: what a blind index checks its source column's type by (blind_index.py sits below this
     #: module, so it cannot import the class)
@@ -99,7 +102,7 @@ class EncryptedType(TypeDecorator):
         self.keyring = keyring
         self.table = table
         self.column = column
-        self.bind_row = bool(bind_row)
+        self.bind_row: bool = bool(bind_row)
         self._pinned = (table, column)
         self._codec_memo: Codec | None = None
         self._context_memo: bytes | None = None
@@ -166,16 +169,17 @@ class EncryptedType(TypeDecorator):
 
     def context(self, row: Any = None) -> bytes:
         """The sealed-value context of this column (and of one row, for row binding)."""
-        if not self.bound:
+        table, column = self.table, self.column
+        if not self.bound or table is None or column is None:
             raise ColumnBindingError(
                 f"{type(self).__name__} is not bound to a table column: use it on a Column of a "
                 "Table (or mapped class), or pass table= and column="
             )
         if row is not None:
-            return column_context(self.table, self.column, row)
+            return column_context(table, column, row)
         ctx = self._context_memo
         if ctx is None:
-            ctx = self._context_memo = column_context(self.table, self.column)
+            ctx = self._context_memo = column_context(table, column)
         return ctx
 
     def __repr__(self) -> str:
@@ -191,14 +195,14 @@ class EncryptedType(TypeDecorator):
             parts.append(text if p.kind is p.POSITIONAL_OR_KEYWORD else f"{p.name}={text}")
         return f"{type(self).__name__}({', '.join(parts)})"
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_codec_memo"] = state["_context_memo"] = None  # closures; rebuilt on use
         return state
 
     # ---- dialect storage --------------------------------------------------------------------
 
-    def load_dialect_impl(self, dialect):
+    def load_dialect_impl(self, dialect: Dialect) -> TypeEngine[Any]:
         size = self.storage_length
         if dialect.name in ("mysql", "mariadb"):
             if size is None:  # plain BLOB stops at 64 KiB
@@ -211,7 +215,7 @@ class EncryptedType(TypeDecorator):
 
     # ---- value processing -------------------------------------------------------------------
 
-    def bind_processor(self, dialect):
+    def bind_processor(self, dialect: Dialect) -> Callable[[Any], Any]:
         if self.bind_row:
             from .rows import row_bind_processor
 
@@ -220,7 +224,7 @@ class EncryptedType(TypeDecorator):
         ctx = self.context()
         name = self.keyring_name
 
-        def process(value, _get=get_keyring):
+        def process(value: Any, _get: Callable[[str], Any] = get_keyring) -> Any:
             if value is None:
                 return None
             return _get(name).seal(encode(value), ctx)
@@ -230,7 +234,7 @@ class EncryptedType(TypeDecorator):
             out=_bind_type(dialect),
         )  # fmt: skip
 
-    def result_processor(self, dialect, coltype):
+    def result_processor(self, dialect: Dialect, coltype: object) -> Callable[[Any], Any]:
         if self.bind_row:
             from .rows import row_result_processor
 
@@ -240,7 +244,9 @@ class EncryptedType(TypeDecorator):
         name = self.keyring_name
         opened = self._opened
 
-        def process(value):  # what the native opener leaves to Python, failures included
+        def process(
+            value: Any,
+        ) -> Any:  # what the native opener leaves to Python, failures included
             if value is None:
                 return None
             if type(value) is not bytes:
@@ -249,15 +255,15 @@ class EncryptedType(TypeDecorator):
 
         if self._raw is str:  # UTF-8 decoded in C
             return named_opener(name, ctx, process, text=True)
-        return named_opener(name, ctx, process, decode=None if self._raw is bytes else decode)
+        return named_opener(name, ctx, process, decode=None if self._raw is bytes else decode)  # type: ignore[arg-type]  # (bytes in, as text=False)
 
-    def process_bind_param(self, value, dialect):
+    def process_bind_param(self, value: Any, dialect: Dialect) -> Any:
         return self.bind_processor(dialect)(value)
 
-    def process_result_value(self, value, dialect):
+    def process_result_value(self, value: Any, dialect: Dialect) -> Any:
         return self.result_processor(dialect, None)(value)
 
-    def column_expression(self, column):
+    def column_expression(self, column: Any) -> Any:
         """The selected expression, refused when it computes over ciphertexts (max, coalesce...)."""
         return check_selected(column, f"{self.table}.{self.column}" if self.bound else "column")
 
@@ -284,7 +290,7 @@ class EncryptedType(TypeDecorator):
         raise read_error(failure, self.table, self.column, row)
 
 
-def _bind_type(dialect) -> type:
+def _bind_type(dialect: Dialect) -> type[bytes | bytearray]:
     """What sealed bind values are: bytearray for SQLite, whose driver binds a bytes parameter
     only after an adapter lookup (about 0.3 us a value) but a bytearray directly."""
     return bytearray if dialect.name == "sqlite" else bytes
@@ -301,7 +307,7 @@ def _repr_arg(value: Any) -> str:
 class EncryptedString(EncryptedType):
     """A ``str`` column; ``length`` counts characters (UTF-8, so storage is 4*length + 55)."""
 
-    cache_ok = True  # SQLAlchemy reads it from each class's own __dict__
+    cache_ok: bool | None = True  # SQLAlchemy reads it from each class's own __dict__
 
     _python_type = str
     _raw = str  # non-ASCII text goes through the codec (UTF-8), then is sealed natively
@@ -313,13 +319,13 @@ class EncryptedString(EncryptedType):
 class EncryptedText(EncryptedString):
     """An unbounded ``str`` column (``length`` optional, as for ``Text``)."""
 
-    cache_ok = True  # SQLAlchemy reads it from each class's own __dict__
+    cache_ok: bool | None = True  # SQLAlchemy reads it from each class's own __dict__
 
 
 class EncryptedBinary(EncryptedType):
     """A ``bytes`` column; ``length`` counts bytes (storage is length + 55)."""
 
-    cache_ok = True  # SQLAlchemy reads it from each class's own __dict__
+    cache_ok: bool | None = True  # SQLAlchemy reads it from each class's own __dict__
 
     _python_type = bytes
     _raw = bytes
@@ -335,7 +341,7 @@ class EncryptedJSON(EncryptedType):
     assign a new value (or use ``sqlalchemy.ext.mutable``).
     """
 
-    cache_ok = True  # SQLAlchemy reads it from each class's own __dict__
+    cache_ok: bool | None = True  # SQLAlchemy reads it from each class's own __dict__
 
     _python_type = dict
 
@@ -361,7 +367,7 @@ class Encrypted(EncryptedType):
     type's range, precision and length are enforced before sealing.
     """
 
-    cache_ok = True  # SQLAlchemy reads it from each class's own __dict__
+    cache_ok: bool | None = True  # SQLAlchemy reads it from each class's own __dict__
 
     def __init__(
         self,
@@ -386,7 +392,8 @@ class Encrypted(EncryptedType):
     @property
     def python_type(self) -> type:
         try:
-            return self.type_.python_type
+            python_type: type = self.type_.python_type
+            return python_type
         except NotImplementedError:
             return object
 

@@ -29,8 +29,9 @@ written.
 from __future__ import annotations
 
 import weakref
+from typing import Any
 
-from sqlalchemy import Insert, Update, bindparam, event, func, literal, null
+from sqlalchemy import Column, Insert, Update, bindparam, event, func, literal, null
 from sqlalchemy.engine import Engine
 from sqlalchemy.sql.elements import BindParameter, ClauseElement, Null
 from sqlalchemy.sql.functions import Function
@@ -51,11 +52,15 @@ class TablePlan:
 
     __slots__ = ("encrypted", "indexes")
 
-    def __init__(self, encrypted: dict, indexes: tuple) -> None:
+    def __init__(
+        self,
+        encrypted: dict[str, Column[Any]],
+        indexes: tuple[tuple[Column[Any], Column[Any]], ...],
+    ) -> None:
         self.encrypted = encrypted
         self.indexes = indexes
 
-    def index_of(self, source):
+    def index_of(self, source: Column[Any]) -> Column[Any] | None:
         return next((index for src, index in self.indexes if src is source), None)
 
 
@@ -66,7 +71,7 @@ def _base(table):
     return table._deannotate() if hasattr(table, "_deannotate") else table
 
 
-def table_plan(table) -> TablePlan | None:
+def table_plan(table: Any) -> TablePlan | None:
     """The plan of a Table (None for tables without encrypted columns), cached per Table."""
     table = _base(table)
     try:
@@ -79,7 +84,7 @@ def table_plan(table) -> TablePlan | None:
     if columns is None:
         return None
     encrypted = {c.key: c for c in columns if isinstance(c.type, EncryptedType)}
-    indexes = []
+    indexes: list[tuple[Any, Any]] = []
     for c in columns:
         if isinstance(c.type, BlindIndex) and c.type._table_obj is not None:
             src = next((s for s in encrypted.values() if c.type.source in (s.key, s.name)), None)
@@ -90,7 +95,7 @@ def table_plan(table) -> TablePlan | None:
     return plan
 
 
-def forget_table(table) -> None:
+def forget_table(table: Any) -> None:
     """Drop the cached plan of ``table`` (a column was attached to it)."""
     _PLANS.pop(_base(table), None)
 
@@ -153,7 +158,9 @@ def _pseudo_row(value, column, pseudo):
     return None
 
 
-def classify(column, value, *, pseudo=None, multi_row: bool = False):
+def classify(
+    column: Any, value: Any, *, pseudo: Any = None, multi_row: bool = False
+) -> tuple[Any, ...]:
     """How ``value`` reaches ``column``: ("value", v), ("param", bind), ("row", alias), ("null",).
 
     Raises UnsealedExpression for anything the column's type would not seal."""

@@ -32,6 +32,8 @@ operations on sealstore's own tables are removed (:mod:`sealstore.migrations.ale
 
 from __future__ import annotations
 
+from typing import Any
+
 import logging
 import time
 
@@ -62,7 +64,7 @@ from ..transient import RetryPolicy, scrubbed
 
 __all__ = ["DecryptColumnOp", "EncryptColumnOp", "rewriter", "shadow_name"]
 
-log = logging.getLogger("sealstore.migrations")
+log: logging.Logger = logging.getLogger("sealstore.migrations")
 
 DEFAULT_BATCH_SIZE = 1000
 _PREFIX = "_ss_"
@@ -85,6 +87,8 @@ def _encrypted(type_):
 
 class _ColumnConversionOp(MigrateOperation):
     """What encrypt_column and decrypt_column both take; each one's reverse is the other."""
+
+    diff_name: str  # each operation's name in ``alembic check``
 
     def __init__(
         self,
@@ -277,7 +281,7 @@ class _Converter:
         bound = op.type_.bound_to(op.table_name, op.column_name)
         stmt = self._statement(conn, table, pk_cols)
         n = len(pk_cols)
-        state = {"cursor": None, "done": 0}
+        state: dict[str, Any] = {"cursor": None, "done": 0}
 
         def batch():
             cond = [col.is_not(None), shadow.is_(None)]

@@ -8,6 +8,8 @@ concurrent write won): those are re-read, never overwritten.
 
 from __future__ import annotations
 
+from typing import Any
+
 import time
 from collections.abc import Callable, Sequence
 
@@ -135,7 +137,7 @@ def swap_until_settled(
     todo: list,
     stats,
     *,
-    rewrite: Callable[[list, object], list[tuple]],
+    rewrite: Callable[[list, Any], list[tuple]],
     reread: Callable[[list[tuple]], list],
     emit=None,
     timings: dict | None = None,

@@ -22,6 +22,8 @@ not under the primary -- ``status`` too -- references), 2 usage error.
 
 from __future__ import annotations
 
+from typing import Any
+
 import importlib
 import json
 import os
@@ -86,7 +88,7 @@ def _load_models(spec: str):
             return getattr(module, attr)
         except AttributeError:
             raise UsageError(f"--models {spec}: {module_name} has no attribute {attr}") from None
-    found = []
+    found: list[Any] = []
     for value in vars(module).values():
         meta = value if isinstance(value, MetaData) else getattr(value, "metadata", None)
         if isinstance(meta, MetaData) and not any(meta is m for m in found):
@@ -150,7 +152,7 @@ def _engine(url: str, *, must_exist: bool = True):
             and not os.path.exists(path)
         ):
             raise RuntimeFailure(f"--db: no SQLite database at {path}")
-    failure = None
+    failure: Exception
     try:
         return create_engine(parsed, hide_parameters=True)
     except NoSuchModuleError:

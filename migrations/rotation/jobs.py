@@ -216,8 +216,7 @@ def claim_range(conn: Connection, job: Job, pk_cols) -> tuple[Job, Batch | None]
         ).first()
     if hi is None:
         return current, None
-    hi = tuple(hi)
-    batch = Batch(current.job_id, current.batches, cursor, hi)
+    batch = Batch(current.job_id, current.batches, cursor, tuple(hi))
     conn.execute(
         insert(batches_t).values(
             job_id=current.job_id,
@@ -263,7 +262,10 @@ def take_pending(conn: Connection, job: Job) -> Batch | None:
     ).first()
     if row is None:
         return None
-    return Batch(job.job_id, row.batch_no, load_key(row.lo), load_key(row.hi))
+    hi = load_key(row.hi)
+    if hi is None:  # (every batch row has its upper bound)
+        raise InternalError(f"batch {row.batch_no} of job {job.job_id} has no upper bound")
+    return Batch(job.job_id, row.batch_no, load_key(row.lo), hi)
 
 
 def count_pending(conn: Connection, job: Job) -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import Any, TextIO
 
 __all__ = ["BarProgress", "LogProgress", "make_progress"]
 
@@ -31,7 +32,7 @@ class LogProgress:
         self.interval = interval
         self.clock = clock
         self.label = ""
-        self.total = None
+        self.total: int | None = None
         self.done = 0
         self._t0 = self._last = 0.0
         self._done0 = 0
@@ -99,7 +100,7 @@ class BarProgress:
             TimeRemainingColumn(),
             console=Console(file=stream if stream is not None else sys.stderr),
         )
-        self._task = None
+        self._task: Any = None
 
     def start(self, label: str, total: int | None) -> None:
         self._progress.start()
@@ -125,7 +126,9 @@ class _NoProgress:
         pass
 
 
-def make_progress(mode: str = "auto", stream=None, interval: float = 5.0):
+def make_progress(
+    mode: str = "auto", stream: TextIO | None = None, interval: float = 5.0
+) -> LogProgress | BarProgress | _NoProgress:
     """A reporter for ``mode``: ``auto`` (bar on a TTY, else log), ``bar``, ``log``, ``none``."""
     stream = stream if stream is not None else sys.stderr
     if mode == "auto":

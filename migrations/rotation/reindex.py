@@ -10,6 +10,9 @@ and the old index value, so a concurrent write of either is never overwritten.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from typing import Any
+
 import time
 
 from sqlalchemy import and_, func, or_, select
@@ -19,6 +22,7 @@ from ...errors import SealstoreError
 from . import worker
 from .cas import keys_in, swap_until_settled
 from ..cursor import in_range
+from ..transient import RetryPolicy
 from .reseal import key_id_bytes, key_id_sql
 from .spec import IndexSpec, specs_from_metadata
 from .worker import BatchStats, WorkerResult
@@ -126,14 +130,14 @@ def as_index_specs(indexes) -> list[IndexSpec]:
 
 def reindex(
     engine: Engine,
-    indexes,
+    indexes: Iterable[Any],
     *,
     batch_size: int = 2000,
     dry_run: bool = False,
     worker_id: str | None = None,
-    progress=None,
-    on_event=None,
-    retry=None,
+    progress: Any = None,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
+    retry: RetryPolicy | None = None,
     sqlite_yield: float = 1.0,
 ) -> list[WorkerResult]:
     """Recompute every blind index of ``indexes`` (IndexSpecs or models) that is not under the

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import struct
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from sqlalchemy import and_, func, literal_column, select
 from sqlalchemy.engine import Connection, Engine
@@ -22,6 +23,7 @@ from ...format import KEY_ID_OFFSET, KEY_ID_SIZE
 from . import worker
 from .cas import keys_in, swap_until_settled
 from ..cursor import in_range
+from ..transient import RetryPolicy
 from .spec import ColumnSpec, specs_from_metadata
 from .worker import BatchStats, WorkerResult
 
@@ -138,7 +140,7 @@ class ResealTask:
             q = q.with_for_update()
         rows = conn.execute(q).all()
         if n == 1:
-            return [((k,), v if type(v) is bytes else bytes(v)) for k, v in rows]
+            return [((r[0],), r[1] if type(r[1]) is bytes else bytes(r[1])) for r in rows]
         return [(tuple(r[:n]), r[n] if type(r[n]) is bytes else bytes(r[n])) for r in rows]
 
     def process(self, conn, lo, hi, stats: BatchStats, *, emit=None, profile=None) -> None:
@@ -173,14 +175,14 @@ class ResealTask:
 
 def rotate(
     engine: Engine,
-    columns,
+    columns: Iterable[Any],
     *,
     batch_size: int = 2000,
     dry_run: bool = False,
     worker_id: str | None = None,
-    progress=None,
-    on_event=None,
-    retry=None,
+    progress: Any = None,
+    on_event: Callable[[dict[str, Any]], None] | None = None,
+    retry: RetryPolicy | None = None,
     sqlite_yield: float = 1.0,
     profile: dict | None = None,
 ) -> list[WorkerResult]:

@@ -8,6 +8,9 @@ registered S3 prefixes (``sealstore_s3_prefixes``) whose metadata or header name
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 from datetime import datetime, timezone
 
 from sqlalchemy import delete, insert, inspect, select
@@ -116,7 +119,12 @@ def s3_references(client, url: str, key_id: int) -> int:
 
 
 def find_references(
-    engine: Engine | None, specs, key_id: int, *, s3_client=None, s3_urls=()
+    engine: Engine | None,
+    specs: Iterable[Any],
+    key_id: int,
+    *,
+    s3_client: Any = None,
+    s3_urls: Iterable[str] = (),
 ) -> list[Reference]:
     """Everything that still names ``key_id``: columns of ``specs`` (rows), and objects under
     ``s3_urls`` plus the registered prefixes of ``engine`` (needs ``s3_client``)."""

@@ -184,7 +184,7 @@ def _tables(source) -> list[Table]:
     )
 
 
-def specs_from_metadata(source) -> tuple[list[ColumnSpec], list[IndexSpec]]:
+def specs_from_metadata(source: Any) -> tuple[list[ColumnSpec], list[IndexSpec]]:
     """Every encrypted column and every blind index of ``source`` (MetaData, a declarative
     base, a mapped class, a Table, or a list of those)."""
     from ...adapters.sqlalchemy import BlindIndex, EncryptedType

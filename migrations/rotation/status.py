@@ -10,6 +10,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy import func, inspect, select
 from sqlalchemy.engine import Connection, Engine
@@ -97,7 +98,7 @@ def column_status(conn: Connection, spec: ColumnSpec | IndexSpec) -> ColumnStatu
     return ColumnStatus(spec.name, kind, rows, nulls, by_key, primary)
 
 
-def status(engine: Engine, columns=(), indexes=()) -> StatusReport:
+def status(engine: Engine, columns: Any = (), indexes: Any = ()) -> StatusReport:
     """Per-column key-id counts and the running jobs (when the job table exists).
 
     ``columns`` takes what :func:`~sealstore.migrations.rotate` and ``verify`` take: a

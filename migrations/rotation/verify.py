@@ -6,6 +6,9 @@ key, key id read from the value's header, exception class name).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
 import struct
 from dataclasses import dataclass, field
 
@@ -113,10 +116,10 @@ def _check(spec: ColumnSpec, keyring, keys, values) -> list[tuple[int, str]]:
 
 def verify(
     engine: Engine,
-    columns,
+    columns: Iterable[Any],
     *,
     batch_size: int = 1000,
-    progress=None,
+    progress: Any = None,
     max_failures: int = 1000,
 ) -> list[VerifyResult]:
     """Open every non-NULL value of ``columns`` (specs or models) with its own context.

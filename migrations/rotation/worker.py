@@ -10,6 +10,8 @@ at any point loses at most the batch in flight, which the next worker redoes.
 
 from __future__ import annotations
 
+from typing import Any
+
 import logging
 import os
 import socket
@@ -27,7 +29,7 @@ from ..transient import RetryPolicy, scrubbed
 
 __all__ = ["WorkerResult", "default_worker_id", "run"]
 
-log = logging.getLogger("sealstore.migrations")
+log: logging.Logger = logging.getLogger("sealstore.migrations")
 
 Event = Callable[..., None]
 
@@ -132,7 +134,8 @@ class _Run:
         self.worker_id, self.emit, self.profile = worker_id, emit, profile
         self.poll_interval = poll_interval
         self.pause = 0.0
-        self.job = self.result = None
+        self.job: Any = None
+        self.result: Any = None
         self.target = task.target_key_id()
 
     def run_all(self, batch_size: int, progress) -> WorkerResult:

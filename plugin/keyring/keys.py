@@ -7,10 +7,12 @@ import enum
 import os
 from collections.abc import Callable
 from datetime import datetime, timezone
+from typing import Any, NoReturn
 
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
+from ..aead import AEGIS128L, AEGIS128X2, AEGIS128X4, AESGCM
 from ..errors import (
     InvalidKeyring,
     KeyNotUsable,
@@ -58,7 +60,7 @@ class Key(HoldsKey):
         self,
         key_id: int,
         suite: Suite | str | int,
-        material,
+        material: bytes | bytearray | memoryview | None,
         *,
         state: KeyState | str = KeyState.ACTIVE,
         created_at: datetime | None = None,
@@ -76,7 +78,7 @@ class Key(HoldsKey):
                 + ", ".join(s.value for s in KeyState)
             ) from None
         if self._state is KeyState.DESTROYED:
-            self._material = None
+            self._material: bytearray | None = None
         else:
             if material is None:
                 raise InvalidKeyring(f"key {key_id:08x}: material is required unless destroyed")
@@ -94,13 +96,36 @@ class Key(HoldsKey):
         self._created_at = created_at or _now()
         self._rotated_at = rotated_at
 
-    key_id = property(lambda self: self._key_id, doc="32-bit key id stored in every value")
-    suite = property(lambda self: self._suite, doc="the suite this key seals with")
-    state = property(lambda self: self._state, doc="a KeyState")
-    created_at = property(lambda self: self._created_at, doc="when the key was created (UTC)")
-    rotated_at = property(
-        lambda self: self._rotated_at, doc="when the key stopped being primary (UTC), or None"
-    )
+    @property
+    def key_id(self) -> int:
+        """32-bit key id stored in every value"""
+        return self._key_id
+
+    @property
+    def suite(self) -> Suite:
+        """the suite this key seals with"""
+        return self._suite
+
+    @property
+    def state(self) -> KeyState:
+        """a KeyState"""
+        return self._state
+
+    @property
+    def created_at(self) -> datetime:
+        """when the key was created (UTC)"""
+        return self._created_at
+
+    @property
+    def rotated_at(self) -> datetime | None:
+        """when the key stopped being primary (UTC), or None"""
+        return self._rotated_at
+
+    def _live_material(self) -> bytearray:
+        """The root material (a destroyed key has none: KeyNotUsable)."""
+        if self._material is None:
+            raise KeyNotUsable(f"key {self.id_hex} is destroyed")
+        return self._material
 
     @property
     def id_hex(self) -> str:
@@ -149,19 +174,19 @@ class _Slot(HoldsKey):
         self.open_many = cipher.open_prefixed_many
 
 
-def _native_opens(slots: dict) -> dict:
+def _native_opens(slots: dict[bytes, _Slot]) -> dict[bytes, Any]:
     """{header: _speedups.Context} of the slots whose cipher has one (AEGIS suites)."""
     return {h: s.cipher._fast for h, s in slots.items() if hasattr(s.cipher, "_fast")}
 
 
-def _native_seal(ring) -> tuple | None:
+def _native_seal(ring: Any) -> tuple[int, Any, bytes, Any, bytes] | None:
     large, small = ring._seal, ring._seal_small
     if not (hasattr(large.cipher, "_fast") and hasattr(small.cipher, "_fast")):
         return None
     return (ring._threshold, large.cipher._fast, large.prefix, small.cipher._fast, small.prefix)
 
 
-def _refuse(*args, **kwargs):
+def _refuse(*args: object, **kwargs: object) -> NoReturn:
     raise KeyNotUsable("the keyring is closed")
 
 
@@ -183,11 +208,13 @@ def _derive_subkey(key: Key, header: bytes, suite: Suite) -> bytearray:
     length = suite.spec.key_size
     hkdf = HKDF(algorithm=hashes.SHA256(), length=length, salt=None, info=_SUBKEY_INFO + header)
     out = bytearray(length)
-    hkdf.derive_into(key._material, out)  # no immutable copy of the subkey
+    hkdf.derive_into(key._live_material(), out)  # no immutable copy of the subkey
     return out
 
 
-def make_cipher(suite: Suite, subkey: bytes, tag_size: int):
+def make_cipher(
+    suite: Suite, subkey: bytes | bytearray, tag_size: int
+) -> AEGIS128L | AEGIS128X2 | AEGIS128X4 | AESGCM:
     """The cipher object of ``suite`` keyed with ``subkey`` (columns and objects share it)."""
     return suite.spec.new_cipher(subkey, tag_size)
 
@@ -197,5 +224,5 @@ def _random_material(key_id: int) -> bytes:
 
 
 def _with_index(exc: Exception, index: int) -> Exception:
-    exc.index = index
+    setattr(exc, "index", index)
     return exc

@@ -7,7 +7,8 @@ import hmac
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Iterator
 
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
@@ -40,7 +41,10 @@ from .keys import (
 )
 from .values import ValuePath
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+log: logging.Logger = logging.getLogger(__name__)
 
 
 class Keyring(ValuePath, HoldsKey):
@@ -103,7 +107,10 @@ class Keyring(ValuePath, HoldsKey):
         # what named_sealer/named_opener read from C, replaced whole on every change:
         # ({header: _speedups.Context of a usable slot}, (threshold, Context, prefix,
         # small Context, small prefix) or None when the sealing slots have no Context)
-        self._native: tuple = ({}, None)
+        self._native: tuple[dict[bytes, Any], tuple[int, Any, bytes, Any, bytes] | None] = (
+            {},
+            None,
+        )
         self._publish()
 
     # ---- construction helpers ---------------------------------------------------------------
@@ -214,7 +221,7 @@ class Keyring(ValuePath, HoldsKey):
     def __len__(self) -> int:
         return len(self._keys)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Key]:
         return iter(self.keys)
 
     def __repr__(self) -> str:
@@ -404,7 +411,7 @@ class Keyring(ValuePath, HoldsKey):
 
     # ---- keyed hashes (blind indexes) ---------------------------------------------------------
 
-    def keyed_hash(self, key_id: int, info: bytes, data) -> bytes:
+    def keyed_hash(self, key_id: int, info: bytes, data: bytes | bytearray | memoryview) -> bytes:
         """HMAC-SHA256 of ``data`` under HKDF-SHA256(key material, info=``info``), 32 bytes.
 
         The derived key is cached per (key, info); destroying the key or closing the keyring
@@ -430,9 +437,9 @@ class Keyring(ValuePath, HoldsKey):
             hkdf = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=bytes(info))
             out = bytearray(32)
             if hasattr(hkdf, "derive_into"):
-                hkdf.derive_into(key._material, out)
+                hkdf.derive_into(key._live_material(), out)
             else:  # pragma: no cover - older cryptography
-                out[:] = hkdf.derive(bytes(key._material))
+                out[:] = hkdf.derive(bytes(key._live_material()))
             self._hash_keys = {**self._hash_keys, (key_id, bytes(info)): out}
             return out
 
@@ -445,8 +452,8 @@ class Keyring(ValuePath, HoldsKey):
             if slot not in self._hash_keys:
                 buf[:] = bytes(len(buf))
 
-    def __enter__(self) -> Keyring:
+    def __enter__(self) -> Self:
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()

@@ -4,6 +4,10 @@ it reads without locking)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from typing import TYPE_CHECKING, Any
+
 from ..errors import (
     InvalidTag,
     KeyNotUsable,
@@ -18,11 +22,32 @@ from ..format import (
 )
 from .keys import KeyState, _Slot, _with_index
 
+if TYPE_CHECKING:
+    import threading
+
+    from cryptography.utils import Buffer
+
+    from ..format import Suite
+    from .keys import Key, _ClosedSlot
+
 
 class ValuePath:
     """seal/open/seal_many/open_many/reseal (see :class:`~sealstore.keyring.Keyring`)."""
 
-    def seal(self, plaintext, context=b"") -> bytes:
+    if TYPE_CHECKING:  # what the keyring holds (sealstore.keyring.ring)
+        _seal: _Slot | _ClosedSlot
+        _seal_small: _Slot | _ClosedSlot
+        _threshold: int
+        _slots: dict[bytes, _Slot]
+        _keys: dict[int, Key]
+        _allow_retired: bool
+        _lock: threading.RLock
+
+        def _check_open(self) -> None: ...
+        def check_tag_size(self, suite: Suite, tag_size: int, key_id: int) -> None: ...
+        def _slot(self, key: Key, suite: Suite, tag_size: int) -> _Slot: ...
+
+    def seal(self, plaintext: Buffer, context: bytes = b"") -> bytes:
         """Seal ``plaintext`` under the primary key, bound to ``context``."""
         slot = self._seal if len(plaintext) >= self._threshold else self._seal_small
         try:
@@ -31,7 +56,7 @@ class ValuePath:
             ad = context_digest(context)
         return slot.seal(slot.prefix, plaintext, ad)
 
-    def open(self, sealed, context=b"", *, allow_retired: bool = False) -> bytes:
+    def open(self, sealed: bytes, context: bytes = b"", *, allow_retired: bool = False) -> bytes:
         """Open a value sealed under any usable key of this keyring with the same ``context``.
 
         Raises MalformedCiphertext, UnknownKeyId or KeyNotUsable before decrypting, and
@@ -50,7 +75,7 @@ class ValuePath:
             ad = context_digest(context)
         return slot.open(HEADER_SIZE, sealed, ad)
 
-    def seal_many(self, plaintexts, context=b"") -> list[bytes]:
+    def seal_many(self, plaintexts: Sequence[Buffer], context: bytes = b"") -> list[bytes]:
         """Seal every plaintext of a list under the primary key, in one native call per suite."""
         large, small = self._seal, self._seal_small
         plaintexts = list(plaintexts)  # a copy: the caller's list may change during the call
@@ -69,7 +94,7 @@ class ValuePath:
             return small.seal_many(small.prefix, plaintexts, ad)
         if min(lengths) >= threshold:
             return large.seal_many(large.prefix, plaintexts, ad)
-        out: list = [None] * len(plaintexts)
+        out: list[Any] = [None] * len(plaintexts)
         for slot, idx in (
             (small, [i for i, n in enumerate(lengths) if n < threshold]),
             (large, [i for i, n in enumerate(lengths) if n >= threshold]),
@@ -77,14 +102,17 @@ class ValuePath:
             try:
                 sealed = slot.seal_many(slot.prefix, [plaintexts[i] for i in idx], ad)
             except Exception as exc:
-                if isinstance(getattr(exc, "index", None), int):
-                    exc.index = idx[exc.index]  # a position in the caller's list
+                index = getattr(exc, "index", None)
+                if isinstance(index, int):
+                    setattr(exc, "index", idx[index])  # a position in the caller's list
                 raise
             for i, v in zip(idx, sealed):
                 out[i] = v
         return out
 
-    def open_many(self, sealed, context=b"", *, allow_retired: bool = False) -> list[bytes]:
+    def open_many(
+        self, sealed: Sequence[bytes], context: bytes = b"", *, allow_retired: bool = False
+    ) -> list[bytes]:
         """Open a list of values sharing one context; one native call per key involved.
 
         Every header is checked before anything is decrypted.  On failure the exception
@@ -107,7 +135,7 @@ class ValuePath:
                     return slot.open_many(HEADER_SIZE, values, ad)
         return self._open_groups(values, ad, allow_retired)
 
-    def _open_groups(self, values, ad, allow_retired) -> list[bytes]:
+    def _open_groups(self, values: Sequence[bytes], ad: bytes, allow_retired: bool) -> list[bytes]:
         groups: dict[bytes, list[int]] = {}
         for i, v in enumerate(values):
             try:
@@ -130,7 +158,7 @@ class ValuePath:
                     except MalformedCiphertext as exc:
                         raise _with_index(exc, i) from None
             plan.append((slot, idx))
-        out: list = [None] * len(values)
+        out: list[Any] = [None] * len(values)
         failed = None
         for slot, idx in plan:
             try:
@@ -145,7 +173,7 @@ class ValuePath:
             raise _with_index(InvalidTag(), failed)
         return out
 
-    def reseal(self, sealed, context=b"", *, allow_retired: bool = False):
+    def reseal(self, sealed: bytes, context: bytes = b"", *, allow_retired: bool = False) -> bytes:
         """Open with whichever key sealed ``sealed`` and seal again under the primary.
 
         A value already under the primary (same key and tag size, a suite the primary seals
@@ -155,7 +183,9 @@ class ValuePath:
             return sealed
         return self.seal(self.open(sealed, context, allow_retired=allow_retired), context)
 
-    def reseal_many(self, sealed, context=b"", *, allow_retired: bool = False) -> list:
+    def reseal_many(
+        self, sealed: Sequence[bytes], context: bytes = b"", *, allow_retired: bool = False
+    ) -> list[bytes]:
         """:meth:`reseal` for a list sharing one context; values under the primary pass through."""
         values = sealed if isinstance(sealed, list) else list(sealed)
         current = (self._seal.prefix, self._seal_small.prefix)
@@ -167,20 +197,21 @@ class ValuePath:
                 [values[i] for i in stale], context, allow_retired=allow_retired
             )
         except Exception as exc:
-            if hasattr(exc, "index"):
-                exc.index = stale[exc.index]
+            index = getattr(exc, "index", None)
+            if isinstance(index, int):  # the position in ``sealed``, not in the stale subset
+                setattr(exc, "index", stale[index])
             raise
         out = list(values)
         for i, v in zip(stale, self.seal_many(opened, context)):
             out[i] = v
         return out
 
-    def needs_reseal(self, sealed) -> bool:
+    def needs_reseal(self, sealed: bytes) -> bool:
         """True when ``sealed`` is not under the primary key (and its suites and tag size)."""
         head = sealed[:HEADER_SIZE]
         return head != self._seal.prefix and head != self._seal_small.prefix
 
-    def _resolve(self, sealed, allow_retired: bool) -> _Slot:
+    def _resolve(self, sealed: bytes, allow_retired: bool) -> _Slot:
         """Slow path of open(): diagnose the header precisely, derive and cache the subkey."""
         self._check_open()
         h = parse_header(sealed)

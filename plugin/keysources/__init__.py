@@ -12,13 +12,15 @@ Applications usually get theirs from the configuration: ``sealstore.config.load_
 .load_keyring()``.
 """
 
+from typing import Any
+
 from .base import KeyRecord, KeySource
 from .file import KeyFile
 
 __all__ = ["DatabaseKeySource", "KeyFile", "KeyRecord", "KeySource"]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Any:
     if name == "DatabaseKeySource":
         from .database import DatabaseKeySource
 

@@ -17,8 +17,9 @@ import os
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
+from typing import Any
 
-from ..errors import KeySourceError
+from ..errors import InternalError, KeySourceError
 from ..format import Suite
 from ..holdskey import HoldsKey
 from .metadata import FORMAT, StoreMeta, canonical, metadata_tag, tag_matches, tampered
@@ -29,7 +30,7 @@ from ..wrapping import Wrapper
 
 __all__ = ["KeyRecord", "KeySource"]
 
-log = logging.getLogger(__name__)
+log: logging.Logger = logging.getLogger(__name__)
 
 
 def _wrapping(wrapper: Wrapper | None) -> str:
@@ -44,7 +45,7 @@ class KeySource(HoldsKey, ABC):
         # (blob, store format it was wrapped for) this source read or made, by key id
         self._wrapped: dict[int, tuple[bytes, int]] = {}
         # (store version, record_values()) as last read or written by this object
-        self._seen: tuple | None = None
+        self._seen: tuple[int | None, dict[int, tuple[Any, ...]]] | None = None
         self._mutex = threading.RLock()  # one read-modify-write of this object at a time
         self._stored_meta = StoreMeta(1)  # what the last _read() found beside the records
         self._meta_key: tuple[bytes, bytearray] | None = None  # (wrapped, plain) metadata key
@@ -72,6 +73,8 @@ class KeySource(HoldsKey, ABC):
         """The (wrapped, plain) metadata key: ``blob`` unwrapped, or a new one when None."""
         if self._meta_key is not None and (blob is None or self._meta_key[0] == blob):
             return self._meta_key
+        if self.wrapper is None:  # (a store of plain keys keeps no metadata key)
+            raise InternalError("a metadata key needs a wrapping")
         if blob is None:
             material, blob = self.wrapper.generate(None, FORMAT)
         else:
@@ -234,7 +237,7 @@ class KeySource(HoldsKey, ABC):
             records = self._records(keyring)
             if (self._version(), record_values(stored)) != self._seen:  # changed by another writer
                 log.info("%s changed since it was read: merging with the other writer", self)
-                records = merge_records(self._seen and self._seen[1], records, stored)
+                records = merge_records(self._seen[1] if self._seen else None, records, stored)
             self._store(records, create=False)
             self._remember(records)
         log.debug("saved %d keys to %s", len(records), self)
@@ -286,10 +289,12 @@ class KeySource(HoldsKey, ABC):
             for r in records:
                 if r.state is KeyState.DESTROYED:
                     continue
-                if old is None:
+                if old is None and r.material is not None:
                     r.wrapped = new.wrap(r.key_id, r.material, FORMAT)
-                else:
+                elif old is not None and r.wrapped is not None:
                     r.wrapped = old.rewrap(r.key_id, r.wrapped, new, r.wrap_format, FORMAT)
+                else:  # (a live key has its material, plain, or its wrapped blob)
+                    raise InternalError(f"key {r.key_id:08x} has neither material nor a blob")
                 r.material, r.wrap_format = None, FORMAT
                 count += 1
             self.wrapper, self._meta_key = new, None  # a new metadata key, wrapped by ``new``

@@ -12,6 +12,8 @@ import contextlib
 import logging
 import threading
 import time
+from collections.abc import Callable, Iterator
+from typing import Any
 from datetime import datetime, timezone
 
 from ..extras import require
@@ -42,7 +44,7 @@ from ..keyring import KeyState
 from .base import KeyRecord, KeySource
 from ..wrapping import Wrapper
 
-log = logging.getLogger(__name__)
+log: logging.Logger = logging.getLogger(__name__)
 
 __all__ = [
     "TABLE_NAME",
@@ -59,7 +61,7 @@ METADATA_ROW = -1
 _TAG_SIZE = 32
 
 
-def sealstore_keys_columns() -> list[Column]:
+def sealstore_keys_columns() -> list[Column[Any]]:
     """Fresh Column objects of the ``sealstore_keys`` table (for ``op.create_table``)."""
     return [
         Column("key_id", BigInteger, primary_key=True, autoincrement=False),  # 0..2**32-1
@@ -71,18 +73,18 @@ def sealstore_keys_columns() -> list[Column]:
     ]
 
 
-metadata = MetaData()
-sealstore_keys = Table(TABLE_NAME, metadata, *sealstore_keys_columns())
+metadata: MetaData = MetaData()
+sealstore_keys: Table = Table(TABLE_NAME, metadata, *sealstore_keys_columns())
 
 
 class DatabaseKeySource(KeySource):
     """A keyring in the ``sealstore_keys`` table of ``engine`` (an Engine or a URL)."""
 
-    def __init__(self, engine: Engine | str, wrapper: Wrapper) -> None:
+    def __init__(self, engine: Engine | str, wrapper: Wrapper | None) -> None:
         if wrapper is None:
             raise ValueError("the database registry stores wrapped keys only: give a wrapper")
         super().__init__(wrapper)
-        self.engine = create_engine(engine) if isinstance(engine, str) else engine
+        self.engine: Engine = create_engine(engine) if isinstance(engine, str) else engine
         self._tx = threading.local()  # .conn: the locked transaction of this thread, if any
 
     def __repr__(self) -> str:
@@ -95,7 +97,7 @@ class DatabaseKeySource(KeySource):
         metadata.create_all(self.engine, tables=[sealstore_keys])
 
     @contextlib.contextmanager
-    def _connection(self):
+    def _connection(self) -> Iterator[Connection]:
         """The locked transaction's connection inside :meth:`_exclusive`, else a new one."""
         conn = getattr(self._tx, "conn", None)
         if conn is not None:
@@ -105,7 +107,7 @@ class DatabaseKeySource(KeySource):
                 yield conn
 
     @contextlib.contextmanager
-    def _exclusive(self, *, create: bool = False):
+    def _exclusive(self, *, create: bool = False) -> Iterator[None]:
         """One transaction holding the registry's write lock: ``BEGIN IMMEDIATE`` on SQLite,
         ``LOCK TABLE ... SHARE ROW EXCLUSIVE`` on PostgreSQL (readers are not blocked), a
         ``GET_LOCK`` named lock on MySQL/MariaDB (row locks there deadlock with the inserts),
@@ -209,7 +211,7 @@ def _put_metadata(conn: Connection, meta: StoreMeta, exists: bool) -> None:
         "state": f"format-{meta.fmt}",
         "created_at": datetime.now(timezone.utc).replace(microsecond=0),
         "rotated_at": None,
-        "wrapped_key": meta.key_blob + meta.tag,
+        "wrapped_key": b"".join(meta.key_and_tag()),
     }
     if exists:
         conn.execute(t.update().where(t.c.key_id == METADATA_ROW).values(**values))
@@ -220,7 +222,7 @@ def _put_metadata(conn: Connection, meta: StoreMeta, exists: bool) -> None:
 _LOCK_WAIT = 60  # seconds a MySQL/MariaDB writer waits for the named lock
 
 
-def _lock_registry(conn: Connection):
+def _lock_registry(conn: Connection) -> Callable[[], object]:
     """Take the registry's write lock at the start of ``conn``'s transaction; returns the
     function that releases what the transaction's end does not."""
     dialect = conn.dialect.name

@@ -18,9 +18,10 @@ import contextlib
 import json
 import logging
 import os
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -42,7 +43,7 @@ from ..wrapping import Wrapper
 
 __all__ = ["KeyFile", "validation_message"]
 
-log = logging.getLogger(__name__)
+log: logging.Logger = logging.getLogger(__name__)
 
 
 def _b64(value: str | None, size: int | None = None) -> str | None:
@@ -58,7 +59,7 @@ def _b64(value: str | None, size: int | None = None) -> str | None:
 
 
 class _KeyEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
 
     id: str
     suite: SuiteName
@@ -77,16 +78,16 @@ class _KeyEntry(BaseModel):
 
     @field_validator("material")
     @classmethod
-    def _material(cls, v):
+    def _material(cls, v: str | None) -> str | None:
         return _b64(v, 32)
 
     @field_validator("wrapped")
     @classmethod
-    def _wrapped(cls, v):
+    def _wrapped(cls, v: str | None) -> str | None:
         return _b64(v)
 
     @model_validator(mode="after")
-    def _one_form(self):
+    def _one_form(self) -> _KeyEntry:
         has = (self.material is not None) + (self.wrapped is not None)
         if self.state is KeyState.DESTROYED and has:
             raise ValueError("a destroyed key must not keep material or wrapped material")
@@ -96,22 +97,22 @@ class _KeyEntry(BaseModel):
 
 
 class _KeyFileModel(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
 
     sealstore_keyring: Literal[1, 2]  # 2: wrapped keys with authenticated metadata
     version: int = Field(default=0, ge=0)  # bumped by every write; absent in older files
-    wrapping: dict = {"type": "none"}
+    wrapping: dict[str, Any] = {"type": "none"}
     metadata_key: str | None = None  # format 2: the wrapped metadata key
     metadata_tag: str | None = None  # format 2: HMAC-SHA256 over the metadata
     keys: list[_KeyEntry]
 
     @field_validator("metadata_key", "metadata_tag")
     @classmethod
-    def _meta_b64(cls, v):
+    def _meta_b64(cls, v: str | None) -> str | None:
         return _b64(v)
 
     @model_validator(mode="after")
-    def _format(self):
+    def _format(self) -> _KeyFileModel:
         tagged = (self.metadata_key is not None, self.metadata_tag is not None)
         if self.sealstore_keyring == 2 and tagged != (True, True):
             raise ValueError("format 2 needs 'metadata_key' and 'metadata_tag'")
@@ -123,7 +124,7 @@ class _KeyFileModel(BaseModel):
 
     @field_validator("wrapping")
     @classmethod
-    def _wrapping(cls, v: dict) -> dict:
+    def _wrapping(cls, v: dict[str, Any]) -> dict[str, Any]:
         if not isinstance(v.get("type"), str):
             raise ValueError("needs a string 'type'")
         return v
@@ -142,10 +143,10 @@ def validation_message(where: str, err: ValidationError) -> str:
 class KeyFile(KeySource):
     """A keyring in a local JSON file (plain material, or wrapped by ``wrapper``)."""
 
-    def __init__(self, path: str | os.PathLike, wrapper: Wrapper | None = None) -> None:
+    def __init__(self, path: str | os.PathLike[str], wrapper: Wrapper | None = None) -> None:
         super().__init__(wrapper)
-        self.path = Path(path)
-        self.version = 0  # the ``version`` of the file as last read or written here
+        self.path: Path = Path(path)
+        self.version: int = 0  # the ``version`` of the file as last read or written here
 
     def __repr__(self) -> str:
         return f"KeyFile({str(self.path)!r})"
@@ -159,7 +160,7 @@ class KeyFile(KeySource):
         return self.version
 
     @contextlib.contextmanager
-    def _exclusive(self, *, create: bool = False):
+    def _exclusive(self, *, create: bool = False) -> Iterator[None]:
         with exclusive_lock(self.path):
             yield
 
@@ -225,8 +226,8 @@ class KeyFile(KeySource):
             "wrapping": self.wrapper.describe() if self.wrapper else {"type": "none"},
             **(
                 {
-                    "metadata_key": base64.b64encode(meta.key_blob).decode(),
-                    "metadata_tag": base64.b64encode(meta.tag).decode(),
+                    "metadata_key": base64.b64encode(meta.key_and_tag()[0]).decode(),
+                    "metadata_tag": base64.b64encode(meta.key_and_tag()[1]).decode(),
                 }
                 if meta.fmt >= 2
                 else {}

@@ -14,20 +14,26 @@ Keys are never removed from a store, so a merge can never lose one.
 
 from __future__ import annotations
 
-from ..errors import ConcurrentKeyChange
+from typing import Any
+
+from ..errors import ConcurrentKeyChange, InternalError
 from ..keyring import KeyState
 from .records import KeyRecord
 
 __all__ = ["merge_records", "record_values"]
 
 
-def record_values(records: list[KeyRecord]) -> dict[int, tuple]:
+def record_values(records: list[KeyRecord]) -> dict[int, tuple[Any, ...]]:
     """What a merge compares per key: {key_id: (state, wrapped blob)}."""
     return {r.key_id: (r.state, r.wrapped) for r in records}
 
 
-def _pick(key_id: int, seen, ours: KeyRecord | None, theirs: KeyRecord | None) -> KeyRecord:
+def _pick(
+    key_id: int, seen: dict[int, tuple[Any, ...]], ours: KeyRecord | None, theirs: KeyRecord | None
+) -> KeyRecord:
     if theirs is None:
+        if ours is None:  # (key_id comes from one side or the other)
+            raise InternalError(f"key {key_id:08x} is on neither side of the merge")
         return ours
     if ours is None:
         return theirs
@@ -44,7 +50,7 @@ def _pick(key_id: int, seen, ours: KeyRecord | None, theirs: KeyRecord | None) -
 
 
 def merge_records(
-    seen: dict[int, tuple] | None, ours: list[KeyRecord], theirs: list[KeyRecord]
+    seen: dict[int, tuple[Any, ...]] | None, ours: list[KeyRecord], theirs: list[KeyRecord]
 ) -> list[KeyRecord]:
     """The records to store when ``theirs`` changed since ``seen`` (see the module doc)."""
     seen = seen or {}

@@ -18,9 +18,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from typing import NamedTuple
+from datetime import datetime
+from typing import Any, NamedTuple
 
-from ..errors import KeyMetadataTampered
+from ..errors import InternalError, KeyMetadataTampered
 from .records import KeyRecord
 
 __all__ = ["FORMAT", "StoreMeta", "canonical", "metadata_tag", "tag_matches", "tampered"]
@@ -36,17 +37,23 @@ class StoreMeta(NamedTuple):
     key_blob: bytes | None = None
     tag: bytes | None = None
 
+    def key_and_tag(self) -> tuple[bytes, bytes]:
+        """(wrapped metadata key, tag): what a store of format 2 or later keeps."""
+        if self.key_blob is None or self.tag is None:
+            raise InternalError(f"store format {self.fmt} metadata without its key or tag")
+        return self.key_blob, self.tag
+
 
 def _field(value: bytes) -> bytes:
     return len(value).to_bytes(4, "big") + value
 
 
-def _time(dt) -> bytes:
+def _time(dt: datetime | None) -> bytes:
     # second precision: the stores keep no more (MariaDB DATETIME), and keys are made without
     return dt.replace(microsecond=0).isoformat().encode() if dt is not None else b""
 
 
-def canonical(records: list[KeyRecord], *, version: int | None, wrapping: dict) -> bytes:
+def canonical(records: list[KeyRecord], *, version: int | None, wrapping: dict[str, Any]) -> bytes:
     """The length-prefixed encoding the metadata tag covers (see the module doc)."""
     out = [_DOMAIN, (version or 0).to_bytes(8, "big")]
     out.append(json.dumps(wrapping, sort_keys=True, separators=(",", ":")).encode())
@@ -62,12 +69,12 @@ def canonical(records: list[KeyRecord], *, version: int | None, wrapping: dict) 
     return b"".join(_field(part) for part in out)
 
 
-def metadata_tag(key, data: bytes) -> bytes:
+def metadata_tag(key: bytes | bytearray, data: bytes) -> bytes:
     """HMAC-SHA256 of ``data`` under the metadata key."""
     return hmac.digest(key, data, "sha256")
 
 
-def tag_matches(key, data: bytes, tag: bytes | None) -> bool:
+def tag_matches(key: bytes | bytearray, data: bytes, tag: bytes | None) -> bool:
     """Whether ``tag`` authenticates ``data`` (constant-time comparison)."""
     return tag is not None and hmac.compare_digest(metadata_tag(key, data), bytes(tag))
 

@@ -34,7 +34,7 @@ class KeyRecord(HoldsKey):
     )
 
     def __post_init__(self) -> None:  # stores may hand back naive datetimes (SQLite): UTC
-        self.created_at = _utc(self.created_at)
+        self.created_at = _utc(self.created_at) or self.created_at
         self.rotated_at = _utc(self.rotated_at)
 
     def __repr__(self) -> str:

@@ -102,7 +102,7 @@ class ObjectHeader(NamedTuple):
         return plaintext_size(sealed, self.segment_size, self.tag_size)
 
 
-def parse_object_header(data) -> ObjectHeader:
+def parse_object_header(data: bytes | bytearray | memoryview) -> ObjectHeader:
     """Parse and validate the first 76 bytes of ``data``.
 
     NotSealedObject if the magic is missing (fewer than 4 bytes, or other bytes); MalformedObject

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hmac
 import os
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
@@ -16,7 +17,12 @@ from ..errors import (
     WrongLocation,
 )
 from ..format import Suite, context_digest
-from ..keyring import make_cipher
+from ..keyring.keys import make_cipher
+
+if TYPE_CHECKING:
+    from cryptography.utils import Buffer
+
+    from ..keyring import Key, Keyring
 from .header import (
     _BOUND_INFO,
     _CHECK_INFO,
@@ -38,7 +44,7 @@ from .header import (
 )
 
 
-def _usable_key(keyring, key_id: int, allow_retired: bool):
+def _usable_key(keyring: Keyring, key_id: int, allow_retired: bool) -> Key:
     key = keyring.get(key_id)  # UnknownKeyId
     state = str(key.state)
     if state == "destroyed":
@@ -57,7 +63,9 @@ def _key_and_prefix_sizes(suite: Suite) -> tuple[int, int]:
     return suite.spec.key_size, nonce_size - _SEGMENT_NONCE_TAIL
 
 
-def _derive(material: bytes, header_head: bytes, salt: bytes, suite: Suite, context) -> tuple:
+def _derive(
+    material: bytes, header_head: bytes, salt: bytes, suite: Suite, context: bytes
+) -> tuple[bytes, bytes, bytes]:
     key_len, prefix_len = _key_and_prefix_sizes(suite)
     okm = HKDF(
         algorithm=hashes.SHA256(),
@@ -73,7 +81,7 @@ def _derive(material: bytes, header_head: bytes, salt: bytes, suite: Suite, cont
 
 
 def _location_check(
-    material: bytes, header_head: bytes, random_salt: bytes, context, location
+    material: bytes, header_head: bytes, random_salt: bytes, context: bytes, location: bytes
 ) -> bytes:
     """The keyed location check a bound object stores at the end of its salt."""
     return HKDF(
@@ -85,8 +93,8 @@ def _location_check(
 
 
 def _derive_bound(
-    material: bytes, header_head: bytes, salt: bytes, suite: Suite, context, location
-) -> tuple:
+    material: bytes, header_head: bytes, salt: bytes, suite: Suite, context: bytes, location: bytes
+) -> tuple[bytes, bytes]:
     """Object key and nonce prefix of a bound object (they depend on the location)."""
     key_len, prefix_len = _key_and_prefix_sizes(suite)
     okm = HKDF(
@@ -98,7 +106,9 @@ def _derive_bound(
     return okm[:key_len], okm[key_len:]
 
 
-def _location_matches(material, head, salt, context, location) -> bool:
+def _location_matches(
+    material: bytes, head: bytes, salt: bytes, context: bytes, location: bytes
+) -> bool:
     """Whether a bound object's stored location check is the one of ``location``.  Returns
     instead of raising, so no key material is in the locals of a frame that raises."""
     random_salt, stored = salt[: 32 - _CHECK_SIZE], salt[32 - _CHECK_SIZE :]
@@ -134,22 +144,22 @@ class ObjectCipher:
         "tag_size",
     )
 
-    def __init__(self, header: ObjectHeader, cipher, prefix: bytes) -> None:
-        self.header = header
-        self.header_bytes = header.pack()
-        self.segment_size = header.segment_size
-        self.tag_size = header.tag_size
+    def __init__(self, header: ObjectHeader, cipher: Any, prefix: bytes) -> None:
+        self.header: ObjectHeader = header
+        self.header_bytes: bytes = header.pack()
+        self.segment_size: int = header.segment_size
+        self.tag_size: int = header.tag_size
         self._cipher = cipher
         self._prefix = prefix
 
     @classmethod
     def create(
         cls,
-        keyring,
+        keyring: Keyring,
         *,
         segment_size: int = DEFAULT_SEGMENT_SIZE,
-        context=b"",
-        location=None,
+        context: bytes = b"",
+        location: bytes | None = None,
     ) -> ObjectCipher:
         """``location``: bytes naming where the object will live (None: not bound)."""
         seg_log2 = _segment_log2(segment_size)
@@ -171,7 +181,13 @@ class ObjectCipher:
 
     @classmethod
     def from_header(
-        cls, keyring, header, *, context=b"", location=None, allow_retired: bool = False
+        cls,
+        keyring: Keyring,
+        header: ObjectHeader | bytes,
+        *,
+        context: bytes = b"",
+        location: bytes | None = None,
+        allow_retired: bool = False,
     ) -> ObjectCipher:
         """``location``: where the object is read from; it must be the one a bound object was
         sealed for (WrongLocation otherwise) and is ignored for objects that are not bound."""
@@ -206,12 +222,12 @@ class ObjectCipher:
             f"tag_size={self.tag_size}>"
         )
 
-    def __reduce__(self):
+    def __reduce__(self) -> NoReturn:
         raise TypeError("ObjectCipher objects hold a key and cannot be pickled")
 
     @property
     def kernel(self) -> str:
-        return self._cipher.kernel
+        return str(self._cipher.kernel)
 
     def sealed_size(self, n: int) -> int:
         return sealed_size(n, self.segment_size, self.tag_size)
@@ -226,9 +242,9 @@ class ObjectCipher:
             raise ValueError(f"a non-final run must hold whole segments of {seg} bytes, not {n}")
         return n + (n // seg + (1 if final else 0)) * self.tag_size
 
-    def seal_into(self, out, data, first_index: int, final: bool) -> int:
+    def seal_into(self, out: Buffer, data: Buffer, first_index: int, final: bool) -> int:
         """Seal ``data`` as segments ``first_index, ...`` into ``out`` (one native call)."""
-        return self._cipher.seal_segments_into(
+        written: int = self._cipher.seal_segments_into(
             out,
             data,
             self.segment_size,
@@ -237,10 +253,11 @@ class ObjectCipher:
             final,
             self.header_bytes,
         )
+        return written
 
-    def open_into(self, out, data, first_index: int, final: bool) -> int:
+    def open_into(self, out: Buffer, data: Buffer, first_index: int, final: bool) -> int:
         """Open sealed segments ``first_index, ...`` into ``out``; InvalidTag has ``.index``."""
-        return self._cipher.open_segments_into(
+        written: int = self._cipher.open_segments_into(
             out,
             data,
             self.segment_size,
@@ -249,8 +266,9 @@ class ObjectCipher:
             final,
             self.header_bytes,
         )
+        return written
 
-    def seal(self, data, first_index: int = 0, final: bool = True) -> bytes:
+    def seal(self, data: Buffer, first_index: int = 0, final: bool = True) -> bytes:
         """The sealed segments of ``data`` as bytes (no header)."""
         view = memoryview(data).cast("B")
         out = bytearray(self.segments_size(len(view), final))

@@ -4,6 +4,7 @@ reads) back into plaintext that was verified before it is released."""
 from __future__ import annotations
 
 import io
+from typing import TYPE_CHECKING, Any
 from collections.abc import Iterator
 
 from ..errors import (
@@ -13,6 +14,9 @@ from ..errors import (
 from .header import BATCH_BYTES, HEADER_SIZE, parse_object_header
 from .object_key import ObjectCipher
 from .sources import _batch_segments, _Input
+
+if TYPE_CHECKING:
+    from ..keyring import Keyring
 
 
 class OpeningReader(io.RawIOBase):
@@ -34,7 +38,7 @@ class OpeningReader(io.RawIOBase):
     def __init__(
         self,
         cipher: ObjectCipher,
-        source,
+        source: Any,
         *,
         first_index: int = 0,
         final: bool = True,
@@ -55,8 +59,9 @@ class OpeningReader(io.RawIOBase):
         seg, tag = cipher.segment_size, cipher.tag_size
         self._seg, self._step, self._tag = seg, seg + tag, tag
         self._k = _batch_segments(seg)
-        self._ct_buf = None  # allocated on first use (bytes sources and large reads skip them)
-        self._pt_buf = None
+        # allocated on first use (bytes sources and large reads skip them)
+        self._ct_buf: bytearray | None = None
+        self._pt_buf: bytearray | None = None
         self._out = memoryview(b"")
         self._done = False
         self._delivered = 0
@@ -76,7 +81,7 @@ class OpeningReader(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def _truncated(self):
+    def _truncated(self) -> TruncatedObject:
         exc = TruncatedObject("the sealed stream ended before its final segment")
         exc.index = self._next
         return exc
@@ -137,7 +142,7 @@ class OpeningReader(io.RawIOBase):
             and (self._limit is None or self._limit - self._delivered >= need)
         )
 
-    def readinto(self, b) -> int:
+    def readinto(self, b: Any) -> int:
         dst = memoryview(b).cast("B")
         done = 0
         while done < len(dst):
@@ -204,7 +209,12 @@ class OpeningReader(io.RawIOBase):
 
 
 def open_stream(
-    source, keyring, *, context=b"", location=None, allow_retired: bool = False
+    source: Any,
+    keyring: Keyring,
+    *,
+    context: bytes = b"",
+    location: bytes | None = None,
+    allow_retired: bool = False,
 ) -> Iterator[bytes]:
     """Yield the verified plaintext of a whole sealed object read from ``source``."""
     src = _Input(source)
@@ -231,7 +241,7 @@ class _Rest:
     def __init__(self, src: _Input) -> None:
         self._src = src
 
-    def readinto(self, b) -> int:
+    def readinto(self, b: Any) -> int:
         return self._src.fill(memoryview(b).cast("B"))
 
     def close(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from ..errors import (
     NonceReuseRefused,
@@ -14,6 +15,11 @@ from ..segment_log import SegmentLog
 from .header import BATCH_BYTES, DEFAULT_SEGMENT_SIZE, MAX_SEGMENTS
 from .object_key import ObjectCipher
 from .sources import _batch_segments, _Input
+
+if TYPE_CHECKING:
+    from cryptography.utils import Buffer
+
+    from ..keyring import Keyring
 
 
 class SealingReader(io.RawIOBase):
@@ -39,7 +45,7 @@ class SealingReader(io.RawIOBase):
     def __init__(
         self,
         cipher: ObjectCipher,
-        source,
+        source: Any,
         length: int | None = None,
         *,
         first_index: int = 0,
@@ -68,6 +74,8 @@ class SealingReader(io.RawIOBase):
         if self._random:
             self._base = self._src.tell()
         self._length = length
+        self._size: int | None
+        self._batches: int | None
         if length is not None:
             nseg = length // seg + (1 if final else 0)
             self._size = len(self._head) + cipher.segments_size(length, final)
@@ -78,8 +86,9 @@ class SealingReader(io.RawIOBase):
             self._size = None
             self._batches = None
         self._tags: dict[int, bytes] = {}
-        self._pt_buf = None  # allocated on first use: a caller's buffer often serves instead
-        self._ct_buf = None
+        # allocated on first use: a caller's buffer often serves instead
+        self._pt_buf: bytearray | None = None
+        self._ct_buf: bytearray | None = None
         self._cur = -1  # batch whose ciphertext is in _ct (random mode)
         self._cur_len = 0
         self._off = 0  # sequential: read offset in the current batch
@@ -140,11 +149,25 @@ class SealingReader(io.RawIOBase):
             # sources that report progress (s3transfer's) see exactly what is sent, and a
             # changed source is caught by the tag comparison.
             batch = max(0, offset - len(self._head)) // (self._k * self._step)
-            self._src.seek(self._base + min(batch * self._k * self._seg, self._length))
+            self._src.seek(self._base + min(batch * self._k * self._seg, self._known_length))
             self._cur = -1
         return offset
 
-    def readinto(self, b) -> int:
+    @property
+    def _known_batches(self) -> int:
+        """The number of batches (random mode, where the length is known)."""
+        if self._batches is None:
+            raise io.UnsupportedOperation("the source's length is unknown")
+        return self._batches
+
+    @property
+    def _known_length(self) -> int:
+        """The plaintext length (random mode, where it is known)."""
+        if self._length is None:
+            raise io.UnsupportedOperation("the source's length is unknown")
+        return self._length
+
+    def readinto(self, b: Buffer) -> int:  # type: ignore[override]  # (typeshed: memoryview)
         out = memoryview(b).cast("B")
         done = 0
         while done < len(out):
@@ -162,7 +185,7 @@ class SealingReader(io.RawIOBase):
             return (self._pos - len(self._head)) % (self._k * self._step) == 0
         return self._off >= self._cur_len
 
-    def read(self, size: int = -1) -> bytes:
+    def read(self, size: int | None = -1) -> bytes:
         if size is None or size < 0:
             if self._size is None:
                 chunks = []
@@ -190,10 +213,10 @@ class SealingReader(io.RawIOBase):
         if self._random:
             span = self._k * self._step
             batch, off = divmod(self._pos - hl, span)
-            if batch >= self._batches:
+            if batch >= self._known_batches:
                 return 0
             if batch != self._cur:
-                room = min(span, self._size - hl - batch * span)
+                room = min(span, len(self) - hl - batch * span)
                 if off == 0 and len(out) >= room:  # seal straight into the caller's buffer
                     n = self._load_random(batch, out)
                     self._pos += n
@@ -257,12 +280,12 @@ class SealingReader(io.RawIOBase):
     def _load_random(self, batch: int, dst: memoryview) -> int:
         seg, k = self._seg, self._k
         start = batch * k * seg
-        n = min(k * seg, self._length - start)
+        n = min(k * seg, self._known_length - start)
         self._src.seek(self._base + start)
         pt = self._plain(n)
         if len(pt) != n:
             raise SourceChanged(f"the source ended after {start + len(pt)} of {self._length} bytes")
-        return self._seal(batch, pt, self._final and batch == self._batches - 1, dst)
+        return self._seal(batch, pt, self._final and batch == self._known_batches - 1, dst)
 
     def _load_next(self, dst: memoryview) -> int:
         want = self._k * self._seg
@@ -297,12 +320,12 @@ class SealingReader(io.RawIOBase):
 
 
 def seal_stream(
-    source,
-    keyring,
+    source: Any,
+    keyring: Keyring,
     *,
     segment_size: int = DEFAULT_SEGMENT_SIZE,
-    context=b"",
-    location=None,
+    context: bytes = b"",
+    location: bytes | None = None,
 ) -> Iterator[bytes]:
     """Yield a new sealed object (header, then batches of segments) made from ``source``;
     bound to ``location`` when it is given (see :meth:`ObjectCipher.create`)."""

@@ -4,6 +4,7 @@ iterables of chunks, with their length when it can be known."""
 from __future__ import annotations
 
 import io
+from typing import Any
 
 from .header import BATCH_BYTES
 
@@ -13,8 +14,11 @@ class _Input:
 
     __slots__ = ("_file", "_it", "_pending", "_pos", "_readinto", "_view")
 
-    def __init__(self, src) -> None:
-        self._view = self._file = self._readinto = self._it = None
+    def __init__(self, src: Any) -> None:
+        self._view: memoryview | None = None
+        self._file: Any = None
+        self._readinto: Any = None
+        self._it: Any = None
         self._pos = 0
         self._pending = memoryview(b"")
         if isinstance(src, (bytes, bytearray, memoryview)):
@@ -56,27 +60,35 @@ class _Input:
         """Bytes left from the current position, if that can be known without reading."""
         if self._view is not None:
             return len(self._view) - self._pos
-        if self.seekable:
-            f = self._file
+        f = self._file
+        if f is not None and self.seekable:
             pos = f.tell()
             f.seek(0, io.SEEK_END)
             end = f.tell()  # not seek()'s return value: some file-likes return None
             f.seek(pos)
-            return end - pos
+            return int(end - pos)
         return None
 
     def tell(self) -> int:
-        return self._pos if self._view is not None else self._file.tell()
+        if self._view is not None:
+            return self._pos
+        return int(self._seekable_file().tell())
 
     def seek(self, pos: int) -> None:
         if self._view is not None:
             self._pos = pos
         else:
-            self._file.seek(pos)
+            self._seekable_file().seek(pos)
+
+    def _seekable_file(self) -> Any:
+        if self._file is None:  # an iterable of chunks
+            raise io.UnsupportedOperation("an iterable source has no position")
+        return self._file
 
     def fill(self, buf: memoryview) -> int:
         """Fill ``buf`` completely unless the source ends first; returns the bytes written."""
         want = len(buf)
+        n: int | None
         if self._view is not None:
             n = min(want, len(self._view) - self._pos)
             buf[:n] = self._view[self._pos : self._pos + n]
@@ -129,7 +141,7 @@ class _Input:
             close()
 
 
-def source_length(source) -> int | None:
+def source_length(source: Any) -> int | None:
     """Bytes ``source`` holds from its current position, if known without reading it."""
     try:
         return len(source)

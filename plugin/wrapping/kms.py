@@ -13,6 +13,8 @@ in plaintext and no sealed value changes.
 
 from __future__ import annotations
 
+from typing import Any
+
 import logging
 import threading
 import time
@@ -23,7 +25,7 @@ from .master import MATERIAL_SIZE, Wrapper
 
 __all__ = ["KmsWrapper"]
 
-log = logging.getLogger(__name__)
+log: logging.Logger = logging.getLogger(__name__)
 
 _CONTEXT_KEY = "sealstore-key-id"
 DEFAULT_CACHE_MAX_AGE = 300.0  # seconds
@@ -54,7 +56,7 @@ class KmsWrapper(Wrapper):
         self,
         kms_key_id: str,
         *,
-        client=None,
+        client: Any = None,
         region_name: str | None = None,
         endpoint_url: str | None = None,
         cache_max_age: float = DEFAULT_CACHE_MAX_AGE,
@@ -73,19 +75,19 @@ class KmsWrapper(Wrapper):
             client = boto3.client("kms", region_name=region_name, endpoint_url=endpoint_url)
         self.kms_key_id = kms_key_id
         self._client = client
-        self.cache_max_age = float(cache_max_age)
+        self.cache_max_age: float = float(cache_max_age)
         self.cache_max_uses = cache_max_uses
         # (key id, format, blob) -> [plaintext, when cached (monotonic), unwraps served]
-        self._cache: dict[tuple, list] = {}
+        self._cache: dict[tuple[int | None, int, bytes], list[Any]] = {}
         self._lock = threading.Lock()
         self._clock = time.monotonic
 
-    def _remember(self, slot: tuple, material: bytes) -> None:
+    def _remember(self, slot: tuple[int | None, int, bytes], material: bytes) -> None:
         if self.cache_max_age > 0:
             with self._lock:
                 self._cache[slot] = [bytearray(material), self._clock(), 0]
 
-    def _cached(self, slot: tuple) -> bytes | None:
+    def _cached(self, slot: tuple[int | None, int, bytes]) -> bytes | None:
         with self._lock:
             entry = self._cache.get(slot)
             if entry is None:
@@ -97,11 +99,12 @@ class KmsWrapper(Wrapper):
             entry[2] += 1
             return bytes(entry[0])
 
-    def _call(self, op: str, key_id: int | None, **kwargs) -> dict:
+    def _call(self, op: str, key_id: int | None, **kwargs: Any) -> dict[str, Any]:
         what = _what(key_id)
         log.debug("KMS %s for %s under %s", op, what, self.kms_key_id)  # names only: no kwargs
         try:
-            return getattr(self._client, op)(**kwargs)
+            response: dict[str, Any] = getattr(self._client, op)(**kwargs)
+            return response
         except Exception as exc:  # botocore ClientError, endpoint errors, ...
             code = getattr(exc, "response", {}).get("Error", {}).get("Code", type(exc).__name__)
             log.debug("KMS %s for %s failed (%s)", op, what, code)
@@ -127,7 +130,7 @@ class KmsWrapper(Wrapper):
             Plaintext=bytes(material),
             EncryptionContext=_context(key_id, fmt),
         )
-        return r["CiphertextBlob"]
+        return bytes(r["CiphertextBlob"])
 
     def unwrap(self, key_id: int | None, wrapped: bytes, fmt: int = 2) -> bytes:
         wrapped = bytes(wrapped)
@@ -142,7 +145,7 @@ class KmsWrapper(Wrapper):
             EncryptionContext=_context(key_id, fmt),
             KeyId=self.kms_key_id,
         )
-        material = r["Plaintext"]
+        material: bytes = r["Plaintext"]
         if len(material) != MATERIAL_SIZE:
             size = len(material)
             del material, r  # no key material in the locals of a raising frame
@@ -164,7 +167,7 @@ class KmsWrapper(Wrapper):
             DestinationKeyId=new.kms_key_id,
             DestinationEncryptionContext=_context(key_id, new_fmt),
         )
-        return r["CiphertextBlob"]
+        return bytes(r["CiphertextBlob"])
 
     def forget(self) -> None:
         """Wipe the cache of unwrapped material (best effort)."""
@@ -173,5 +176,5 @@ class KmsWrapper(Wrapper):
                 entry[0][:] = bytes(len(entry[0]))
             self._cache.clear()
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         return {"type": self.kind, "kms_key_id": self.kms_key_id}

@@ -13,6 +13,8 @@ development key files only).
 
 from __future__ import annotations
 
+from typing import Any
+
 import base64
 import logging
 import os
@@ -28,7 +30,7 @@ from ..securefile import read_secret_file, write_secret_file
 
 __all__ = ["MasterKeyWrapper", "Wrapper", "wrap_context"]
 
-log = logging.getLogger(__name__)
+log: logging.Logger = logging.getLogger(__name__)
 
 MATERIAL_SIZE = 32
 _WRAP_VERSION = b"\x01"
@@ -72,7 +74,7 @@ class Wrapper(HoldsKey, ABC):
     def forget(self) -> None:
         """Wipe whatever unwrapped material this wrapper caches (called when a keyring closes)."""
 
-    def describe(self) -> dict:
+    def describe(self) -> dict[str, Any]:
         """A secret-free description recorded next to the wrapped keys."""
         return {"type": self.kind}
 
@@ -85,14 +87,14 @@ class MasterKeyWrapper(Wrapper):
 
     kind = "master-key"
 
-    def __init__(self, master_key) -> None:
+    def __init__(self, master_key: bytes | bytearray | memoryview) -> None:
         key = bytes(master_key)
         if len(key) != MATERIAL_SIZE:
             raise ValueError(f"master key must be {MATERIAL_SIZE} bytes, not {len(key)}")
         self._aead = AESGCM(key)
 
     @classmethod
-    def from_file(cls, path: str | os.PathLike) -> MasterKeyWrapper:
+    def from_file(cls, path: str | os.PathLike[str]) -> MasterKeyWrapper:
         """Read a master key file (base64 of 32 bytes; mode 0600 required)."""
         log.debug("reading master key file %s", path)
         text = read_secret_file(path).strip()
@@ -111,7 +113,7 @@ class MasterKeyWrapper(Wrapper):
         return cls(key)
 
     @staticmethod
-    def create_file(path: str | os.PathLike) -> Path:
+    def create_file(path: str | os.PathLike[str]) -> Path:
         """Write a new random master key file with mode 0600 (refuses to overwrite)."""
         path = Path(path)
         if path.exists():
