@@ -23,6 +23,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from sealstore.suites import native_variants
+
 from . import disasm
 
 __all__ = [
@@ -35,8 +37,8 @@ __all__ = [
     "mix_per_64",
 ]
 
-#: variant -> its source directory and file stem
-KERNELS = {"AEGIS-128L": "aegis128l", "AEGIS-128X2": "aegis128x2", "AEGIS-128X4": "aegis128x4"}
+#: variant -> its source directory and file stem (AEGIS-128X2 -> aegis128x2), from the registry
+KERNELS = {v: v.lower().replace("-", "") for v in native_variants()}
 CLASSES = ("aese", "aesmc", "eor", "and", "ld", "st", "stack", "mov", "other")
 #: per 64 bytes; ld/st in instructions when paired (LDP/STP)
 MINIMUM = {"aese": 16, "aesmc": 16, "eor": 32, "and": 4, "ld": 2, "st": 2, "stack": 0}
