@@ -126,7 +126,9 @@ def _message_loop(funcs: dict, sym: str, where: str) -> tuple[disasm.Loop, list[
     best = None
     for body in own.values():
         for lp in disasm.natural_loops(body):
-            called = [c for c in map(_callee, lp.insns) if c in funcs and c not in own]
+            called = [
+                c for c in map(_callee, lp.insns) if c is not None and c in funcs and c not in own
+            ]
             insns = lp.insns + [i for c in dict.fromkeys(called) for i in funcs[c]]
             whole = disasm.Loop(lp.head, insns)
             if not (whole.count(lambda i: i.is_aes) and whole.count(lambda i: i.is_memory_store)):
