@@ -3,11 +3,9 @@ ranged, resumed when a body is cut short) and HeadObject, answered in plaintext 
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import io
-import threading
 import logging
 
 from botocore.exceptions import ClientError
@@ -26,6 +24,7 @@ from sealstore.stream import (
 
 from ..objects import metadata as M
 from ..objects.ranges import parse_range
+from .sealing_state import SealingState
 from .body import (
     Prepended,
     Resuming,
@@ -41,26 +40,8 @@ __all__ = ["DownloadHandlers"]
 log: logging.Logger = logging.getLogger(__name__)
 
 
-class DownloadHandlers:
+class DownloadHandlers(SealingState):
     """GetObject and HeadObject handlers (a mixin of S3Sealing: it uses its keyring, raw() and layout cache)."""
-
-    if TYPE_CHECKING:  # what S3Sealing (handlers.py, which imports this module) holds
-        keyring: Any
-        segment_size: int
-        passthrough: bool
-        context: bytes
-
-        @property
-        def _raw_depth(self) -> int: ...
-
-        _lock: threading.Lock
-        _uploads: dict[Any, Any]
-
-        def raw(self) -> AbstractContextManager[Any]: ...
-        def location(self, bucket: Any, key: Any) -> bytes | None: ...
-        def _remember_layout(self, bucket: Any, key: Any, header: Any) -> None: ...
-        def _layout_guess(self, bucket: Any, key: Any) -> tuple[int, int]: ...
-        def _opener(self, header: Any, request: Any) -> Any: ...
 
     def map_range(self, params: dict[str, Any], context: dict[str, Any], **kwargs: Any) -> None:
         """GetObject: turn a plaintext ``Range`` into the sealed bytes of its segments.

@@ -4,8 +4,7 @@ same bytes (docs/S3.md)."""
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import logging
 import os
@@ -24,6 +23,7 @@ from sealstore.stream import (
 )
 
 from ..objects import metadata as M
+from .sealing_state import SealingState
 from .body import (
     read_exactly,
 )
@@ -62,26 +62,8 @@ class _Upload:
             )
 
 
-class UploadHandlers:
+class UploadHandlers(SealingState):
     """PutObject and multipart handlers (a mixin of S3Sealing: it uses its keyring, raw() and locks)."""
-
-    if TYPE_CHECKING:  # what S3Sealing (handlers.py, which imports this module) holds
-        keyring: Any
-        segment_size: int
-        passthrough: bool
-        context: bytes
-
-        @property
-        def _raw_depth(self) -> int: ...
-
-        _lock: threading.Lock
-        _uploads: dict[Any, Any]
-
-        def raw(self) -> AbstractContextManager[Any]: ...
-        def location(self, bucket: Any, key: Any) -> bytes | None: ...
-        def _remember_layout(self, bucket: Any, key: Any, header: Any) -> None: ...
-        def _layout_guess(self, bucket: Any, key: Any) -> tuple[int, int]: ...
-        def _opener(self, header: Any, request: Any) -> Any: ...
 
     def seal_put_object(self, params: dict[str, Any], **kwargs: Any) -> None:
         """PutObject: replace the body by its sealed stream and add the object metadata.
