@@ -1,6 +1,6 @@
 /* What cffi sees of include/sealstore.h (cffi's parser takes no expressions in #define). */
-#define SEALSTORE_KEYBYTES 16
-#define SEALSTORE_NPUBBYTES 16
+#define SEALSTORE_MAX_KEYBYTES 32
+#define SEALSTORE_MAX_NPUBBYTES 32
 #define SEALSTORE_NVARIANTS 3
 #define SEALSTORE_NKERNELS 5
 
@@ -23,6 +23,8 @@ typedef struct sealstore_ctx {
     const sealstore_aead_impl *impl;
     const sealstore_batch_impl *batch;
     size_t maclen;
+    size_t keylen;
+    size_t npublen;
     int variant;
     int kernel;
     ...;
@@ -35,6 +37,8 @@ int sealstore_variant_has_kernel(int variant, int kernel);
 int sealstore_force_kernel(int kernel);
 int sealstore_selected_kernel(int variant);
 const char *sealstore_variant_name(int variant);
+size_t sealstore_key_size(int variant);
+size_t sealstore_nonce_size(int variant);
 const sealstore_aead_impl *sealstore_impl(int variant, int kernel);
 
 sealstore_ctx *sealstore_ctx_new(int variant, int kernel, const uint8_t *k, size_t maclen);

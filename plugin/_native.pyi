@@ -11,8 +11,8 @@ import _cffi_backend
 _CData = _cffi_backend._CDataBase
 
 class _Lib:
-    SEALSTORE_KEYBYTES: Final[int]
-    SEALSTORE_NPUBBYTES: Final[int]
+    SEALSTORE_MAX_KEYBYTES: Final[int]
+    SEALSTORE_MAX_NPUBBYTES: Final[int]
     SEALSTORE_NVARIANTS: Final[int]
     SEALSTORE_NKERNELS: Final[int]
 
@@ -23,6 +23,8 @@ class _Lib:
     def sealstore_force_kernel(self, kernel: int, /) -> int: ...
     def sealstore_selected_kernel(self, variant: int, /) -> int: ...
     def sealstore_variant_name(self, variant: int, /) -> _CData: ...
+    def sealstore_key_size(self, variant: int, /) -> int: ...
+    def sealstore_nonce_size(self, variant: int, /) -> int: ...
     def sealstore_impl(self, variant: int, kernel: int, /) -> _CData: ...
     def sealstore_ctx_new(
         self, variant: int, kernel: int, k: _CData | bytes, maclen: int, /

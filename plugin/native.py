@@ -142,7 +142,7 @@ def new_ctx(variant: str, key: Buffer, tag_size: int, kernel: str | None) -> CDa
                 f"{variant} has no {kernel!r} kernel this CPU can run; "
                 f"available: {', '.join(variant_kernels(variant))}"
             )
-    k, _ = _span(key, "key", lib.SEALSTORE_KEYBYTES)
+    k, _ = _span(key, "key", lib.sealstore_key_size(v))
     if tag_size not in (16, 32):
         raise ValueError(f"tag_size must be 16 or 32 bytes, got {tag_size!r}")
     ctx = lib.sealstore_ctx_new(v, kid, k, tag_size)
@@ -240,7 +240,7 @@ def cffi_encrypt(
     (An ``encrypt_into`` twin, never called, was removed: issue 17/20.)"""
     if not _is_ctx(ctx):
         raise TypeError("ctx must be a native context made by sealstore.native.new_ctx")
-    npub, _ = _span(nonce, "nonce", lib.SEALSTORE_NPUBBYTES)
+    npub, _ = _span(nonce, "nonce", ctx.npublen)
     m, n = _span(data, "data")
     ad, adlen = _span(b"" if associated_data is None else associated_data, "associated_data")
     out = bytearray(n + ctx.maclen)

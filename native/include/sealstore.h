@@ -1,6 +1,5 @@
 /*
- * sealstore native API: AEGIS-128L / AEGIS-128X2 / AEGIS-128X4 kernels behind a run-time
- * dispatcher.  Everything exported carries the sealstore_ prefix; everything else is static.
+ * sealstore native API: the AEGIS kernels behind a run-time dispatcher.  Everything exported carries the sealstore_ prefix; everything else is static.
  *
  * Functions return 0 on success and -1 on failure.  A failed decryption wipes the whole
  * output buffer, so no unauthenticated plaintext escapes.
@@ -11,8 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SEALSTORE_KEYBYTES 16
-#define SEALSTORE_NPUBBYTES 16
+/* Key and nonce sizes are per variant (sealstore_key_size, sealstore_nonce_size): 16 bytes for
+   the AEGIS-128 family, 32 for AEGIS-256.  These bound them all. */
+#define SEALSTORE_MAX_KEYBYTES 32
+#define SEALSTORE_MAX_NPUBBYTES 32
 
 /* variants */
 #define SEALSTORE_AEGIS128L 0
@@ -75,9 +76,11 @@ typedef struct sealstore_ctx {
     const sealstore_aead_impl *impl;
     const sealstore_batch_impl *batch;
     size_t maclen;
+    size_t keylen;  /* sealstore_key_size(variant) */
+    size_t npublen; /* sealstore_nonce_size(variant) */
     int variant;
     int kernel;
-    uint8_t key[SEALSTORE_KEYBYTES];
+    uint8_t key[SEALSTORE_MAX_KEYBYTES];
 } sealstore_ctx;
 
 /* ---- CPU features and dispatch (dispatch.c) ---- */
@@ -97,10 +100,14 @@ int sealstore_force_kernel(int kernel);
 int sealstore_selected_kernel(int variant);
 /* The variant's name ("AEGIS-128X4"), or NULL for an unknown variant. */
 const char *sealstore_variant_name(int variant);
+/* The variant's key and nonce sizes in bytes, or 0 for an unknown variant. */
+size_t sealstore_key_size(int variant);
+size_t sealstore_nonce_size(int variant);
 /* The entry points of (variant, kernel), or NULL when unavailable. */
 const sealstore_aead_impl *sealstore_impl(int variant, int kernel);
 
-/* A keyed context on (variant, kernel); kernel -1 picks sealstore_selected_kernel().
+/* A keyed context on (variant, kernel), reading sealstore_key_size(variant) bytes of k;
+   kernel -1 picks sealstore_selected_kernel().
    NULL if the kernel is unavailable, the variant unknown or maclen not 16/32. */
 sealstore_ctx *sealstore_ctx_new(int variant, int kernel, const uint8_t *k, size_t maclen);
 /* Wipe the key and free. */
@@ -125,12 +132,12 @@ int sealstore_decrypt_detached(const sealstore_ctx *ctx, uint8_t *m, const uint8
 int sealstore_seal_prefixed(const sealstore_ctx *ctx, uint8_t *out, const uint8_t *prefix,
                             size_t prefixlen, const uint8_t *npub, const uint8_t *m, size_t mlen,
                             const uint8_t *ad, size_t adlen);
-/* m receives inlen - prefixlen - 16 - maclen bytes; -1 (m wiped) if too short or forged. */
+/* m receives inlen - prefixlen - ctx->npublen - maclen bytes; -1 (m wiped) if too short or forged. */
 int sealstore_open_prefixed(const sealstore_ctx *ctx, uint8_t *m, const uint8_t *in,
                             size_t inlen, size_t prefixlen, const uint8_t *ad, size_t adlen);
 
 /* ---- segmented streams (calls.c) ----
-   Segment i: nonce = nonce_prefix[11] || BE32(i) || final flag; output ct || tag per segment.
+   Segment i: nonce = nonce_prefix[npublen - 5] || BE32(i) || final flag; output ct || tag per segment.
    A non-final buffer is whole segments; a final one ends with the last segment (the remainder,
    0 .. seglen-1 bytes).  Return 0, -1 (a tag failed: out wiped, *bad_index set), -2 (the
    lengths cannot be a segment sequence), or -3 (the last index would pass 2^32 - 1). */

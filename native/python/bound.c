@@ -90,7 +90,7 @@ static PyObject *seal_with(PyObject *seal, const char *data, Py_ssize_t n, PyObj
     Py_ssize_t threshold, size;
     PyObject *ctxobj, *prefix, *res;
     uint8_t *out;
-    uint8_t npub[SEALSTORE_NPUBBYTES];
+    uint8_t npub[SEALSTORE_MAX_NPUBBYTES];
     const sealstore_ctx *ctx;
     PyThreadState *ts;
     int rc;
@@ -107,13 +107,13 @@ static PyObject *seal_with(PyObject *seal, const char *data, Py_ssize_t n, PyObj
         return NULL;
     }
     ctx = ((ContextObject *)ctxobj)->ctx;
-    if (n > PY_SSIZE_T_MAX - PyBytes_GET_SIZE(prefix) - SEALSTORE_NPUBBYTES - 32) {
+    if (n > PY_SSIZE_T_MAX - PyBytes_GET_SIZE(prefix) - SEALSTORE_MAX_NPUBBYTES - 32) {
         return PyErr_NoMemory();
     }
-    if (next_nonce(npub) != 0) {
+    if (next_nonce(npub, ctx->npublen) != 0) {
         return NULL;
     }
-    size = PyBytes_GET_SIZE(prefix) + SEALSTORE_NPUBBYTES + n + (Py_ssize_t)ctx->maclen;
+    size = PyBytes_GET_SIZE(prefix) + (Py_ssize_t)ctx->npublen + n + (Py_ssize_t)ctx->maclen;
     res = out_bytearray ? PyByteArray_FromStringAndSize(NULL, size)
                         : PyBytes_FromStringAndSize(NULL, size);
     if (res == NULL) {
@@ -342,7 +342,7 @@ static PyObject *Opener_call(OpenerObject *self, PyObject *const *args, size_t n
         return PyErr_Occurred() ? NULL : PyObject_CallOneArg(self->fallback, value);
     }
     ctx = ((ContextObject *)ctxobj)->ctx;
-    over = HEADER_SIZE + SEALSTORE_NPUBBYTES + ctx->maclen;
+    over = HEADER_SIZE + ctx->npublen + ctx->maclen;
     if ((size_t)in.len < over) { /* the fallback raises the precise "too short" error */
         PyBuffer_Release(&in);
         Py_DECREF(ctxobj);

@@ -17,10 +17,9 @@ int buffer_type_error(PyObject *obj, const char *what, int writable)
     return -1;
 }
 
-int nonce_length_error(Py_buffer *view)
+int nonce_length_error(Py_buffer *view, size_t npublen)
 {
-    PyErr_Format(PyExc_ValueError, "nonce must be %d bytes, got %zd", SEALSTORE_NPUBBYTES,
-                 view->len);
+    PyErr_Format(PyExc_ValueError, "nonce must be %zu bytes, got %zd", npublen, view->len);
     PyBuffer_Release(view);
     return -1;
 }

@@ -58,9 +58,10 @@ typedef struct {
 static const char *const names_inputs[] = {"data", "nonce", "associated_data"};
 
 /* Take the views of (nonce, data, ad); -1 with an exception and none held. */
-static inline int get_inputs(PyObject *nonce, PyObject *data, PyObject *ad, Inputs *in)
+static inline int get_inputs(PyObject *nonce, PyObject *data, PyObject *ad, Inputs *in,
+                             size_t npublen)
 {
-    if (get_nonce(nonce, &in->nonce) != 0) {
+    if (get_nonce(nonce, &in->nonce, npublen) != 0) {
         return -1;
     }
     if (get_buffer(data, &in->data, "data", 0) != 0) {
@@ -129,7 +130,7 @@ static PyObject *crypt_bytes(ContextObject *self, PyObject *const *args, Py_ssiz
     Py_ssize_t need;
 
     if (parse_args(args, nargs, kwnames, 2, enc ? "encrypt" : "decrypt", a, names_crypt) != 0 ||
-        get_inputs(a[0], a[1], a[2], &in) != 0) {
+        get_inputs(a[0], a[1], a[2], &in, self->ctx->npublen) != 0) {
         return NULL;
     }
     need = output_len(self, &in, enc);
@@ -215,7 +216,7 @@ static PyObject *crypt_into(ContextObject *self, PyObject *const *args, Py_ssize
         get_buf(a[3], &out, fname) != 0) {
         return NULL;
     }
-    if (get_inputs(a[0], a[1], a[2], &in) != 0) {
+    if (get_inputs(a[0], a[1], a[2], &in, self->ctx->npublen) != 0) {
         PyBuffer_Release(&out);
         return NULL;
     }

@@ -14,18 +14,18 @@ static PyObject *seal_one(ContextObject *self, const Py_buffer *prefix, PyObject
 {
     Py_buffer m;
     PyObject *res;
-    uint8_t npub[SEALSTORE_NPUBBYTES];
+    uint8_t npub[SEALSTORE_MAX_NPUBBYTES];
     const size_t maclen = self->ctx->maclen;
     int rc;
 
     if (get_buffer(item, &m, "plaintext", 0) != 0) {
         return NULL;
     }
-    if (next_nonce(npub) != 0) {
+    if (next_nonce(npub, self->ctx->npublen) != 0) {
         PyBuffer_Release(&m);
         return NULL;
     }
-    res = PyBytes_FromStringAndSize(NULL, prefix->len + SEALSTORE_NPUBBYTES + m.len +
+    res = PyBytes_FromStringAndSize(NULL, prefix->len + (Py_ssize_t)self->ctx->npublen + m.len +
                                               (Py_ssize_t)maclen);
     if (res != NULL) {
         uint8_t *o = (uint8_t *)PyBytes_AS_STRING(res);
@@ -47,7 +47,7 @@ static PyObject *open_one(ContextObject *self, size_t prefixlen, PyObject *item,
 {
     Py_buffer in;
     PyObject *res = NULL;
-    const size_t over = prefixlen + SEALSTORE_NPUBBYTES + self->ctx->maclen;
+    const size_t over = prefixlen + self->ctx->npublen + self->ctx->maclen;
     int rc;
 
     if (get_buffer(item, &in, "sealed", 0) != 0) {
@@ -123,7 +123,7 @@ static int seal_four(ContextObject *self, const Py_buffer *prefix, PyObject *con
     }
     for (int l = 0; l < 4; l++) {
         uint8_t *o;
-        res[l] = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(pl + SEALSTORE_NPUBBYTES + maclen) +
+        res[l] = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)(pl + self->ctx->npublen + maclen) +
                                                      m[l].len);
         if (res[l] == NULL) {
             goto done;
@@ -132,11 +132,11 @@ static int seal_four(ContextObject *self, const Py_buffer *prefix, PyObject *con
         if (pl) {
             memcpy(o, prefix->buf, pl);
         }
-        if (next_nonce(o + pl) != 0) {
+        if (next_nonce(o + pl, self->ctx->npublen) != 0) {
             goto done;
         }
         npub[l] = o + pl;
-        c[l] = o + pl + SEALSTORE_NPUBBYTES;
+        c[l] = o + pl + self->ctx->npublen;
         mac[l] = c[l] + m[l].len;
         mp[l] = m[l].buf;
         mlen[l] = (size_t)m[l].len;
@@ -187,7 +187,7 @@ static inline int decrypt_four(ContextObject *self, const Py_buffer *in, size_t 
     const uint8_t *c[4], *mac[4], *npub[4];
     size_t clen[4];
     int ok[4];
-    const size_t maclen = self->ctx->maclen, over = prefixlen + SEALSTORE_NPUBBYTES + maclen;
+    const size_t maclen = self->ctx->maclen, over = prefixlen + self->ctx->npublen + maclen;
 
     for (int l = 0; l < 4; l++) {
         const uint8_t *p = (const uint8_t *)in[l].buf;
@@ -197,7 +197,7 @@ static inline int decrypt_four(ContextObject *self, const Py_buffer *in, size_t 
         }
         m[l] = (uint8_t *)PyBytes_AS_STRING(res[l]);
         npub[l] = p + prefixlen;
-        c[l] = p + prefixlen + SEALSTORE_NPUBBYTES;
+        c[l] = p + prefixlen + self->ctx->npublen;
         clen[l] = (size_t)in[l].len - over;
         mac[l] = c[l] + clen[l];
     }
@@ -220,7 +220,7 @@ static int open_four(ContextObject *self, size_t prefixlen, PyObject *const *ite
                      const uint8_t *ad, size_t adlen, Py_ssize_t base, PyObject **res)
 {
     Py_buffer in[4];
-    const size_t over = prefixlen + SEALSTORE_NPUBBYTES + self->ctx->maclen;
+    const size_t over = prefixlen + self->ctx->npublen + self->ctx->maclen;
     int got = 0, rc = -1;
     uint8_t buf[256];
     uint8_t *heap = NULL;

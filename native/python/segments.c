@@ -1,6 +1,6 @@
 /*
  * Segmented streams: seal_segments_into / open_segments_into, one native call (without the
- * GIL) for a whole buffer of stream segments.  Segment i uses nonce nonce_prefix (11 bytes) ||
+ * GIL) for a whole buffer of stream segments.  Segment i uses nonce nonce_prefix (nonce size - 5 bytes) ||
  * BE32(i) || final flag; each sealed segment is ciphertext || tag.
  */
 #include "speedups.h"
@@ -35,7 +35,7 @@ static int get_scalars(PyObject *const *a, SegmentCall *s)
 }
 
 /* out, data, nonce_prefix (checked for length) and AD; -1 with an exception and none held. */
-static int get_views(PyObject *const *a, SegmentCall *s)
+static int get_views(PyObject *const *a, SegmentCall *s, size_t npublen)
 {
     if (get_buffer(a[0], &s->out, "out", 1) != 0) {
         return -1;
@@ -46,9 +46,9 @@ static int get_views(PyObject *const *a, SegmentCall *s)
     if (get_buffer(a[3], &s->prefix, "nonce_prefix", 0) != 0) {
         goto out_data;
     }
-    if (s->prefix.len != SEALSTORE_NPUBBYTES - 5) {
-        PyErr_Format(PyExc_ValueError, "nonce_prefix must be %d bytes, got %zd",
-                     SEALSTORE_NPUBBYTES - 5, s->prefix.len);
+    if ((size_t)s->prefix.len != npublen - 5) {
+        PyErr_Format(PyExc_ValueError, "nonce_prefix must be %zu bytes, got %zd", npublen - 5,
+                     s->prefix.len);
         goto out_prefix;
     }
     if (get_ad(a[6], &s->ad) == 0) {
@@ -147,7 +147,7 @@ static PyObject *segments_call(ContextObject *self, PyObject *const *args, Py_ss
 
     if (parse_args(args, nargs, kwnames, 6, seal ? "seal_segments_into" : "open_segments_into", a,
                    names_seg) != 0 ||
-        get_scalars(a, &s) != 0 || get_views(a, &s) != 0) {
+        get_scalars(a, &s) != 0 || get_views(a, &s, self->ctx->npublen) != 0) {
         return NULL;
     }
     need = output_len(&s, self->ctx->maclen, seal);

@@ -84,7 +84,7 @@ static inline void nogil_end(PyThreadState *ts)
 /* ---- nonces (nonces.c) ---- */
 
 /* 16 fresh random bytes from the CSPRNG buffer; caller holds the GIL.  -1 with an exception. */
-int next_nonce(uint8_t *npub);
+int next_nonce(uint8_t *npub, size_t n);
 /* Empty the nonce buffer in a forked child (registered once by the module's exec); -1 with
    OSError. */
 int nonce_register_atfork(void);
@@ -134,15 +134,15 @@ static inline void release(Py_buffer *view)
 }
 
 /* The ValueError for a nonce of the wrong length (the view is released); always -1. */
-int nonce_length_error(Py_buffer *view);
+int nonce_length_error(Py_buffer *view, size_t npublen);
 
-static inline int get_nonce(PyObject *obj, Py_buffer *view)
+static inline int get_nonce(PyObject *obj, Py_buffer *view, size_t npublen)
 {
     if (get_buffer(obj, view, "nonce", 0) != 0) {
         return -1;
     }
-    if (view->len != SEALSTORE_NPUBBYTES) {
-        return nonce_length_error(view);
+    if ((size_t)view->len != npublen) {
+        return nonce_length_error(view, npublen);
     }
     return 0;
 }

@@ -70,7 +70,7 @@ int sealstore_seal_prefixed(const sealstore_ctx *ctx, uint8_t *out, const uint8_
     uint8_t buf[256];
     uint8_t *heap;
     const uint8_t *fullad = join_ad(buf, sizeof buf, &heap, prefix, prefixlen, ad, adlen);
-    uint8_t *c = out + prefixlen + SEALSTORE_NPUBBYTES;
+    uint8_t *c = out + prefixlen + ctx->npublen;
     int ret;
 
     if (fullad == NULL) {
@@ -79,7 +79,7 @@ int sealstore_seal_prefixed(const sealstore_ctx *ctx, uint8_t *out, const uint8_
     if (prefixlen) {
         memmove(out, prefix, prefixlen);
     }
-    memmove(out + prefixlen, npub, SEALSTORE_NPUBBYTES);
+    memmove(out + prefixlen, npub, ctx->npublen);
     ret = ctx->impl->encrypt(c, c + mlen, ctx->maclen, m, mlen, fullad, prefixlen + adlen,
                              out + prefixlen, ctx->key);
     free(heap);
@@ -95,38 +95,37 @@ int sealstore_open_prefixed(const sealstore_ctx *ctx, uint8_t *m, const uint8_t 
     size_t clen;
     int ret;
 
-    if (prefixlen > inlen || inlen - prefixlen < SEALSTORE_NPUBBYTES + ctx->maclen) {
+    if (prefixlen > inlen || inlen - prefixlen < ctx->npublen + ctx->maclen) {
         return -1;
     }
-    clen = inlen - prefixlen - SEALSTORE_NPUBBYTES - ctx->maclen;
+    clen = inlen - prefixlen - ctx->npublen - ctx->maclen;
     fullad = join_ad(buf, sizeof buf, &heap, in, prefixlen, ad, adlen);
     if (fullad == NULL) {
         return -1;
     }
-    ret = ctx->impl->decrypt(m, in + prefixlen + SEALSTORE_NPUBBYTES, clen, in + inlen - ctx->maclen,
+    ret = ctx->impl->decrypt(m, in + prefixlen + ctx->npublen, clen, in + inlen - ctx->maclen,
                              ctx->maclen, fullad, prefixlen + adlen, in + prefixlen, ctx->key);
     free(heap);
     return ret;
 }
 
 /* ---- segmented streams ----
-   Segment i is sealed with nonce = nonce_prefix (11 bytes) || BE32(i) || final flag, where the
+   Segment i is sealed with nonce = nonce_prefix (npublen - 5 bytes) || BE32(i) || final flag, where the
    flag is 1 on the stream's last segment only, and with the same AD for every segment.  A
    buffer holds whole segments (segment_len plaintext bytes each); a final buffer ends with the
    last segment, which holds the remainder (0 to segment_len - 1 bytes), so truncation,
    reordering, duplication and extension all fail to open. */
 
-#define SEG_PREFIX (SEALSTORE_NPUBBYTES - 5)
-
-static void seg_nonce(uint8_t npub[SEALSTORE_NPUBBYTES], const uint8_t *prefix, uint32_t index,
-                      int final)
+static void seg_nonce(uint8_t npub[SEALSTORE_MAX_NPUBBYTES], size_t npublen,
+                      const uint8_t *prefix, uint32_t index, int final)
 {
-    memcpy(npub, prefix, SEG_PREFIX);
-    npub[SEG_PREFIX] = (uint8_t)(index >> 24);
-    npub[SEG_PREFIX + 1] = (uint8_t)(index >> 16);
-    npub[SEG_PREFIX + 2] = (uint8_t)(index >> 8);
-    npub[SEG_PREFIX + 3] = (uint8_t)index;
-    npub[SEG_PREFIX + 4] = (uint8_t)(final ? 1 : 0);
+    const size_t at = npublen - 5;
+    memcpy(npub, prefix, at);
+    npub[at] = (uint8_t)(index >> 24);
+    npub[at + 1] = (uint8_t)(index >> 16);
+    npub[at + 2] = (uint8_t)(index >> 8);
+    npub[at + 3] = (uint8_t)index;
+    npub[at + 4] = (uint8_t)(final ? 1 : 0);
 }
 
 /* Number of segments in a plaintext buffer; 0 when the framing is impossible (-2), or
@@ -153,7 +152,7 @@ int sealstore_seal_segments(const sealstore_ctx *ctx, uint8_t *out, const uint8_
                             uint32_t first_index, int final, const uint8_t *ad, size_t adlen)
 {
     const size_t n = seg_count(inlen, seglen, ctx->maclen, first_index, final);
-    uint8_t npub[SEALSTORE_NPUBBYTES];
+    uint8_t npub[SEALSTORE_MAX_NPUBBYTES];
 
     if (n == 0) {
         return -2;
@@ -164,7 +163,7 @@ int sealstore_seal_segments(const sealstore_ctx *ctx, uint8_t *out, const uint8_
     for (size_t i = 0; i < n; i++) {
         const size_t mlen = (i + 1 < n || !final) ? seglen : inlen - i * seglen;
         uint8_t *c = out + i * (seglen + ctx->maclen);
-        seg_nonce(npub, nonce_prefix, first_index + (uint32_t)i, final && i + 1 == n);
+        seg_nonce(npub, ctx->npublen, nonce_prefix, first_index + (uint32_t)i, final && i + 1 == n);
         if (ctx->impl->encrypt(c, c + mlen, ctx->maclen, in + i * seglen, mlen, ad, adlen, npub,
                                ctx->key) != 0) {
             return -1;
@@ -179,7 +178,7 @@ int sealstore_open_segments(const sealstore_ctx *ctx, uint8_t *out, const uint8_
                             size_t *bad_index)
 {
     size_t sealed, n, outlen;
-    uint8_t npub[SEALSTORE_NPUBBYTES];
+    uint8_t npub[SEALSTORE_MAX_NPUBBYTES];
 
     if (seglen == 0 || seglen > SIZE_MAX - ctx->maclen) {
         return -2;
@@ -201,7 +200,7 @@ int sealstore_open_segments(const sealstore_ctx *ctx, uint8_t *out, const uint8_
     for (size_t i = 0; i < n; i++) {
         const size_t clen = (i + 1 < n || !final) ? seglen : inlen - i * sealed - ctx->maclen;
         const uint8_t *c = in + i * sealed;
-        seg_nonce(npub, nonce_prefix, first_index + (uint32_t)i, final && i + 1 == n);
+        seg_nonce(npub, ctx->npublen, nonce_prefix, first_index + (uint32_t)i, final && i + 1 == n);
         if (ctx->impl->decrypt(out + i * seglen, c, clen, c + clen, ctx->maclen, ad, adlen, npub,
                                ctx->key) != 0) {
             sealstore_memzero(out, outlen);

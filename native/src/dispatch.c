@@ -63,6 +63,13 @@ static const char *const variant_names[SEALSTORE_NVARIANTS] = {
     [SEALSTORE_AEGIS128X4] = "AEGIS-128X4",
 };
 
+/* Key and nonce bytes of each variant (16 for the AEGIS-128 family, 32 for AEGIS-256). */
+static const unsigned char variant_sizes[SEALSTORE_NVARIANTS][2] = {
+    [SEALSTORE_AEGIS128L] = {16, 16},
+    [SEALSTORE_AEGIS128X2] = {16, 16},
+    [SEALSTORE_AEGIS128X4] = {16, 16},
+};
+
 #if SEALSTORE_X86
 static const sealstore_batch_impl batch_128l_avx512 = {sealstore_aegis128l_encrypt4_avx512,
                                                        sealstore_aegis128l_decrypt4_avx512,
@@ -240,6 +247,22 @@ const char *sealstore_variant_name(int variant)
     return variant_names[variant];
 }
 
+size_t sealstore_key_size(int variant)
+{
+    if (variant < 0 || variant >= SEALSTORE_NVARIANTS) {
+        return 0;
+    }
+    return variant_sizes[variant][0];
+}
+
+size_t sealstore_nonce_size(int variant)
+{
+    if (variant < 0 || variant >= SEALSTORE_NVARIANTS) {
+        return 0;
+    }
+    return variant_sizes[variant][1];
+}
+
 const sealstore_aead_impl *sealstore_impl(int variant, int kernel)
 {
     if (!sealstore_variant_has_kernel(variant, kernel)) {
@@ -276,9 +299,12 @@ sealstore_ctx *sealstore_ctx_new(int variant, int kernel, const uint8_t *k, size
     }
 #endif
     ctx->maclen = maclen;
+    ctx->keylen = sealstore_key_size(variant);
+    ctx->npublen = sealstore_nonce_size(variant);
     ctx->variant = variant;
     ctx->kernel = kernel;
-    memcpy(ctx->key, k, SEALSTORE_KEYBYTES);
+    memset(ctx->key, 0, sizeof ctx->key);
+    memcpy(ctx->key, k, ctx->keylen);
     return ctx;
 }
 
