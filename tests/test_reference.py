@@ -48,17 +48,37 @@ def test_update(case):
     assert got == case["state_after"]
 
 
-INIT_128X = [c for c in INTER["initial_state"] if c["alg"] in ref.DEGREE]  # no AEGIS-256X
+UPDATE_256 = [u for u in INTER["update"] if u["alg"] == "AEGIS-256"]
 
 
-@pytest.mark.parametrize("case", INIT_128X, ids=lambda c: f"draft18-{c['alg']}-InitialState")
+@pytest.mark.parametrize("case", UPDATE_256, ids=lambda c: "draft18-AEGIS-256-Update")
+def test_update_256(case):
+    st = ref.State256(1, [[_blk(case["state_before"][f"S{j}"])] for j in range(6)])
+    st.update([_blk(case["msg_blocks"]["M"])])
+    got = {f"S{j}": st.v[j][0].to_bytes(16, "little").hex() for j in range(6)}
+    assert got == case["state_after"]
+
+
+def test_every_intermediate_vector_is_checked():
+    # a vector of a variant the oracle does not know would otherwise be skipped silently
+    assert len(UPDATE_128L) + len(UPDATE_256) == len(INTER["update"]) == 2
+    assert {c["alg"] for c in INTER["initial_state"]} <= set(ref.DEGREE)
+
+
+@pytest.mark.parametrize(
+    "case", INTER["initial_state"], ids=lambda c: f"draft18-{c['alg']}-InitialState"
+)
 def test_initial_state(case):
     d = ref.DEGREE[case["alg"]]
     for i in range(d):
         assert case["ctx"][f"ctx[{i}]"] == (bytes([i, d - 1]) + bytes(14)).hex()
-    st = ref.State.init(d, h(case["key"]), h(case["nonce"]))
+    cls = ref.State256 if ref.KEY_SIZE[case["alg"]] == 32 else ref.State
+    st = cls.init(d, h(case["key"]), h(case["nonce"]))
+    words = len(st.v)
     got = {
-        f"V[{j},{i}]": st.v[j][i].to_bytes(16, "little").hex() for j in range(8) for i in range(d)
+        f"V[{j},{i}]": st.v[j][i].to_bytes(16, "little").hex()
+        for j in range(words)
+        for i in range(d)
     }
     assert got == case["state_after_init"]
 
@@ -78,7 +98,8 @@ def test_draft_vector(vec, tag_size):
 @pytest.mark.parametrize("variant", sorted(ref.DEGREE))
 @pytest.mark.parametrize("length", [0, 1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 300])
 def test_round_trip_and_forgery(variant, length):
-    key, nonce = bytes(range(16)), bytes(range(16, 32))
+    size = ref.KEY_SIZE[variant]
+    key, nonce = bytes(range(size)), bytes(range(size, 2 * size))
     msg, ad = bytes((7 * i) & 0xFF for i in range(length)), b"ad" * (length % 5)
     for tag_size in (16, 32):
         ct, tag = ref.encrypt(variant, key, nonce, msg, ad, tag_size)
@@ -92,6 +113,9 @@ def test_round_trip_and_forgery(variant, length):
 
 
 def test_variants_differ():
-    key, nonce, msg = bytes(16), bytes(16), bytes(64)
-    outs = {ref.encrypt(v, key, nonce, msg, b"", 16) for v in ref.DEGREE}
-    assert len(outs) == 3
+    msg = bytes(64)
+    outs = {
+        ref.encrypt(v, bytes(ref.KEY_SIZE[v]), bytes(ref.KEY_SIZE[v]), msg, b"", 16)
+        for v in ref.DEGREE
+    }
+    assert len(outs) == len(ref.DEGREE) == 6

@@ -1,8 +1,10 @@
-"""Slow, simple pure-Python AEGIS-128L / AEGIS-128X2 / AEGIS-128X4: a test oracle.
+"""Slow, simple pure-Python AEGIS-128L / AEGIS-128X2 / AEGIS-128X4 and AEGIS-256 /
+AEGIS-256X2 / AEGIS-256X4: a test oracle.
 
-Written from draft-irtf-cfrg-aegis-aead-18, sections "The AEGIS-128L Algorithm" and
-"AEGIS-128X".  AEGIS-128L is AEGIS-128X with degree D = 1 (its context separator is all
-zero), so one implementation serves all three.  The AES round uses lookup tables, which is
+Written from draft-irtf-cfrg-aegis-aead-18, sections "The AEGIS-128L Algorithm", "The AEGIS-256
+Algorithm", "AEGIS-128X" and "AEGIS-256X".  AEGIS-128L is AEGIS-128X with degree D = 1 (its
+context separator is all zero), so one implementation serves all three; likewise AEGIS-256 is
+AEGIS-256X with D = 1.  The AES round uses lookup tables, which is
 fine for an oracle and wrong for production (not constant time).  Never use it on real keys.
 
 Blocks are 128-bit Python ints holding the 16 bytes in little-endian order (byte 0 is the
@@ -13,9 +15,18 @@ from __future__ import annotations
 
 import hmac
 
-__all__ = ["DEGREE", "aes_round", "State", "encrypt", "decrypt"]
+__all__ = ["DEGREE", "KEY_SIZE", "aes_round", "State", "State256", "encrypt", "decrypt"]
 
-DEGREE = {"AEGIS-128L": 1, "AEGIS-128X2": 2, "AEGIS-128X4": 4}
+DEGREE = {
+    "AEGIS-128L": 1,
+    "AEGIS-128X2": 2,
+    "AEGIS-128X4": 4,
+    "AEGIS-256": 1,
+    "AEGIS-256X2": 2,
+    "AEGIS-256X4": 4,
+}
+#: key and nonce bytes (the same for both)
+KEY_SIZE = {v: 32 if v.startswith("AEGIS-256") else 16 for v in DEGREE}
 
 MASK128 = (1 << 128) - 1
 
@@ -182,23 +193,112 @@ class State:
         return _bytes(tag0) + _bytes(tag1)
 
 
+class State256:
+    """D parallel AEGIS-256 states (six words); ``v[j][i]`` is the draft's ``V[j,i]``."""
+
+    def __init__(self, degree: int, v: list[list[int]] | None = None):
+        self.d = degree
+        self.v = v if v is not None else [[0] * degree for _ in range(6)]
+
+    def update(self, m: list[int]) -> None:
+        """Update(M); m holds one 128-bit block per lane."""
+        v = self.v
+        new = [[0] * self.d for _ in range(6)]
+        for i in range(self.d):
+            new[0][i] = aes_round(v[5][i], v[0][i] ^ m[i])
+            for j in range(1, 6):
+                new[j][i] = aes_round(v[j - 1][i], v[j][i])
+        self.v = new
+
+    @classmethod
+    def init(cls, degree: int, key: bytes, nonce: bytes) -> "State256":
+        k0, k1 = _int(key[:16]), _int(key[16:])
+        n0, n1 = _int(nonce[:16]), _int(nonce[16:])
+        col = [k0 ^ n0, k1 ^ n1, C1, C0, k0 ^ C0, k1 ^ C1]
+        st = cls(degree, [[w] * degree for w in col])
+        ctx = [_int(bytes([i, degree - 1]) + bytes(14)) for i in range(degree)]
+        for _ in range(4):
+            for m in (k0, k1, k0 ^ n0, k1 ^ n1):
+                for i in range(degree):
+                    st.v[3][i] ^= ctx[i]
+                    st.v[5][i] ^= ctx[i]
+                st.update([m] * degree)
+        return st
+
+    # One rate-sized block = 16 * D bytes, lane by lane.
+    def _split(self, block: bytes) -> list[int]:
+        return [_int(block[16 * j : 16 * j + 16]) for j in range(self.d)]
+
+    def _keystream(self) -> bytes:
+        v = self.v
+        z = [v[1][i] ^ v[4][i] ^ v[5][i] ^ (v[2][i] & v[3][i]) for i in range(self.d)]
+        return b"".join(_bytes(x) for x in z)
+
+    def absorb(self, block: bytes) -> None:
+        self.update(self._split(block))
+
+    def enc(self, block: bytes) -> bytes:
+        z = self._keystream()
+        self.update(self._split(block))
+        return bytes(a ^ b for a, b in zip(block, z, strict=True))
+
+    def dec(self, block: bytes) -> bytes:
+        z = self._keystream()
+        out = bytes(a ^ b for a, b in zip(block, z, strict=True))
+        self.update(self._split(out))
+        return out
+
+    def dec_partial(self, tail: bytes) -> bytes:
+        rate = 16 * self.d
+        z = self._keystream()
+        padded = tail + bytes(rate - len(tail))
+        out = bytes(a ^ b for a, b in zip(padded, z, strict=True))[: len(tail)]
+        self.update(self._split(out + bytes(rate - len(out))))
+        return out
+
+    def finalize(self, ad_len: int, msg_len: int, tag_len: int) -> bytes:
+        u = _int((8 * ad_len).to_bytes(8, "little") + (8 * msg_len).to_bytes(8, "little"))
+        t = [self.v[3][i] ^ u for i in range(self.d)]
+        for _ in range(7):
+            self.update(t)
+        v = self.v
+        if tag_len == 16:
+            tag = 0
+            for i in range(self.d):
+                for j in range(6):
+                    tag ^= v[j][i]
+            return _bytes(tag)
+        tag0 = tag1 = 0
+        for i in range(self.d):
+            tag0 ^= v[0][i] ^ v[1][i] ^ v[2][i]
+            tag1 ^= v[3][i] ^ v[4][i] ^ v[5][i]
+        return _bytes(tag0) + _bytes(tag1)
+
+
 def _check(variant: str, key, nonce, tag_len: int) -> tuple[int, bytes, bytes]:
     if variant not in DEGREE:
         raise ValueError(f"unknown variant {variant!r}; expected one of {sorted(DEGREE)}")
     key, nonce = bytes(key), bytes(nonce)
-    if len(key) != 16 or len(nonce) != 16:
-        raise ValueError("key and nonce must be 16 bytes")
+    size = KEY_SIZE[variant]
+    if len(key) != size or len(nonce) != size:
+        raise ValueError(f"key and nonce must be {size} bytes")
     if tag_len not in (16, 32):
         raise ValueError("tag_len must be 16 or 32")
     return DEGREE[variant], key, nonce
+
+
+def _start(variant: str, d: int, key: bytes, nonce: bytes) -> tuple[State | State256, int]:
+    """The initialized state of ``variant`` and its rate in bytes."""
+    if KEY_SIZE[variant] == 32:
+        return State256.init(d, key, nonce), 16 * d
+    return State.init(d, key, nonce), 32 * d
 
 
 def encrypt(variant: str, key, nonce, msg, ad, tag_len: int = 16) -> tuple[bytes, bytes]:
     """Return ``(ciphertext, tag)`` for ``msg`` and associated data ``ad``."""
     d, key, nonce = _check(variant, key, nonce, tag_len)
     msg, ad = bytes(msg), bytes(ad or b"")
-    rate = 32 * d
-    st = State.init(d, key, nonce)
+    st, rate = _start(variant, d, key, nonce)
     for off in range(0, len(ad), rate):
         blk = ad[off : off + rate]
         st.absorb(blk + bytes(rate - len(blk)))
@@ -218,8 +318,7 @@ def decrypt(variant: str, key, nonce, ct, tag, ad, tag_len: int | None = None) -
     if len(tag) != tag_len:
         return None
     ct, ad = bytes(ct), bytes(ad or b"")
-    rate = 32 * d
-    st = State.init(d, key, nonce)
+    st, rate = _start(variant, d, key, nonce)
     for off in range(0, len(ad), rate):
         blk = ad[off : off + rate]
         st.absorb(blk + bytes(rate - len(blk)))
