@@ -20,11 +20,14 @@ def _rel(*parts):
     return os.path.relpath(os.path.join(HERE, *parts), ROOT)
 
 
-VARIANTS = ("aegis128l", "aegis128x2", "aegis128x4")
+VARIANTS = ("aegis128l", "aegis128x2", "aegis128x4", "aegis256", "aegis256x2", "aegis256x4")
 X86_KERNELS = {
     "aegis128l": ("aesni", "avx2", "batch_avx512"),
     "aegis128x2": ("aesni", "avx2"),
     "aegis128x4": ("aesni", "avx2", "avx512"),
+    "aegis256": ("aesni", "avx2"),
+    "aegis256x2": ("aesni", "avx2"),
+    "aegis256x4": ("aesni", "avx2", "avx512"),
 }
 ARM64_KERNELS = {variant: ("armcrypto",) for variant in VARIANTS}
 

@@ -32,7 +32,7 @@ def test_variant_kernels(variant):
     assert vk == sorted(vk, key=ALL_KERNELS.index)
 
 
-@pytest.mark.parametrize("bad", ["AEGIS-256", "", "AEGIS-128X8"])
+@pytest.mark.parametrize("bad", ["AEGIS-512", "", "AEGIS-256X8"])
 def test_variant_kernels_unknown_variant(bad):
     with pytest.raises((ValueError, LookupError)):
         native.variant_kernels(bad)

@@ -1,13 +1,13 @@
-"""Print the AEGIS-128L/128X2/128X4 AEAD vectors of a draft-18 JSON file as plain text lines
-for the C drivers in ``tests/native/`` (which have no JSON parser).
+"""Print the AEAD vectors of a draft-18 JSON file, for the suite registry's native variants,
+as plain text lines for the C drivers in ``tests/native/`` (which have no JSON parser).
 
 One line per (vector, tag size)::
 
     ALG TAGBYTES VALID KEY NONCE AD MSG CT TAG
 
 hex fields, ``-`` for an empty or absent field, VALID 1 or 0.  ``--wycheproof`` appends
-Project Wycheproof's cases for the variants it has a file for (AEGIS-128L: 479 cases, the
-"invalid" ones checked as must-fail decryptions).  Usage::
+Project Wycheproof's cases for the variants it has a file for (AEGIS-128L: 479 cases,
+AEGIS-256: 472; the "invalid" ones checked as must-fail decryptions).  Usage::
 
     python tools/kat_vectors.py [--wycheproof] [tests/vectors/aegis-draft.json] > vectors.txt
 """
@@ -18,7 +18,7 @@ import json
 import os
 import sys
 
-from sealstore.suites import native_variants
+from sealstore.suites import by_native_variant, native_variants
 
 ALGS = native_variants()  # the suites the C library runs (the vector file has more)
 VECTORS = os.path.join(
@@ -26,7 +26,7 @@ VECTORS = os.path.join(
 )
 DEFAULT = os.path.join(VECTORS, "aegis-draft.json")
 #: Wycheproof file -> the variant it tests
-WYCHEPROOF = {"aegis128L_test.json": "AEGIS-128L"}
+WYCHEPROOF = {"aegis128L_test.json": "AEGIS-128L", "aegis256_test.json": "AEGIS-256"}
 
 
 def lines(path: str = DEFAULT) -> list[str]:
@@ -49,19 +49,19 @@ def lines(path: str = DEFAULT) -> list[str]:
 def wycheproof_lines(directory: str = os.path.join(VECTORS, "wycheproof")) -> list[str]:
     """The Wycheproof cases of every file in WYCHEPROOF whose variant the C library runs.
 
-    Every group must use the sizes the C drivers take (16-byte key and nonce, 16- or 32-byte
-    tag) and every result be "valid" or "invalid": anything else is an error, not a skip."""
+    Every group must use the sizes the C drivers take (the variant's key and nonce sizes, a
+    16- or 32-byte tag) and every result be "valid" or "invalid": anything else is an error,
+    not a skip."""
     out = []
     for name, alg in WYCHEPROOF.items():
         if alg not in ALGS:
             continue
+        spec = by_native_variant(alg)
+        sizes = (8 * spec.key_size, 8 * spec.nonce_size)
         with open(os.path.join(directory, name)) as f:
             doc = json.load(f)
         for group in doc["testGroups"]:
-            if (group["keySize"], group["ivSize"]) != (128, 128) or group["tagSize"] not in (
-                128,
-                256,
-            ):
+            if (group["keySize"], group["ivSize"]) != sizes or group["tagSize"] not in (128, 256):
                 raise ValueError(f"{name}: a test group the C drivers cannot take")
             for t in group["tests"]:
                 if t["result"] not in ("valid", "invalid"):

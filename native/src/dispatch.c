@@ -54,6 +54,18 @@ static const sealstore_aead_impl *const impls[SEALSTORE_NVARIANTS][SEALSTORE_NKE
                               X86_IMPL(sealstore_aegis128x4_avx2),
                               X86_IMPL(sealstore_aegis128x4_avx512),
                               ARM_IMPL(sealstore_aegis128x4_armcrypto)},
+    [SEALSTORE_AEGIS256] = {&sealstore_aegis256_portable, X86_IMPL(sealstore_aegis256_aesni),
+                            X86_IMPL(sealstore_aegis256_avx2), NULL,
+                            ARM_IMPL(sealstore_aegis256_armcrypto)},
+    [SEALSTORE_AEGIS256X2] = {&sealstore_aegis256x2_portable,
+                              X86_IMPL(sealstore_aegis256x2_aesni),
+                              X86_IMPL(sealstore_aegis256x2_avx2), NULL,
+                              ARM_IMPL(sealstore_aegis256x2_armcrypto)},
+    [SEALSTORE_AEGIS256X4] = {&sealstore_aegis256x4_portable,
+                              X86_IMPL(sealstore_aegis256x4_aesni),
+                              X86_IMPL(sealstore_aegis256x4_avx2),
+                              X86_IMPL(sealstore_aegis256x4_avx512),
+                              ARM_IMPL(sealstore_aegis256x4_armcrypto)},
 };
 
 /* The suite-registry name of each variant (plugin/suites.py native_variant). */
@@ -61,6 +73,9 @@ static const char *const variant_names[SEALSTORE_NVARIANTS] = {
     [SEALSTORE_AEGIS128L] = "AEGIS-128L",
     [SEALSTORE_AEGIS128X2] = "AEGIS-128X2",
     [SEALSTORE_AEGIS128X4] = "AEGIS-128X4",
+    [SEALSTORE_AEGIS256] = "AEGIS-256",
+    [SEALSTORE_AEGIS256X2] = "AEGIS-256X2",
+    [SEALSTORE_AEGIS256X4] = "AEGIS-256X4",
 };
 
 /* Key and nonce bytes of each variant (16 for the AEGIS-128 family, 32 for AEGIS-256). */
@@ -68,6 +83,9 @@ static const unsigned char variant_sizes[SEALSTORE_NVARIANTS][2] = {
     [SEALSTORE_AEGIS128L] = {16, 16},
     [SEALSTORE_AEGIS128X2] = {16, 16},
     [SEALSTORE_AEGIS128X4] = {16, 16},
+    [SEALSTORE_AEGIS256] = {32, 32},
+    [SEALSTORE_AEGIS256X2] = {32, 32},
+    [SEALSTORE_AEGIS256X4] = {32, 32},
 };
 
 #if SEALSTORE_X86

@@ -7,6 +7,9 @@
 extern const sealstore_aead_impl sealstore_aegis128l_portable;
 extern const sealstore_aead_impl sealstore_aegis128x2_portable;
 extern const sealstore_aead_impl sealstore_aegis128x4_portable;
+extern const sealstore_aead_impl sealstore_aegis256_portable;
+extern const sealstore_aead_impl sealstore_aegis256x2_portable;
+extern const sealstore_aead_impl sealstore_aegis256x4_portable;
 
 #if SEALSTORE_X86
 extern const sealstore_aead_impl sealstore_aegis128l_aesni;
@@ -16,12 +19,22 @@ extern const sealstore_aead_impl sealstore_aegis128x4_aesni;
 extern const sealstore_aead_impl sealstore_aegis128x2_avx2;
 extern const sealstore_aead_impl sealstore_aegis128x4_avx2;
 extern const sealstore_aead_impl sealstore_aegis128x4_avx512;
+extern const sealstore_aead_impl sealstore_aegis256_aesni;
+extern const sealstore_aead_impl sealstore_aegis256_avx2;
+extern const sealstore_aead_impl sealstore_aegis256x2_aesni;
+extern const sealstore_aead_impl sealstore_aegis256x2_avx2;
+extern const sealstore_aead_impl sealstore_aegis256x4_aesni;
+extern const sealstore_aead_impl sealstore_aegis256x4_avx2;
+extern const sealstore_aead_impl sealstore_aegis256x4_avx512;
 #endif
 
 #if SEALSTORE_ARM64
 extern const sealstore_aead_impl sealstore_aegis128l_armcrypto;
 extern const sealstore_aead_impl sealstore_aegis128x2_armcrypto;
 extern const sealstore_aead_impl sealstore_aegis128x4_armcrypto;
+extern const sealstore_aead_impl sealstore_aegis256_armcrypto;
+extern const sealstore_aead_impl sealstore_aegis256x2_armcrypto;
+extern const sealstore_aead_impl sealstore_aegis256x4_armcrypto;
 #endif
 
 #endif

@@ -48,8 +48,8 @@ unsigned long __wrap_getauxval(unsigned long type)
 }
 #endif
 
-static const char *const variant_names[SEALSTORE_NVARIANTS] = {"AEGIS-128L", "AEGIS-128X2",
-                                                               "AEGIS-128X4"};
+/* the C library's names (the suite registry's native variants): no second list here */
+#define variant_names(v) sealstore_variant_name(v)
 static const char *const kernel_names[SEALSTORE_NKERNELS] = {"portable", "aesni", "avx2",
                                                              "avx512", "armcrypto"};
 static int failures;
@@ -140,7 +140,7 @@ static int unhex(const char *s, uint8_t **out, size_t *len)
 static int variant_id(const char *name)
 {
     for (int v = 0; v < SEALSTORE_NVARIANTS; v++) {
-        if (strcmp(name, variant_names[v]) == 0) {
+        if (strcmp(name, variant_names(v)) == 0) {
             return v;
         }
     }
@@ -253,7 +253,7 @@ static int run_vectors(const char *path)
 /* One (variant, mlen, adlen, maclen) case, buffers at the given misalignment. */
 static void cross_case(int v, size_t mlen, size_t adlen, size_t maclen, size_t off)
 {
-    uint8_t key[16], npub[16], ref_mac[32], mac[32];
+    uint8_t key[SEALSTORE_MAX_KEYBYTES], npub[SEALSTORE_MAX_NPUBBYTES], ref_mac[32], mac[32];
     uint8_t *mbuf = xmalloc(mlen + off), *adbuf = xmalloc(adlen + off);
     uint8_t *ref = xmalloc(mlen), *cbuf = xmalloc(mlen + off), *pbuf = xmalloc(mlen + off);
     uint8_t *m = mbuf + off, *ad = adbuf + off, *c = cbuf + off, *p = pbuf + off;
@@ -275,11 +275,11 @@ static void cross_case(int v, size_t mlen, size_t adlen, size_t maclen, size_t o
         if (impl->encrypt(c, mac, maclen, m, mlen, ad, adlen, npub, key) != 0 ||
             memcmp(c, ref, mlen) != 0 || memcmp(mac, ref_mac, maclen) != 0) {
             FAIL("%s %s: mlen %zu adlen %zu tag %zu off %zu differs from portable",
-                 variant_names[v], kernel_names[k], mlen, adlen, maclen, off);
+                 variant_names(v), kernel_names[k], mlen, adlen, maclen, off);
         }
         if (impl->decrypt(p, c, mlen, mac, maclen, ad, adlen, npub, key) != 0 ||
             memcmp(p, m, mlen) != 0) {
-            FAIL("%s %s: mlen %zu adlen %zu tag %zu: round trip failed", variant_names[v],
+            FAIL("%s %s: mlen %zu adlen %zu tag %zu: round trip failed", variant_names(v),
                  kernel_names[k], mlen, adlen, maclen);
         }
         /* in place (output exactly over the input, which the API allows), both ways */
@@ -287,7 +287,7 @@ static void cross_case(int v, size_t mlen, size_t adlen, size_t maclen, size_t o
             memcmp(p, ref, mlen) != 0 ||
             impl->decrypt(p, p, mlen, mac, maclen, ad, adlen, npub, key) != 0 ||
             memcmp(p, m, mlen) != 0) {
-            FAIL("%s %s: mlen %zu: in-place encrypt or decrypt differs", variant_names[v],
+            FAIL("%s %s: mlen %zu: in-place encrypt or decrypt differs", variant_names(v),
                  kernel_names[k], mlen);
         }
         /* flip one bit of the ciphertext (or the tag when empty), then of the AD */
@@ -300,7 +300,7 @@ static void cross_case(int v, size_t mlen, size_t adlen, size_t maclen, size_t o
         if (impl->decrypt(p, c, mlen, mac, maclen, ad, adlen, npub, key) == 0 ||
             !all_zero(p, mlen)) {
             FAIL("%s %s: mlen %zu: tampered ciphertext accepted or output not wiped",
-                 variant_names[v], kernel_names[k], mlen);
+                 variant_names(v), kernel_names[k], mlen);
         }
         if (mlen) {
             c[mlen / 2] ^= 0x10;
@@ -310,7 +310,7 @@ static void cross_case(int v, size_t mlen, size_t adlen, size_t maclen, size_t o
         if (adlen) {
             ad[adlen - 1] ^= 0x01;
             if (impl->decrypt(p, c, mlen, mac, maclen, ad, adlen, npub, key) == 0) {
-                FAIL("%s %s: adlen %zu: tampered AD accepted", variant_names[v],
+                FAIL("%s %s: adlen %zu: tampered AD accepted", variant_names(v),
                      kernel_names[k], adlen);
             }
             ad[adlen - 1] ^= 0x01;
@@ -344,7 +344,8 @@ static void run_cross_long(void)
    included (each pass of theirs must read its bytes of a block before writing them). */
 static void in_place_case(int v, size_t mlen)
 {
-    uint8_t key[16], npub[16], ad[20], ref_mac[32], mac[32];
+    uint8_t key[SEALSTORE_MAX_KEYBYTES], npub[SEALSTORE_MAX_NPUBBYTES], ad[20], ref_mac[32];
+    uint8_t mac[32];
     uint8_t *m = xmalloc(mlen), *ref = xmalloc(mlen), *buf = xmalloc(mlen);
     const sealstore_aead_impl *portable = sealstore_impl(v, SEALSTORE_KERNEL_PORTABLE);
 
@@ -362,12 +363,12 @@ static void in_place_case(int v, size_t mlen)
         memcpy(buf, m, mlen);
         if (impl->encrypt(buf, mac, 32, buf, mlen, ad, sizeof ad, npub, key) != 0 ||
             memcmp(buf, ref, mlen) != 0 || memcmp(mac, ref_mac, 32) != 0) {
-            FAIL("%s %s: mlen %zu: in-place encryption differs from portable", variant_names[v],
+            FAIL("%s %s: mlen %zu: in-place encryption differs from portable", variant_names(v),
                  kernel_names[k], mlen);
         }
         if (impl->decrypt(buf, buf, mlen, mac, 32, ad, sizeof ad, npub, key) != 0 ||
             memcmp(buf, m, mlen) != 0) {
-            FAIL("%s %s: mlen %zu: in-place decryption failed", variant_names[v],
+            FAIL("%s %s: mlen %zu: in-place decryption failed", variant_names(v),
                  kernel_names[k], mlen);
         }
         checks++;
@@ -406,8 +407,9 @@ static void run_cross(int quick)
 
 static void run_ctx_calls(void)
 {
-    uint8_t key[16], npub[16], prefix[7] = {1, 3, 0, 0, 0, 9, 1}, nprefix[11];
-    uint8_t m[300], ad[40], c[300 + 32], p[300], sealed[7 + 16 + 300 + 32];
+    uint8_t key[SEALSTORE_MAX_KEYBYTES], npub[SEALSTORE_MAX_NPUBBYTES];
+    uint8_t prefix[7] = {1, 3, 0, 0, 0, 9, 1}, nprefix[SEALSTORE_MAX_NPUBBYTES - 5];
+    uint8_t m[300], ad[40], c[300 + 32], p[300], sealed[7 + SEALSTORE_MAX_NPUBBYTES + 300 + 32];
     uint8_t segout[300 + 8 * 32], segback[300];
     size_t bad = 0;
 
@@ -417,6 +419,7 @@ static void run_ctx_calls(void)
     rng_fill(ad, sizeof ad);
     rng_fill(nprefix, sizeof nprefix);
     for (int v = 0; v < SEALSTORE_NVARIANTS; v++) {
+        const size_t npublen = sealstore_nonce_size(v);
         for (int k = 0; k < SEALSTORE_NKERNELS; k++) {
             for (size_t maclen = 16; maclen <= 32; maclen += 16) {
                 sealstore_ctx *ctx;
@@ -425,34 +428,34 @@ static void run_ctx_calls(void)
                 }
                 ctx = sealstore_ctx_new(v, k, key, maclen);
                 if (ctx == NULL || ctx->kernel != k) {
-                    FAIL("%s %s: no context", variant_names[v], kernel_names[k]);
+                    FAIL("%s %s: no context", variant_names(v), kernel_names[k]);
                     continue;
                 }
                 /* attached tag */
                 if (sealstore_encrypt(ctx, c, m, sizeof m, ad, sizeof ad, npub) != 0 ||
                     sealstore_decrypt(ctx, p, c, sizeof m + maclen, ad, sizeof ad, npub) != 0 ||
                     memcmp(p, m, sizeof m) != 0) {
-                    FAIL("%s %s: attached round trip", variant_names[v], kernel_names[k]);
+                    FAIL("%s %s: attached round trip", variant_names(v), kernel_names[k]);
                 }
                 if (sealstore_decrypt(ctx, p, c, maclen - 1, ad, sizeof ad, npub) == 0) {
-                    FAIL("%s %s: input shorter than the tag accepted", variant_names[v],
+                    FAIL("%s %s: input shorter than the tag accepted", variant_names(v),
                          kernel_names[k]);
                 }
                 /* prefixed */
                 if (sealstore_seal_prefixed(ctx, sealed, prefix, sizeof prefix, npub, m, sizeof m,
                                             ad, sizeof ad) != 0 ||
-                    sealstore_open_prefixed(ctx, p, sealed, 7 + 16 + sizeof m + maclen, 7, ad,
+                    sealstore_open_prefixed(ctx, p, sealed, 7 + npublen + sizeof m + maclen, 7, ad,
                                             sizeof ad) != 0 ||
                     memcmp(p, m, sizeof m) != 0) {
-                    FAIL("%s %s: prefixed round trip", variant_names[v], kernel_names[k]);
+                    FAIL("%s %s: prefixed round trip", variant_names(v), kernel_names[k]);
                 }
                 sealed[0] ^= 1; /* the prefix is authenticated */
-                if (sealstore_open_prefixed(ctx, p, sealed, 7 + 16 + sizeof m + maclen, 7, ad,
+                if (sealstore_open_prefixed(ctx, p, sealed, 7 + npublen + sizeof m + maclen, 7, ad,
                                             sizeof ad) == 0) {
-                    FAIL("%s %s: edited prefix accepted", variant_names[v], kernel_names[k]);
+                    FAIL("%s %s: edited prefix accepted", variant_names(v), kernel_names[k]);
                 }
-                if (sealstore_open_prefixed(ctx, p, sealed, 7 + 16 + maclen - 1, 7, ad, 0) == 0) {
-                    FAIL("%s %s: short prefixed value accepted", variant_names[v],
+                if (sealstore_open_prefixed(ctx, p, sealed, 7 + npublen + maclen - 1, 7, ad, 0) == 0) {
+                    FAIL("%s %s: short prefixed value accepted", variant_names(v),
                          kernel_names[k]);
                 }
                 /* segments of 64 bytes: 300 = 4 whole + a final 44 */
@@ -461,12 +464,12 @@ static void run_ctx_calls(void)
                     sealstore_open_segments(ctx, segback, segout, sizeof m + 5 * maclen, 64,
                                             nprefix, 7, 1, ad, sizeof ad, &bad) != 0 ||
                     memcmp(segback, m, sizeof m) != 0) {
-                    FAIL("%s %s: segment round trip", variant_names[v], kernel_names[k]);
+                    FAIL("%s %s: segment round trip", variant_names(v), kernel_names[k]);
                 }
                 /* cut at a segment boundary: not a segment sequence (framing, -2) */
                 if (sealstore_open_segments(ctx, segback, segout, 4 * (64 + maclen), 64, nprefix,
                                             7, 1, ad, sizeof ad, &bad) != -2) {
-                    FAIL("%s %s: stream cut at a boundary not refused", variant_names[v],
+                    FAIL("%s %s: stream cut at a boundary not refused", variant_names(v),
                          kernel_names[k]);
                 }
                 /* cut inside segment 10: its stub opens as a final segment and fails there */
@@ -474,18 +477,60 @@ static void run_ctx_calls(void)
                                             64, nprefix, 7, 1, ad, sizeof ad, &bad) != -1 ||
                     bad != 10) {
                     FAIL("%s %s: truncated stream not detected at segment 10 (bad %zu)",
-                         variant_names[v], kernel_names[k], bad);
+                         variant_names(v), kernel_names[k], bad);
                 }
                 segout[2 * (64 + maclen)] ^= 4;
                 if (sealstore_open_segments(ctx, segback, segout, sizeof m + 5 * maclen, 64,
                                             nprefix, 7, 1, ad, sizeof ad, &bad) != -1 ||
                     bad != 9 || !all_zero(segback, sizeof m)) {
                     FAIL("%s %s: edited segment 9 not detected or output not wiped",
-                         variant_names[v], kernel_names[k]);
+                         variant_names(v), kernel_names[k]);
                 }
                 sealstore_ctx_free(ctx);
                 checks++;
             }
+        }
+    }
+}
+
+/* Every byte of the variant's key and nonce counts, and nothing past them: a kernel reading
+   16 bytes of a 32-byte key (or 32 of a 16-byte one) fails here. */
+static void run_sizes(void)
+{
+    uint8_t key[SEALSTORE_MAX_KEYBYTES + 1], npub[SEALSTORE_MAX_NPUBBYTES + 1], m[40];
+    uint8_t ref[40], ref_mac[16], c[40], mac[16];
+
+    for (int v = 0; v < SEALSTORE_NVARIANTS; v++) {
+        const size_t klen = sealstore_key_size(v), nlen = sealstore_nonce_size(v);
+        if (klen == 0 || nlen == 0 || klen > SEALSTORE_MAX_KEYBYTES ||
+            nlen > SEALSTORE_MAX_NPUBBYTES || nlen < 5) {
+            FAIL("%s: key/nonce sizes %zu/%zu out of range", variant_names(v), klen, nlen);
+            continue;
+        }
+        for (int k = 0; k < SEALSTORE_NKERNELS; k++) {
+            const sealstore_aead_impl *impl;
+            if (!kernel_wanted(v, k)) {
+                continue;
+            }
+            impl = sealstore_impl(v, k);
+            rng_fill(key, sizeof key);
+            rng_fill(npub, sizeof npub);
+            rng_fill(m, sizeof m);
+            impl->encrypt(ref, ref_mac, 16, m, sizeof m, NULL, 0, npub, key);
+            for (size_t i = 0; i < klen + nlen + 2; i++) {
+                /* flip key byte i (i < klen + 1), then nonce byte i - klen - 1 */
+                uint8_t *b = i <= klen ? key + i : npub + (i - klen - 1);
+                const int inside = i <= klen ? i < klen : i - klen - 1 < nlen;
+                *b ^= 0x80;
+                impl->encrypt(c, mac, 16, m, sizeof m, NULL, 0, npub, key);
+                *b ^= 0x80;
+                if ((memcmp(mac, ref_mac, 16) != 0) != inside) {
+                    FAIL("%s %s: %s byte %zu %s the output", variant_names(v), kernel_names[k],
+                         i <= klen ? "key" : "nonce", i <= klen ? i : i - klen - 1,
+                         inside ? "does not change" : "past the end changes");
+                }
+            }
+            checks++;
         }
     }
 }
@@ -507,7 +552,7 @@ int main(int argc, char **argv)
 
     if (argc == 2 && strcmp(argv[1], "kernels") == 0) {
         for (int v = 0; v < SEALSTORE_NVARIANTS; v++) {
-            printf("%s:", variant_names[v]);
+            printf("%s:", variant_names(v));
             for (int k = 0; k < SEALSTORE_NKERNELS; k++) {
                 if (sealstore_variant_has_kernel(v, k)) {
                     printf(" %s", kernel_names[k]);
@@ -518,14 +563,14 @@ int main(int argc, char **argv)
         return 0;
     }
     if (argc == 2 && strcmp(argv[1], "selected") == 0) {
-        static const uint8_t key[16];
+        static const uint8_t key[SEALSTORE_MAX_KEYBYTES];
         for (int v = 0; v < SEALSTORE_NVARIANTS; v++) {
             sealstore_ctx *ctx = sealstore_ctx_new(v, -1, key, 16);
             if (ctx == NULL || ctx->kernel != sealstore_selected_kernel(v)) {
-                fprintf(stderr, "%s: the default context has another kernel\n", variant_names[v]);
+                fprintf(stderr, "%s: the default context has another kernel\n", variant_names(v));
                 return 1;
             }
-            printf("%s: %s\n", variant_names[v], kernel_names[ctx->kernel]);
+            printf("%s: %s\n", variant_names(v), kernel_names[ctx->kernel]);
             sealstore_ctx_free(ctx);
         }
         return 0;
@@ -568,6 +613,7 @@ int main(int argc, char **argv)
     } else {
         run_cross(quick);
     }
+    run_sizes();
     run_ctx_calls();
     printf("kat: %d vector lines, %ld kernel checks, %d failures; kernels:", nvec, checks,
            failures);

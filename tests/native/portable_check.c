@@ -6,6 +6,8 @@
  *   - the bitsliced AESRound (without key) against SubBytes, ShiftRows, MixColumns on bytes;
  *   - Update and the keystream of a bitsliced lane against the AEGIS-128L definitions on
  *     bytes, over a chain of updates (the state stays bitsliced between them);
+ *   - the same for the six-word AEGIS-256 lane of portable256_blk.h, and its Update on the
+ *     draft's AEGIS-256 Update test vector;
  *   - pack/unpack round trips.
  * Built by tests/test_portable_kernel.py in each form of the plane word (vector, scalar struct,
  * bytewise loads as on a big-endian host) and for aarch64 under qemu.
@@ -18,6 +20,7 @@
 
 #define LANES 1
 #include "portable_blk.h"
+#include "portable256_blk.h"
 
 static int failures;
 static long checks;
@@ -191,6 +194,93 @@ static void check_update_chain(void)
     }
 }
 
+/* AEGIS-256 Update on bytes, from the draft: S'0 = AESRound(S5, S0 ^ M), S'i = AESRound(S(i-1), Si). */
+static void update256_ref(uint8_t s[6][16], const uint8_t m[16])
+{
+    uint8_t n[6][16];
+    for (int i = 0; i < 6; i++) {
+        round_ref(n[i], s[(i + 5) % 6]);
+        for (int k = 0; k < 16; k++) {
+            n[i][k] ^= s[i][k] ^ (i == 0 ? m[k] : 0);
+        }
+    }
+    memcpy(s, n, sizeof n);
+}
+
+static void pack6_bytes(p6group *g, const uint8_t blocks[6][16])
+{
+    aesp_w w[6];
+    for (int j = 0; j < 6; j++) {
+        w[j] = aesp_load(blocks[j]);
+    }
+    p6_pack(g, w);
+}
+
+/* Every state word of g equals s, and the two unused slots are still zero. */
+static void check_p6(const p6group *g, const uint8_t s[6][16], const char *what, int t)
+{
+    static const uint8_t zero[16];
+    uint8_t got[16];
+    for (int j = 0; j < 8; j++) {
+        aesp_store(got, p6_slot(g, j));
+        check(memcmp(got, j < 6 ? s[j] : zero, 16) == 0, what, 8 * t + j);
+    }
+}
+
+static void check_update256_chain(void)
+{
+    uint8_t s[6][16], m[16], z[16], got[16];
+    p6group g;
+    fill(&s[0][0], sizeof s);
+    pack6_bytes(&g, s);
+    check_p6(&g, s, "AEGIS-256 pack/slot", 0);
+    for (int t = 0; t < 200; t++) {
+        for (int k = 0; k < 16; k++) {
+            z[k] = (uint8_t)(s[1][k] ^ s[4][k] ^ s[5][k] ^ (s[2][k] & s[3][k]));
+        }
+        aesp_store(got, p6_keystream(&g));
+        check(memcmp(got, z, 16) == 0, "AEGIS-256 keystream", t);
+        fill(m, sizeof m);
+        update256_ref(s, m);
+        p6_update(&g, aesp_load(m));
+        check_p6(&g, s, "AEGIS-256 Update", t);
+    }
+}
+
+static void unhex16(uint8_t out[16], const char *h)
+{
+    for (int i = 0; i < 16; i++) {
+        unsigned v;
+        sscanf(h + 2 * i, "%2x", &v);
+        out[i] = (uint8_t)v;
+    }
+}
+
+/* The draft's AEGIS-256 Update test vector (tests/vectors/aegis-draft.json, intermediate). */
+static void check_update256_vector(void)
+{
+    static const char *const before[6] = {
+        "1fa1207ed76c86f2c4bb40e8b395b43e", "b44c375e6c1e1978db64bcd12e9e332f",
+        "0dab84bfa9f0226432ff630f233d4e5b", "d7ef65c9b93e8ee60c75161407b066e7",
+        "a760bb3da073fbd92bdc24734b1f56fb", "a828a18d6a964497ac6e7e53c5f55c73"};
+    static const char *const after[6] = {
+        "e6bc643bae82dfa3d991b1b323839dcd", "648578232ba0f2f0a3677f617dc052c3",
+        "ea788e0e572044a46059212dd007a789", "2f1498ae19b80da13fba698f088a8590",
+        "a54c2ee95e8c2a2c3dae2ec743ae6b86", "a3240fceb68e32d5d114df1b5363ab67"};
+    uint8_t s[6][16], want[6][16], m[16];
+    p6group g;
+    for (int j = 0; j < 6; j++) {
+        unhex16(s[j], before[j]);
+        unhex16(want[j], after[j]);
+    }
+    unhex16(m, "b165617ed04ab738afb2612c6d18a1ec");
+    pack6_bytes(&g, s);
+    p6_update(&g, aesp_load(m));
+    check_p6(&g, want, "AEGIS-256 Update test vector", 0);
+    update256_ref(s, m);
+    check(memcmp(s, want, sizeof s) == 0, "AEGIS-256 Update test vector (byte reference)", 0);
+}
+
 int main(int argc, char **argv)
 {
     broken = argc > 1 && strcmp(argv[1], "broken") == 0;
@@ -204,6 +294,8 @@ int main(int argc, char **argv)
     check_sbox();
     check_round();
     check_update_chain();
+    check_update256_chain();
+    check_update256_vector();
     printf("portable check (%s, %s loads): %ld checks, %d failures\n",
            AESP_VECTOR ? "vector" : "scalar", AESP_LE_MEMCPY ? "memcpy" : "bytewise", checks,
            failures);

@@ -28,6 +28,8 @@ from unittest import mock
 
 import pytest
 
+from sealstore import native
+
 pytestmark = [
     pytest.mark.toolchain
 ]  # compilers, builds, whole runs: pytest -m 'not toolchain' skips them
@@ -149,8 +151,17 @@ def _kernel_files(machine: str) -> list[str]:
     return sorted(p.name for p in builder_sources(machine) if p.parent.name.startswith("aegis"))
 
 
-PORTABLE_FILES = ["aegis128l_portable.c", "aegis128x2_portable.c", "aegis128x4_portable.c"]
-ARMCRYPTO_FILES = ["aegis128l_armcrypto.c", "aegis128x2_armcrypto.c", "aegis128x4_armcrypto.c"]
+PORTABLE_FILES = [f"{v}_portable.c" for v in BUILD_FFI.VARIANTS]
+ARMCRYPTO_FILES = [f"{v}_armcrypto.c" for v in BUILD_FFI.VARIANTS]
+
+
+def test_builder_variants_are_the_c_librarys():
+    """build_ffi.VARIANTS names one source directory per variant of the C library, in its
+    order (sealstore_variant_name)."""
+    dirs = sorted(p.name for p in (NATIVE / "src").iterdir() if p.is_dir())
+    assert sorted(BUILD_FFI.VARIANTS) == dirs
+    names = [n.lower().replace("-", "") for n in native.VARIANTS]
+    assert list(BUILD_FFI.VARIANTS) == names
 
 
 def test_builder_uses_every_kernel_source_on_x86_or_aarch64():
@@ -218,8 +229,10 @@ def test_c_driver_passes_on_every_kernel(kat_binary, vectors_file):
     nlines = len(kat_vectors.lines()) + len(kat_vectors.wycheproof_lines())
     assert f"kat: {nlines} vector lines" in r.stdout, r.stdout
     listed = r.stdout.rsplit("kernels:", 1)[1].split()
-    cpu = run([str(kat_binary), "kernels"]).stdout
-    assert listed and set(listed) == set(cpu.split("AEGIS-128X4:")[1].split())
+    cpu = run([str(kat_binary), "kernels"]).stdout.splitlines()
+    # one "VARIANT: kernel ..." line per variant of the C library, the kernels of all of them run
+    assert [line.split(":")[0] for line in cpu] == list(native.VARIANTS)
+    assert listed and set(listed) == {k for line in cpu for k in line.split(":")[1].split()}
 
 
 def test_c_driver_fails_on_a_wrong_vector(kat_binary, tmp_path):

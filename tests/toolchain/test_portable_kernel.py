@@ -1,4 +1,5 @@
-"""The bitsliced portable kernel (native/src/aes_portable.h, portable_blk.h, portable_core.h).
+"""The bitsliced portable kernels (native/src/aes_portable.h, portable_blk.h, portable_core.h;
+portable256_blk.h, portable256_core.h for the AEGIS-256 family).
 
 * its building blocks against the definitions (``tests/native/portable_check.c``: the S-box
   circuit on every input, the bitsliced AESRound, a chain of AEGIS Updates and keystreams on
@@ -7,8 +8,8 @@
   with bytewise loads (what a big-endian host compiles), and the struct of four lanes
   (compilers without vector extensions); natively with gcc and clang and for aarch64 under
   qemu;
-* the whole kernel built in the struct (AEGIS-128L) and bytewise (X2, X4) forms, through the C
-  known-answer driver (draft vectors, and byte identity with every other kernel of this CPU on
+* the whole kernel built in the struct (AEGIS-128L, AEGIS-256) and bytewise (X2, X4) forms,
+  through the C known-answer driver (draft vectors, and byte identity with every other kernel of this CPU on
   inputs of every length around the block and lane boundaries).
 
 The default form runs in every other test (tests/toolchain/test_build.py, test_native.py, the vectors).
@@ -126,14 +127,17 @@ def _compile(cc: str, jobs: list[tuple[Path, list[str], str]], out: Path) -> lis
 
 
 def test_kernel_forms_pass_the_vectors_and_match_every_kernel(tmp_path):
-    """One driver build: AEGIS-128L in the struct form, X2 and X4 with bytewise loads (the
-    forms share all code but the plane word's operations and loads), the other kernels as
-    usual (-O1: only their results matter here)."""
+    """One driver build: AEGIS-128L and AEGIS-256 in the struct form, the X2 and X4 variants
+    with bytewise loads (the forms share all code but the plane word's operations and loads),
+    the other kernels as usual (-O1: only their results matter here)."""
     cc = need("gcc")
     forms = {
         "aegis128l_portable.c": (FORMS["scalar"], "-O1"),  # the optimizer is slow on it
         "aegis128x2_portable.c": (FORMS["bytewise"], "-O2"),
         "aegis128x4_portable.c": (FORMS["bytewise"], "-O2"),
+        "aegis256_portable.c": (FORMS["scalar"], "-O1"),
+        "aegis256x2_portable.c": (FORMS["bytewise"], "-O2"),
+        "aegis256x4_portable.c": (FORMS["bytewise"], "-O2"),
     }
     jobs = [(src, *forms.get(src.name, ([], "-O1"))) for src in _kernel_sources() + [KAT]]
     # the slowest first
