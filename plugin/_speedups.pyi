@@ -78,6 +78,7 @@ class NamedSealer:
         max_len: int = -1,
         encode: Callable[[Any], bytes] | None = None,
         out_bytearray: bool = False,
+        max_overhead: int = -1,
     ) -> NamedSealer: ...
     def __call__(self, value: Any, /) -> bytes | bytearray | None: ...
 

@@ -12,9 +12,13 @@ and the value's context is ``sealstore.format.column_context(table, column)``.  
 and ``column=`` to pin the names (for example after renaming a column without re-sealing).
 With ``bind_row=True`` the context also includes the row's primary key (see ``rows.py``).
 
-The storage width is the declared length's worst-case encoding plus the largest sealed-value
-overhead of any suite (``MAX_OVERHEAD``, 55 bytes), so a declared length keeps its meaning
-whichever suite the keyring uses now or after a rotation.
+The storage width is the declared length's worst-case encoding plus an overhead allowance,
+``overhead=`` (default ``MAX_OVERHEAD``, 55 bytes: every AEGIS-128 suite with either tag, AEGIS-256
+with 16-byte tags, AES-256-GCM), so a declared length keeps its meaning whichever of those suites
+the keyring uses now or after a rotation.  AEGIS-256 with 32-byte tags needs 71 bytes
+(``sealstore.format.overhead("AEGIS-256X4", 32)``): a bounded column sized for less refuses such
+values with ``ValueTooLong`` before anything is sent, instead of letting the database truncate
+or reject them; declare ``overhead=71`` on it (and widen the column).
 """
 
 from __future__ import annotations
@@ -28,8 +32,8 @@ from sqlalchemy import VARBINARY, LargeBinary
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine, to_instance
 
-from ...errors import ColumnBindingError, SealstoreError
-from ...format import column_context
+from ...errors import ColumnBindingError, SealstoreError, ValueTooLong
+from ...format import column_context, parse_header
 from ...keyring import get_keyring, named_opener, named_sealer
 from ...suites import COLUMN_OVERHEAD
 from ...codecs import Codec, binary_codec, json_codec, string_codec
@@ -88,7 +92,10 @@ class EncryptedType(TypeDecorator[Any]):
         table: str | None = None,
         column: str | None = None,
         bind_row: bool = False,
+        overhead: int = MAX_OVERHEAD,
     ) -> None:
+        if not isinstance(overhead, int) or isinstance(overhead, bool) or overhead < 0:
+            raise ValueError(f"overhead must be a non-negative int, not {overhead!r}")
         if length is not None and (
             not isinstance(length, int) or isinstance(length, bool) or length < 0
         ):
@@ -103,6 +110,7 @@ class EncryptedType(TypeDecorator[Any]):
         self.table = table
         self.column = column
         self.bind_row: bool = bool(bind_row)
+        self.overhead = overhead
         self._pinned = (table, column)
         self._codec_memo: Codec | None = None
         self._context_memo: bytes | None = None
@@ -141,9 +149,24 @@ class EncryptedType(TypeDecorator[Any]):
 
     @property
     def storage_length(self) -> int | None:
-        """Bytes the stored value can take: worst-case plaintext bytes + MAX_OVERHEAD."""
+        """Bytes the stored value can take: worst-case plaintext bytes + ``overhead``."""
         size = self.codec.max_size
-        return None if size is None else size + MAX_OVERHEAD
+        return None if size is None else size + self.overhead
+
+    def check_fits(self, sealed: bytes | bytearray) -> bytes | bytearray:
+        """``sealed`` itself, or ValueTooLong when this column is bounded and the value's
+        overhead (its suite and tag size) passes the column's ``overhead`` allowance."""
+        if self.storage_length is not None:
+            header = parse_header(sealed)
+            if header.overhead > self.overhead:
+                where = f"{self.table}.{self.column}" if self.bound else type(self).__name__
+                raise ValueTooLong(
+                    f"{where} is sized for {self.overhead} bytes of sealed-value overhead, but "
+                    f"its keyring seals with {header.suite} and {header.tag_size}-byte tags "
+                    f"({header.overhead} bytes): declare overhead={header.overhead} on the "
+                    "column and widen it, or use 16-byte tags"
+                )
+        return sealed
 
     @property
     def codec(self) -> Codec:
@@ -227,11 +250,13 @@ class EncryptedType(TypeDecorator[Any]):
         def process(value: Any, _get: Callable[[str], Any] = get_keyring) -> Any:
             if value is None:
                 return None
-            return _get(name).seal(encode(value), ctx)
+            return check(_get(name).seal(encode(value), ctx))
 
+        check = self.check_fits
+        limit = None if self.storage_length is None else self.overhead
         return named_sealer(
             name, ctx, process, raw=self._raw, max_length=self.length, encode=encode,
-            out=_bind_type(dialect),
+            out=_bind_type(dialect), max_overhead=limit,
         )  # fmt: skip
 
     def result_processor(self, dialect: Dialect, coltype: object) -> Callable[[Any], Any]:
@@ -271,7 +296,8 @@ class EncryptedType(TypeDecorator[Any]):
         """Seal one Python value as this column stores it (``row`` for row-bound columns)."""
         if value is None:
             return None
-        return get_keyring(self.keyring_name).seal(self.codec.encode(value), self.context(row))
+        sealed = get_keyring(self.keyring_name).seal(self.codec.encode(value), self.context(row))
+        return bytes(self.check_fits(sealed))
 
     def open(self, sealed: bytes | None, row: Any = None) -> Any:
         """Open one stored value of this column (``row`` for row-bound columns)."""
@@ -352,8 +378,11 @@ class EncryptedJSON(EncryptedType):
         table: str | None = None,
         column: str | None = None,
         bind_row: bool = False,
+        overhead: int = MAX_OVERHEAD,
     ) -> None:
-        super().__init__(None, keyring=keyring, table=table, column=column, bind_row=bind_row)
+        super().__init__(
+            None, keyring=keyring, table=table, column=column, bind_row=bind_row, overhead=overhead
+        )
 
     def _make_codec(self) -> Codec:
         return json_codec(self._codec_name())
@@ -377,13 +406,16 @@ class Encrypted(EncryptedType):
         table: str | None = None,
         column: str | None = None,
         bind_row: bool = False,
+        overhead: int = MAX_OVERHEAD,
     ) -> None:
         inner = to_instance(type_)
         if isinstance(inner, EncryptedType):
             raise TypeError("Encrypted() wraps a plain SQL type, not an encrypted one")
         codec_for(inner)  # TypeError now, at model definition, for unsupported types
         self.type_ = inner
-        super().__init__(None, keyring=keyring, table=table, column=column, bind_row=bind_row)
+        super().__init__(
+            None, keyring=keyring, table=table, column=column, bind_row=bind_row, overhead=overhead
+        )
 
     def _make_codec(self) -> Codec:
         where = f"{self.table}.{self.column}" if self.bound else None

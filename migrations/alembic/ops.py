@@ -399,8 +399,10 @@ def _seal_rows(bound, items):
     keyring = get_keyring(bound.keyring_name)
     encode = bound.codec.encode
     if not bound.bind_row:
-        return keyring.seal_many([encode(v) for _, v in items], bound.context())
-    return [keyring.seal(encode(v), bound.context(pk)) for pk, v in items]
+        sealed = keyring.seal_many([encode(v) for _, v in items], bound.context())
+    else:
+        sealed = [keyring.seal(encode(v), bound.context(pk)) for pk, v in items]
+    return [bound.check_fits(s) for s in sealed]  # ValueTooLong before any row is written
 
 
 def _open_rows(bound, items):

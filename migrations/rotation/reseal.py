@@ -118,7 +118,7 @@ class ResealTask:
                 opened = None
             if opened is not None:
                 stats.sealed += len(opened)
-                news = keyring.seal_many(opened, ctx)
+                news = [spec.check_sealed(n) for n in keyring.seal_many(opened, ctx)]
                 return [(pk, (old,), new) for (pk, old), new in zip(todo, news)]
         out = []
         for pk, old in todo:
@@ -130,7 +130,7 @@ class ResealTask:
                 stats.failures.append((pk, _stored_key_id(old), type(exc).__name__))
                 continue
             stats.sealed += 1
-            out.append((pk, (old,), keyring.seal(plaintext, ctx)))
+            out.append((pk, (old,), spec.check_sealed(keyring.seal(plaintext, ctx))))
         return out
 
     def _read(self, conn: Connection, where, *, lock: bool = False) -> list[tuple]:

@@ -20,7 +20,7 @@ from sqlalchemy import Column, LargeBinary, MetaData, Table, inspect
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.types import TypeEngine
 
-from ...errors import ColumnBindingError
+from ...errors import ColumnBindingError, ValueTooLong
 from ...format import column_context
 from ...keyring import Keyring, get_keyring
 
@@ -47,6 +47,7 @@ class ColumnSpec:
     keyring: str | Keyring = "default"
     schema: str | None = None
     type: Any = None  # the sealstore column type, when the spec came from a model
+    max_bytes: int | None = None  # the reflected column's width in bytes, when it has one
     _sql: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -61,6 +62,20 @@ class ColumnSpec:
     def context_of(self, row: tuple | None) -> bytes:
         """The context of the value in row ``row`` (ignored unless row-bound)."""
         return self.context(row if self.row_bound else None)
+
+    def check_sealed(self, sealed: bytes) -> bytes:
+        """``sealed``, or ValueTooLong before it is written when the column cannot hold it:
+        the model type's overhead allowance (``EncryptedType.check_fits``) or, for a reflected
+        column, its width (a database would truncate or refuse the value)."""
+        if self.type is not None:
+            return bytes(self.type.check_fits(sealed))
+        if self.max_bytes is not None and len(sealed) > self.max_bytes:
+            raise ValueTooLong(
+                f"{self.name} holds at most {self.max_bytes} bytes; a value resealed with the "
+                f"primary key takes {len(sealed)} (a suite or tag size with more overhead): "
+                "widen the column first"
+            )
+        return sealed
 
     def sql_table(self, *extra: str) -> Table:
         """A private Core table with the primary key and this column as raw bytes (plus
@@ -126,6 +141,7 @@ class ColumnSpec:
         def context(row, _t=table, _c=column):
             return column_context(_t, _c, row)
 
+        width = getattr(columns[column]["type"], "length", None)
         return cls(
             table=table,
             column=column,
@@ -135,6 +151,7 @@ class ColumnSpec:
             row_bound=row_bound,
             keyring=keyring,
             schema=schema,
+            max_bytes=width if isinstance(width, int) else None,
         )
 
 

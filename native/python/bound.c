@@ -82,10 +82,13 @@ typedef struct {
     int raw;            /* sealed as it is: exact ASCII str (RAW_STR), exact bytes (RAW_BYTES) */
     int out_bytearray;  /* return a bytearray (sqlite3 binds those without adaptation) */
     Py_ssize_t max_len; /* -1: unbounded */
+    Py_ssize_t max_over; /* the column's overhead allowance; -1: none */
 } SealerObject;
 
+/* The sealed value of data (new reference), or Py_NotImplemented when its overhead would pass
+   max_over (>= 0): the fallback then raises the column's precise error. */
 static PyObject *seal_with(PyObject *seal, const char *data, Py_ssize_t n, PyObject *ad,
-                           int out_bytearray)
+                           int out_bytearray, Py_ssize_t max_over)
 {
     Py_ssize_t threshold, size;
     PyObject *ctxobj, *prefix, *res;
@@ -109,6 +112,10 @@ static PyObject *seal_with(PyObject *seal, const char *data, Py_ssize_t n, PyObj
     ctx = ((ContextObject *)ctxobj)->ctx;
     if (n > PY_SSIZE_T_MAX - PyBytes_GET_SIZE(prefix) - SEALSTORE_MAX_NPUBBYTES - 32) {
         return PyErr_NoMemory();
+    }
+    if (max_over >= 0 &&
+        PyBytes_GET_SIZE(prefix) + (Py_ssize_t)(ctx->npublen + ctx->maclen) > max_over) {
+        Py_RETURN_NOTIMPLEMENTED;
     }
     if (next_nonce(npub, ctx->npublen) != 0) {
         return NULL;
@@ -185,9 +192,13 @@ static PyObject *Sealer_call(SealerObject *self, PyObject *const *args, size_t n
         Py_DECREF(table);
         return PyObject_CallOneArg(self->fallback, value);
     }
-    res = seal_with(seal, data, n, self->ad, self->out_bytearray);
+    res = seal_with(seal, data, n, self->ad, self->out_bytearray, self->max_over);
     Py_XDECREF(encoded);
     Py_DECREF(table);
+    if (res == Py_NotImplemented) {
+        Py_DECREF(res);
+        return PyObject_CallOneArg(self->fallback, value);
+    }
     return res;
 }
 
@@ -435,14 +446,15 @@ static void Bound_dealloc(PyObject *self)
 static PyObject *Sealer_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"registry", "name", "associated_data", "fallback", "raw",
-                             "max_len", "encode", "out_bytearray", NULL};
+                             "max_len", "encode", "out_bytearray", "max_overhead", NULL};
     PyObject *registry, *name, *ad, *fallback, *encode = Py_None;
     int raw = RAW_NONE, out_bytearray = 0;
-    Py_ssize_t max_len = -1;
+    Py_ssize_t max_len = -1, max_over = -1;
     SealerObject *self;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOO|$inOp", kwlist, &registry, &name, &ad,
-                                     &fallback, &raw, &max_len, &encode, &out_bytearray)) {
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOO|$inOpn", kwlist, &registry, &name, &ad,
+                                     &fallback, &raw, &max_len, &encode, &out_bytearray,
+                                     &max_over)) {
         return NULL;
     }
     if (raw != RAW_NONE && raw != RAW_BYTES && raw != RAW_STR) {
@@ -455,6 +467,7 @@ static PyObject *Sealer_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
         self->raw = raw;
         self->out_bytearray = out_bytearray;
         self->max_len = max_len < 0 ? -1 : max_len;
+        self->max_over = max_over < 0 ? -1 : max_over;
     }
     return (PyObject *)self;
 }
@@ -517,7 +530,7 @@ static PyTypeObject SealerType = {
     .tp_basicsize = sizeof(SealerObject),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
     .tp_doc = "NamedSealer(registry, name, associated_data, fallback, *, raw=0, max_len=-1, "
-              "encode=None, out_bytearray=False)\n--\n\n"
+              "encode=None, out_bytearray=False, max_overhead=-1)\n--\n\n"
               "Seals one column value through the keyring registry[name] (internal; see "
               "sealstore.keyring.named_sealer).",
     .tp_new = Sealer_new,

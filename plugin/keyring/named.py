@@ -57,6 +57,7 @@ def named_sealer(
     max_length: int | None = None,
     encode: Callable[[Any], bytes] | None = None,
     out: type = bytes,
+    max_overhead: int | None = None,
 ) -> Callable[[Any], bytes | bytearray | None]:
     """One callable that seals a value with the keyring registered as ``name``, bound to
     ``context``: what an encrypted column calls for every value it writes.
@@ -70,7 +71,9 @@ def named_sealer(
     directly, while a ``bytes`` parameter goes through its adapter lookup (about 0.3 us
     each).  ``fallback(value)`` also serves whatever the native path does not: no keyring under the
     name (it should raise UnknownKeyring), a closed keyring, AES-256-GCM, and Keyring
-    subclasses that override ``seal``.
+    subclasses that override ``seal``.  ``max_overhead`` (a bounded column's allowance for
+    header + nonce + tag): a value whose overhead would pass it goes to ``fallback``, which
+    raises the column's error.
     """
     kinds = {None: 0, bytes: 1, str: 2}
     if raw not in kinds:
@@ -81,6 +84,7 @@ def named_sealer(
         _NAMED, name, context_digest(context), fallback, raw=kinds[raw],
         max_len=-1 if max_length is None else max_length, encode=encode,
         out_bytearray=out is bytearray,
+        max_overhead=-1 if max_overhead is None else max_overhead,
     )  # fmt: skip
 
 
