@@ -4,7 +4,7 @@ The cipher classes mirror ``cryptography``'s AEAD classes; the keyring seals val
 versioned sealed-value format (docs/FORMAT.md) that the column and S3 adapters store.
 """
 
-from .aead import AEGIS128L, AEGIS128X2, AEGIS128X4, AESGCM
+from .aead import AEGIS128L, AEGIS128X2, AEGIS128X4, AEGIS256, AEGIS256X2, AEGIS256X4, AESGCM
 from .errors import InvalidTag, SealstoreError
 from .format import Suite, column_context, overhead, sealed_size
 from .keyring import Key, Keyring, KeyState, forget_keyring, get_keyring, use_keyring
@@ -13,6 +13,9 @@ __all__ = [
     "AEGIS128L",
     "AEGIS128X2",
     "AEGIS128X4",
+    "AEGIS256",
+    "AEGIS256X2",
+    "AEGIS256X4",
     "AESGCM",
     "InvalidTag",
     "Key",

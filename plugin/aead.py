@@ -1,4 +1,5 @@
-"""The AEAD classes: AEGIS-128L, AEGIS-128X2, AEGIS-128X4 (native kernels) and AES-GCM.
+"""The AEAD classes: AEGIS-128L, AEGIS-128X2, AEGIS-128X4, AEGIS-256, AEGIS-256X2, AEGIS-256X4
+(native kernels) and AES-GCM.
 
 They mirror ``cryptography.hazmat.primitives.ciphers.aead``: the key goes to the constructor,
 ``encrypt(nonce, data, associated_data)`` returns the ciphertext with the tag appended, and
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypeAlias
 
 from cryptography.hazmat.primitives.ciphers import aead as _crypto_aead
 from cryptography.exceptions import InvalidTag as _CryptoInvalidTag
@@ -28,7 +29,16 @@ from .errors import InvalidTag
 if TYPE_CHECKING:
     from cryptography.utils import Buffer
 
-__all__ = ["AEGIS128L", "AEGIS128X2", "AEGIS128X4", "AESGCM"]
+__all__ = [
+    "AEGIS128L",
+    "AEGIS128X2",
+    "AEGIS128X4",
+    "AEGIS256",
+    "AEGIS256X2",
+    "AEGIS256X4",
+    "AESGCM",
+    "Cipher",
+]
 
 
 def _key_bytes(key: Buffer, sizes: tuple[int, ...]) -> memoryview:
@@ -42,7 +52,7 @@ def _key_bytes(key: Buffer, sizes: tuple[int, ...]) -> memoryview:
     return view.cast("B") if view.format != "B" or view.ndim != 1 else view
 
 
-_AEGIS_DOC = """An AEGIS-128L/128X cipher bound to one key and one native kernel.
+_AEGIS_DOC = """An AEGIS cipher bound to one key and one native kernel.
 
     ``tag_size`` is 16 or 32 bytes (32 gives key commitment).  ``kernel`` names a native
     kernel (``"portable"``, ``"aesni"``, ``"avx2"``, ``"avx512"``, ``"armcrypto"``) for tests
@@ -161,7 +171,8 @@ class _AEGIS:
     ) -> int:
         """Seal ``data`` as segments ``first_index, ...`` of a stream, into ``out``.
 
-        Segment i uses nonce ``nonce_prefix (11 bytes) || BE32(i) || final flag``; each sealed
+        Segment i uses nonce ``nonce_prefix (nonce_size - 5 bytes: 11 for AEGIS-128, 27 for
+        AEGIS-256) || BE32(i) || final flag``; each sealed
         segment is ciphertext || tag.  A non-final buffer holds whole segments; a final one
         ends with the stream's last segment (the remainder, possibly empty).  One native call
         for the whole buffer, without the GIL.  Returns the bytes written.  ``out`` may not
@@ -202,6 +213,27 @@ class AEGIS128X2(_AEGIS):
 class AEGIS128X4(_AEGIS):
     __doc__ = "AEGIS-128X4 (four lanes). " + _AEGIS_DOC
     _variant = "AEGIS-128X4"
+
+
+class AEGIS256(_AEGIS):
+    __doc__ = "AEGIS-256 (one lane; 32-byte keys and nonces). " + _AEGIS_DOC
+    _variant = "AEGIS-256"
+    key_size = 32
+    nonce_size = 32
+
+
+class AEGIS256X2(_AEGIS):
+    __doc__ = "AEGIS-256X2 (two lanes; 32-byte keys and nonces). " + _AEGIS_DOC
+    _variant = "AEGIS-256X2"
+    key_size = 32
+    nonce_size = 32
+
+
+class AEGIS256X4(_AEGIS):
+    __doc__ = "AEGIS-256X4 (four lanes; 32-byte keys and nonces). " + _AEGIS_DOC
+    _variant = "AEGIS-256X4"
+    key_size = 32
+    nonce_size = 32
 
 
 class AESGCM:
@@ -412,3 +444,9 @@ def _out_view(buf: Any) -> memoryview:
 def _check_room(dst: memoryview, need: int) -> None:
     if dst.nbytes < need:
         raise ValueError(f"buf must be at least {need} bytes, got {dst.nbytes}")
+
+
+#: Any cipher object a suite makes (``SuiteSpec.new_cipher``).
+Cipher: TypeAlias = (
+    "AEGIS128L | AEGIS128X2 | AEGIS128X4 | AEGIS256 | AEGIS256X2 | AEGIS256X4 | AESGCM"
+)

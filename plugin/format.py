@@ -79,7 +79,8 @@ class Header(NamedTuple):
 
 
 def nonce_size(suite: Suite | str | int) -> int:
-    """Nonce bytes stored in a value of ``suite`` (16 for AEGIS, 12 for AES-256-GCM)."""
+    """Nonce bytes stored in a value of ``suite`` (16 for AEGIS-128, 32 for AEGIS-256, 12 for
+    AES-256-GCM)."""
     return spec(suite).nonce_size
 
 
@@ -91,7 +92,8 @@ def tag_sizes(suite: Suite | str | int) -> tuple[int, ...]:
 def overhead(suite: Suite | str | int, tag_size: int = 32) -> int:
     """Bytes a sealed value adds to its plaintext: 7 + nonce + tag.
 
-    AEGIS suites: 55 with a 32-byte tag, 39 with a 16-byte tag.  AES-256-GCM: 35.
+    AEGIS-128 suites: 55 with a 32-byte tag, 39 with a 16-byte tag.  AEGIS-256 suites: 71 and
+    55.  AES-256-GCM: 35.
     """
     return spec(suite).overhead(tag_size)
 

@@ -18,7 +18,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .aead import AEGIS128L, AEGIS128X2, AEGIS128X4, AESGCM
+from .aead import (
+    AEGIS128L,
+    AEGIS128X2,
+    AEGIS128X4,
+    AEGIS256,
+    AEGIS256X2,
+    AEGIS256X4,
+    AESGCM,
+    Cipher,
+)
 
 __all__ = [
     "COLUMN_OVERHEAD",
@@ -42,6 +51,9 @@ class Suite(enum.IntEnum):
     AEGIS_128L = 0x01
     AEGIS_128X2 = 0x02
     AEGIS_128X4 = 0x03
+    AEGIS_256 = 0x04
+    AEGIS_256X2 = 0x05
+    AEGIS_256X4 = 0x06
     AES_256_GCM = 0x10
 
     @property
@@ -120,13 +132,11 @@ class SuiteSpec:
         the preferred one when the suite allows it, else the suite's default."""
         return preferred if preferred in self.tag_sizes else self.default_tag_size
 
-    def new_cipher(
-        self, key: bytes | bytearray | memoryview, tag_size: int
-    ) -> AEGIS128L | AEGIS128X2 | AEGIS128X4 | AESGCM:
+    def new_cipher(self, key: bytes | bytearray | memoryview, tag_size: int) -> Cipher:
         """The cipher object of this suite keyed with ``key``, with ``tag_size``-byte tags."""
         self.check_tag_size(tag_size)
         if self.factory is not None:
-            cipher: AEGIS128L | AEGIS128X2 | AEGIS128X4 | AESGCM = self.factory(key, tag_size)
+            cipher: Cipher = self.factory(key, tag_size)
         else:
             cipher = self.cipher(key, tag_size=tag_size)
         return cipher
@@ -139,6 +149,12 @@ _SPECS = (
               "AEGIS-128X2", AEGIS128X2, small_suite=Suite.AEGIS_128L),
     SuiteSpec(Suite.AEGIS_128X4, "AEGIS-128X4", "AEGIS-128", 16, 16, (16, 32), 32,
               "AEGIS-128X4", AEGIS128X4, small_suite=Suite.AEGIS_128L),
+    SuiteSpec(Suite.AEGIS_256, "AEGIS-256", "AEGIS-256", 32, 32, (16, 32), 16,
+              "AEGIS-256", AEGIS256),
+    SuiteSpec(Suite.AEGIS_256X2, "AEGIS-256X2", "AEGIS-256", 32, 32, (16, 32), 16,
+              "AEGIS-256X2", AEGIS256X2, small_suite=Suite.AEGIS_256),
+    SuiteSpec(Suite.AEGIS_256X4, "AEGIS-256X4", "AEGIS-256", 32, 32, (16, 32), 16,
+              "AEGIS-256X4", AEGIS256X4, small_suite=Suite.AEGIS_256),
     SuiteSpec(Suite.AES_256_GCM, "AES-256-GCM", "AES-256-GCM", 32, 12, (16,), 16,
               None, AESGCM, factory=_new_aes_gcm),
 )  # fmt: skip

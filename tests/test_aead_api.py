@@ -1,6 +1,6 @@
 """The cipher API contract: argument checking, buffer types, error classes and messages,
 kernel selection, thread safety, repr hygiene.  One checklist, run for every cipher class
-(AEGIS128L, AEGIS128X2, AEGIS128X4, AESGCM); AEGIS- and AESGCM-specific checks after it.
+(AEGIS128L, AEGIS128X2, AEGIS128X4, AEGIS256, AEGIS256X2, AEGIS256X4, AESGCM); AEGIS- and AESGCM-specific checks after it.
 """
 
 from __future__ import annotations
@@ -23,6 +23,12 @@ from sealstore.suites import SUITES
 
 AEGIS = [s.cipher for s in SUITES if s.native_variant is not None]
 KEY = bytes(range(0x40, 0x50))
+KEY32 = bytes(range(0x40, 0x60))  # AEGIS-256 keys
+
+
+def key_of(cls) -> bytes:
+    """A fixed test key of the size ``cls`` takes."""
+    return KEY32 if getattr(cls, "key_size", 16) == 32 else KEY
 
 
 class Spec:
@@ -37,17 +43,21 @@ class Spec:
     def __repr__(self):
         return self.cls.__name__
 
-    def make(self, key=KEY):
-        return self.cls(key)
+    @property
+    def key(self):
+        return KEY if self.key_size == 16 else KEY32
+
+    def make(self, key=None):
+        return self.cls(self.key if key is None else key)
 
     @property
     def nonce(self):
         return bytes(range(self.nonce_size))
 
 
-SPECS = [Spec(c, 16, 16, 16, ("16",), ("16",)) for c in AEGIS] + [
-    Spec(AESGCM, 16, 12, 16, ("16", "128"), ("12", "8"))
-]
+SPECS = [
+    Spec(c, c.key_size, c.nonce_size, 16, (str(c.key_size),), (str(c.nonce_size),)) for c in AEGIS
+] + [Spec(AESGCM, 16, 12, 16, ("16", "128"), ("12", "8"))]
 
 
 @pytest.fixture(params=SPECS, ids=repr)
@@ -63,7 +73,7 @@ def _msg(excinfo) -> str:
 
 
 def test_exports():
-    for name in ("AEGIS128L", "AEGIS128X2", "AEGIS128X4", "AESGCM"):
+    for name in [c.__name__ for c in AEGIS] + ["AESGCM"]:
         assert name in sealstore.__all__
     assert issubclass(InvalidTag, SealstoreError) and issubclass(KernelUnavailable, SealstoreError)
 
@@ -76,8 +86,11 @@ def test_round_trip_returns_bytes(spec):
     assert type(plain) is bytes and plain == b"hello"
 
 
-@pytest.mark.parametrize("size", [0, 1, 15, 17, 24, 32, 64])
+@pytest.mark.parametrize("size", [0, 1, 15, 16, 17, 24, 31, 32, 33, 64])
 def test_bad_key_size(spec, size):
+    if size == spec.key_size:
+        assert spec.make(os.urandom(size)).key_size == size
+        return
     if spec.cls is AESGCM and size in (24, 32):  # AES-192/256 keys are valid for AES-GCM
         c = spec.cls(bytes(size))
         assert c.decrypt(bytes(12), c.encrypt(bytes(12), b"k", None), None) == b"k"
@@ -88,9 +101,11 @@ def test_bad_key_size(spec, size):
 
 
 def test_bad_nonce_size(spec):
-    # AES-GCM takes 8..128-byte nonces, as cryptography does; AEGIS exactly 16.
-    sizes = [0, 1, 4, 7, 129] if spec.cls is AESGCM else [0, 1, 4, 15, 17, 32]
+    # AES-GCM takes 8..128-byte nonces, as cryptography does; AEGIS exactly its nonce size.
+    sizes = [0, 1, 4, 7, 129] if spec.cls is AESGCM else [0, 1, 4, 15, 16, 17, 31, 32, 33]
     for size in sizes:
+        if size == spec.nonce_size:
+            continue
         _check_bad_nonce(spec, size)
 
 
@@ -190,7 +205,7 @@ def test_buffer_types(spec, kind):
 
     c = spec.make()
     want = c.encrypt(spec.nonce, b"m" * 33, b"a" * 5)
-    c2 = spec.cls(conv(KEY))
+    c2 = spec.cls(conv(spec.key))
     assert c2.encrypt(conv(spec.nonce), conv(b"m" * 33), conv(b"a" * 5)) == want
     assert c2.decrypt(conv(spec.nonce), conv(want), conv(b"a" * 5)) == b"m" * 33
 
@@ -198,9 +213,9 @@ def test_buffer_types(spec, kind):
 def test_key_buffer_is_copied(spec):
     # The cipher must not keep a view of the caller's key buffer: callers wipe or reuse it.
     want = spec.make().encrypt(spec.nonce, b"m" * 50, None)
-    for key in (bytearray(KEY), np.frombuffer(KEY, dtype=np.uint8).copy()):
+    for key in (bytearray(spec.key), np.frombuffer(spec.key, dtype=np.uint8).copy()):
         c = spec.cls(key)
-        memoryview(key).cast("B")[:] = bytes(16)
+        memoryview(key).cast("B")[:] = bytes(spec.key_size)
         assert c.encrypt(spec.nonce, b"m" * 50, None) == want
         del key
         assert c.decrypt(spec.nonce, want, None) == b"m" * 50
@@ -220,7 +235,7 @@ def test_non_contiguous_buffer_rejected_or_handled(spec):
 def test_input_shorter_than_tag_is_invalid_tag(spec):
     ciphers = [spec.make()]
     if spec.cls is not AESGCM:
-        ciphers.append(spec.cls(KEY, tag_size=32))
+        ciphers.append(spec.cls(spec.key, tag_size=32))
     for c in ciphers:
         tag_size = len(c.encrypt(spec.nonce, b"", None))
         for length in range(tag_size):
@@ -252,7 +267,7 @@ def test_decrypt_into_wipes_on_failure(spec):
 
 
 def test_repr_and_errors_hold_no_key(spec):
-    key = bytes.fromhex("d1e2f3a4b5c6d7e8f90a1b2c3d4e5f60")
+    key = bytes.fromhex("d1e2f3a4b5c6d7e8f90a1b2c3d4e5f60" * 2)[: spec.key_size]
     c = spec.make(key)
     forms = [
         key.hex(),
@@ -282,11 +297,12 @@ def test_generate_key():
     for cls in AEGIS:
         keys = {cls.generate_key() for _ in range(64)}
         assert len(keys) == 64
-        assert all(type(k) is bytes and len(k) == cls.key_size == 16 for k in keys)
-        # Crude randomness check: 64 keys x 128 bits, about half the bits set.
+        assert all(type(k) is bytes and len(k) == cls.key_size in (16, 32) for k in keys)
+        # Crude randomness check: 64 keys x 128 (256) bits, about half the bits set.
         ones = sum(bin(int.from_bytes(k, "big")).count("1") for k in keys)
-        assert 3600 < ones < 4600
-        cls(cls.generate_key()).encrypt(bytes(16), b"x", None)
+        bits = 64 * 8 * cls.key_size
+        assert 0.45 * bits < ones < 0.55 * bits
+        cls(cls.generate_key()).encrypt(bytes(cls.nonce_size), b"x", None)
 
 
 # --- AEGIS specifics -----------------------------------------------------------------------
@@ -294,24 +310,24 @@ def test_generate_key():
 
 @pytest.mark.parametrize("cls", AEGIS, ids=lambda c: c.__name__)
 def test_aegis_attributes(cls):
-    assert cls.key_size == 16 and cls.nonce_size == 16
-    assert cls(KEY).tag_size == 16
-    assert cls(KEY, tag_size=32).tag_size == 32
-    assert cls(KEY, 32).tag_size == 32
-    assert len(cls(KEY, tag_size=32).encrypt(bytes(16), b"", None)) == 32
+    assert cls.key_size == cls.nonce_size == (32 if "256" in cls.__name__ else 16)
+    assert cls(key_of(cls)).tag_size == 16
+    assert cls(key_of(cls), tag_size=32).tag_size == 32
+    assert cls(key_of(cls), 32).tag_size == 32
+    assert len(cls(key_of(cls), tag_size=32).encrypt(bytes(cls.nonce_size), b"", None)) == 32
 
 
 @pytest.mark.parametrize("cls", AEGIS, ids=lambda c: c.__name__)
 @pytest.mark.parametrize("tag_size", [0, 1, 8, 12, 15, 17, 24, 31, 33, 64])
 def test_aegis_bad_tag_size(cls, tag_size):
     with pytest.raises(ValueError) as e:
-        cls(KEY, tag_size=tag_size)
+        cls(key_of(cls), tag_size=tag_size)
     assert "16" in _msg(e) and "32" in _msg(e), _msg(e)
 
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_default_kernel_is_the_selected_one(variant):
-    c = cipher_class(variant)(KEY)
+    c = cipher_class(variant)(key_of(cipher_class(variant)))
     assert c.kernel == native.info()["selected"][variant]
     assert c.kernel in native.variant_kernels(variant)
 
@@ -320,14 +336,14 @@ def test_default_kernel_is_the_selected_one(variant):
 def test_kernel_argument(variant):
     cls = cipher_class(variant)
     for k in native.variant_kernels(variant):
-        assert cls(KEY, kernel=k).kernel == k
-    assert cls(KEY, kernel=None).kernel == native.info()["selected"][variant]
+        assert cls(key_of(cls), kernel=k).kernel == k
+    assert cls(key_of(cls), kernel=None).kernel == native.info()["selected"][variant]
     for k in [k for k in ALL_KERNELS if k not in native.variant_kernels(variant)]:
         with pytest.raises(KernelUnavailable) as e:
-            cls(KEY, kernel=k)
+            cls(key_of(cls), kernel=k)
         assert k in _msg(e), _msg(e)
     with pytest.raises((KernelUnavailable, ValueError)) as e:  # not a kernel name at all
-        cls(KEY, kernel="sse9")
+        cls(key_of(cls), kernel="sse9")
     assert "sse9" in _msg(e), _msg(e)
 
 
@@ -393,11 +409,17 @@ def test_env_kernel_forces_selection(forced):
 
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_thread_safety_one_cipher_many_threads(variant):
-    c = cipher_class(variant)(KEY, tag_size=32)
+    c = cipher_class(variant)(key_of(cipher_class(variant)), tag_size=32)
     jobs = []
     for i in range(200):
         n = (i * 97) % 5000
-        jobs.append((i.to_bytes(16, "little"), bytes([i & 0xFF]) * n, bytes([i & 0x7F]) * (i % 40)))
+        jobs.append(
+            (
+                i.to_bytes(c.nonce_size, "little"),
+                bytes([i & 0xFF]) * n,
+                bytes([i & 0x7F]) * (i % 40),
+            )
+        )
     expected = [c.encrypt(nonce, m, ad) for nonce, m, ad in jobs]
     start = threading.Barrier(8)
     errors: list = []

@@ -27,6 +27,11 @@ def rbytes(rng: random.Random, n: int) -> bytes:
     return rng.randbytes(n)
 
 
+def ks(variant: str) -> int:
+    """Key and nonce bytes of ``variant`` (16 for AEGIS-128, 32 for AEGIS-256)."""
+    return cipher_class(variant).key_size
+
+
 def make(variant: str, key: bytes, tag_size: int = 16, kernel: str | None = None):
     return cipher_class(variant)(key, tag_size=tag_size, kernel=kernel)
 
@@ -44,14 +49,15 @@ def ref_seal(variant, key, nonce, msg, ad, tag_size) -> bytes:
 
 # --- every length 0..300 (all 16/32/64/128/256-byte boundaries), message and AD --------------
 
-SWEEP_KEY = bytes(range(0xA0, 0xB0))
-SWEEP_NONCE = bytes(range(0x30, 0x40))
+SWEEP_KEYS = bytes(range(0xA0, 0xC0))  # the first key_size bytes are the key
+SWEEP_NONCES = bytes(range(0x30, 0x50))
 SWEEP = random.Random(2024).randbytes(301)
 
 
 @pytest.mark.parametrize("variant,kernel", VK)
 @pytest.mark.parametrize("tag_size", [16, 32])
 def test_length_sweep_matches_reference(variant, kernel, tag_size):
+    SWEEP_KEY, SWEEP_NONCE = SWEEP_KEYS[: ks(variant)], SWEEP_NONCES[: ks(variant)]
     c = make(variant, SWEEP_KEY, tag_size, kernel)
     bad = []
     for n in range(301):
@@ -79,16 +85,17 @@ inputs = st.fixed_dictionaries(
 )
 
 
-def _draw(p):
+def _draw(p, variant):
     rng = random.Random(p["seed"])
-    return (rbytes(rng, 16), rbytes(rng, 16), rbytes(rng, p["msg_len"]), rbytes(rng, p["ad_len"]))
+    n = ks(variant)
+    return (rbytes(rng, n), rbytes(rng, n), rbytes(rng, p["msg_len"]), rbytes(rng, p["ad_len"]))
 
 
 @pytest.mark.parametrize("variant,kernel", VK)
 @settings(max_examples=60)
 @given(p=inputs)
 def test_random_inputs_match_portable_and_reference(variant, kernel, p):
-    key, nonce, msg, ad = _draw(p)
+    key, nonce, msg, ad = _draw(p, variant)
     ts = p["tag_size"]
     c = make(variant, key, ts, kernel)
     portable = make(variant, key, ts, "portable")
@@ -106,7 +113,7 @@ def test_random_inputs_match_portable_and_reference(variant, kernel, p):
 @settings(max_examples=40)
 @given(p=inputs, where=st.integers(0, 2**32), part=st.sampled_from(["data", "nonce", "ad"]))
 def test_random_single_bit_flip_fails(variant, kernel, p, where, part):
-    key, nonce, msg, ad = _draw(p)
+    key, nonce, msg, ad = _draw(p, variant)
     ts = p["tag_size"]
     c = make(variant, key, ts, kernel)
     sealed = c.encrypt(nonce, msg, ad)
@@ -131,7 +138,8 @@ def test_random_single_bit_flip_fails(variant, kernel, p, where, part):
 @pytest.mark.parametrize("tag_size", [16, 32])
 def test_every_single_bit_flip_fails(variant, kernel, tag_size):
     rng = random.Random(7)
-    key, nonce, msg, ad = rbytes(rng, 16), rbytes(rng, 16), rbytes(rng, 37), rbytes(rng, 20)
+    n = ks(variant)
+    key, nonce, msg, ad = rbytes(rng, n), rbytes(rng, n), rbytes(rng, 37), rbytes(rng, 20)
     c = make(variant, key, tag_size, kernel)
     sealed = c.encrypt(nonce, msg, ad)
     assert c.decrypt(nonce, sealed, ad) == msg
@@ -156,7 +164,7 @@ def test_every_single_bit_flip_fails(variant, kernel, tag_size):
 @pytest.mark.parametrize("variant,kernel", VK)
 def test_wrong_key_or_tag_size_fails(variant, kernel):
     rng = random.Random(3)
-    key, nonce, msg = rbytes(rng, 16), rbytes(rng, 16), rbytes(rng, 100)
+    key, nonce, msg = rbytes(rng, ks(variant)), rbytes(rng, ks(variant)), rbytes(rng, 100)
     sealed = make(variant, key, 16, kernel).encrypt(nonce, msg, None)
     other = bytes([key[0] ^ 1]) + key[1:]
     with pytest.raises(InvalidTag):
@@ -183,7 +191,7 @@ def big():
 @pytest.mark.parametrize("variant,kernel", VK)
 def test_large_unaligned_match_portable(variant, kernel, big):
     rng = random.Random(5)
-    key, nonce = rbytes(rng, 16), rbytes(rng, 16)
+    key, nonce = rbytes(rng, ks(variant)), rbytes(rng, ks(variant))
     c, portable = make(variant, key, 16, kernel), make(variant, key, 16, "portable")
     backing = bytearray(big)
     for size, off, ad_len in zip(LARGE_SIZES, (1, 3, 7), (77, MiB + 5, 0), strict=True):
@@ -211,7 +219,8 @@ def test_large_unaligned_match_portable(variant, kernel, big):
 def test_large_default_kernel_matches_reference(variant, big):
     # One big message per variant through the slow oracle, so the portable kernel itself
     # is checked beyond 4 KiB (loop counters, long-message tails).
-    key, nonce, size = bytes(range(16)), bytes(range(16, 32)), MiB + 31
+    n = ks(variant)
+    key, nonce, size = bytes(range(n)), bytes(range(n, 2 * n)), MiB + 31
     msg, ad = big[:size], big[size : size + 300]
     ct, tag = ref.encrypt(variant, key, nonce, msg, ad, 32)
     assert make(variant, key, 32, "portable").encrypt(nonce, msg, ad) == ct + tag
@@ -220,8 +229,8 @@ def test_large_default_kernel_matches_reference(variant, big):
 
 @pytest.mark.parametrize("variant,kernel", VK)
 def test_numpy_inputs(variant, kernel, big):
-    key = np.arange(16, dtype=np.uint8)
-    nonce = np.arange(16, 32, dtype=np.uint8)
+    key = np.arange(ks(variant), dtype=np.uint8)
+    nonce = np.arange(ks(variant), 2 * ks(variant), dtype=np.uint8)
     c = make(variant, key, 16, kernel)
     ref_c = make(variant, key.tobytes(), 16, "portable")
     arr = np.frombuffer(big, dtype=np.uint8)

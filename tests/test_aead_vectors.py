@@ -74,24 +74,32 @@ def _wycheproof_cases(name: str, label: str) -> list:
     return out
 
 
-AEGIS_WP = _with_kernels(
-    _wycheproof_cases("aegis128L_test.json", "AEGIS-128L"), lambda c: "AEGIS-128L"
-)
+#: (Wycheproof file, variant, algorithm field, key/iv/tag bits, number of tests)
+WYCHEPROOF_AEGIS = [
+    ("aegis128L_test.json", "AEGIS-128L", "AEGIS128L", (128, 128, 128), 479),
+    ("aegis256_test.json", "AEGIS-256", "AEGIS256", (256, 256, 128), 472),
+]
+AEGIS_WP = [
+    pytest.param(variant, *p.values, id=p.id, marks=p.marks)
+    for name, variant, _, _, _ in WYCHEPROOF_AEGIS
+    for p in _with_kernels(_wycheproof_cases(name, variant), lambda c, v=variant: v)
+]
 
 
-def test_wycheproof_aegis_file_is_what_we_expect():
-    data = load_wycheproof("aegis128L_test.json")
-    assert data["algorithm"] == "AEGIS128L"
+@pytest.mark.parametrize("name, variant, alg, sizes, count", WYCHEPROOF_AEGIS)
+def test_wycheproof_aegis_files_are_what_we_expect(name, variant, alg, sizes, count):
+    data = load_wycheproof(name)
+    assert data["algorithm"] == alg
     groups = data["testGroups"]
-    assert {(g["keySize"], g["ivSize"], g["tagSize"]) for g in groups} == {(128, 128, 128)}
-    assert sum(len(g["tests"]) for g in groups) == data["numberOfTests"] == 479
+    assert {(g["keySize"], g["ivSize"], g["tagSize"]) for g in groups} == {sizes}
+    assert sum(len(g["tests"]) for g in groups) == data["numberOfTests"] == count
 
 
-@pytest.mark.parametrize("t,kernel", AEGIS_WP)
-def test_wycheproof_aegis128l(t, kernel):
-    cipher = cipher_class("AEGIS-128L")(h(t["key"]), kernel=kernel)
+@pytest.mark.parametrize("variant,t,kernel", AEGIS_WP)
+def test_wycheproof_aegis(variant, t, kernel):
+    cipher = cipher_class(variant)(h(t["key"]), kernel=kernel)
     nonce, ad, msg, ct, tag = (h(t[k]) for k in ("iv", "aad", "msg", "ct", "tag"))
-    assert t["result"] in ("valid", "invalid")  # the file has no "acceptable" AEGIS tests
+    assert t["result"] in ("valid", "invalid")  # the files have no "acceptable" AEGIS tests
     if t["result"] == "valid":
         assert cipher.encrypt(nonce, msg, ad) == ct + tag
         assert cipher.decrypt(nonce, ct + tag, ad) == msg

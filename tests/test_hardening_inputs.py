@@ -210,7 +210,7 @@ ROWS = [
     (
         "format.pack_header",
         "unknown suite name",
-        lambda: pack_header("AEGIS-256", 1, 16),
+        lambda: pack_header("AEGIS-512", 1, 16),
         ValueError,
     ),
     (

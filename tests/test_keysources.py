@@ -120,7 +120,7 @@ def _write(path, doc) -> None:
             r"keys\.0\.material: not valid base64",
         ),
         (lambda d: d["keys"][0].update(id="XYZ"), r"keys\.0\.id: must be 8 lowercase hex"),
-        (lambda d: d["keys"][0].update(suite="AEGIS-256"), r"keys\.0\.suite: unknown suite"),
+        (lambda d: d["keys"][0].update(suite="AEGIS-512"), r"keys\.0\.suite: unknown suite"),
         (lambda d: d["keys"][0].update(state="sleeping"), r"keys\.0\.state"),
         (lambda d: d["keys"][0].update(created_at="yesterday"), r"keys\.0\.created_at"),
         (lambda d: d["keys"][0].pop("material"), r"keys\.0: .*exactly one of"),

@@ -12,7 +12,7 @@ from typing import Any, NoReturn
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from ..aead import AEGIS128L, AEGIS128X2, AEGIS128X4, AESGCM
+from ..aead import Cipher
 from ..errors import (
     InvalidKeyring,
     KeyNotUsable,
@@ -212,9 +212,7 @@ def _derive_subkey(key: Key, header: bytes, suite: Suite) -> bytearray:
     return out
 
 
-def make_cipher(
-    suite: Suite, subkey: bytes | bytearray, tag_size: int
-) -> AEGIS128L | AEGIS128X2 | AEGIS128X4 | AESGCM:
+def make_cipher(suite: Suite, subkey: bytes | bytearray, tag_size: int) -> Cipher:
     """The cipher object of ``suite`` keyed with ``subkey`` (columns and objects share it)."""
     return suite.spec.new_cipher(subkey, tag_size)
 

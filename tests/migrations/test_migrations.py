@@ -219,6 +219,36 @@ def test_encrypt_column_resumes_after_interruption(alembic_env, keyring, monkeyp
     command.downgrade(cfg, "base")
 
 
+def test_encrypt_column_refuses_a_suite_the_column_is_not_sized_for(alembic_env):
+    """A keyring sealing with AEGIS-256 and 32-byte tags (71 bytes of overhead) meets a column
+    sized for the default 55: ValueTooLong before the first batch is written; the plaintext
+    column is untouched and, with 16-byte tags, the same migration completes."""
+    from sealstore.errors import ValueTooLong
+
+    cfg, engine, versions = alembic_env
+    (versions / "app_0001.py").write_text(USERS_REV)
+    (versions / "app_0002.py").write_text(ENCRYPT_REV)
+    command.upgrade(cfg, "app_0001")
+    values = _insert_users(engine, 20)
+    use_keyring(Keyring.generate("AEGIS-256X4", tag_size=32))
+    try:
+        with pytest.raises(ValueTooLong, match=r"users\.ssn is sized for 55 bytes"):
+            command.upgrade(cfg, "app@head")
+        with engine.connect() as conn:
+            plain = dict(conn.execute(sa.text("SELECT id, ssn FROM users")).all())
+        assert plain == values
+        ring = use_keyring(Keyring.generate("AEGIS-256X4", tag_size=16))
+        command.upgrade(cfg, "app@head")
+        raw = _raw(engine)
+        ctx = column_context("users", "ssn")
+        for pk, v in values.items():
+            if v is not None:
+                assert bytes(raw[pk])[1] == 0x04 and ring.open(bytes(raw[pk]), ctx) == v.encode()
+        command.downgrade(cfg, "base")
+    finally:
+        forget_keyring()
+
+
 def test_decrypt_column_stops_at_a_value_that_does_not_decode(alembic_env, keyring):
     """A stored value that opens but is not UTF-8 stops decrypt_column with UndecodableValue
     (no plaintext in it); the encrypted column is untouched, and once the value is mended the

@@ -43,7 +43,7 @@ def main() -> int:
                 adaptive_threshold=0,  # freeze each suite as itself, small values included
             )
             header = ring.seal(b"")[:7]
-            length = 32 if suite is Suite.AES_256_GCM else 16
+            length = suite.spec.key_size
             subkey = HKDF(hashes.SHA256(), length, None, b"sealstore/v1/subkey" + header).derive(
                 material
             )
