@@ -9,6 +9,9 @@ AES-256-GCM measured in the same run, with the CPU and the kernel each variant r
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import argparse
 import json
 import os
@@ -62,7 +65,9 @@ def _row(algorithm, kernel, op, size, sample):
     }
 
 
-def run(quick: bool = False, all_kernels: bool = False, progress=None) -> dict:
+def run(
+    quick: bool = False, all_kernels: bool = False, progress: Callable[[str], None] | None = None
+) -> dict[str, Any]:
     """Measure everything; returns a JSON-ready dict (see docs/BENCH.md for the fields).
     ``progress(text)`` is called after each case."""
     sizes = QUICK_SIZES if quick else SIZES
@@ -140,7 +145,7 @@ def _add_ratios(rows):
         r["speedup_vs_aes256gcm"] = b / r["seconds_per_call"] if b else None
 
 
-def _platform() -> dict:
+def _platform() -> dict[str, Any]:
     import cryptography
     from cryptography.hazmat.backends.openssl.backend import backend
 
@@ -172,7 +177,7 @@ def _kernel_sources() -> Path:
     return root
 
 
-def c_harness(seconds: float = 0.3, largest: int | None = None) -> dict:
+def c_harness(seconds: float = 0.3, largest: int | None = None) -> dict[str, Any]:
     """Build kernel_bench.c against the installed package's kernel sources and run it, for
     message sizes up to ``largest`` bytes (every size when None).  Raises HarnessUnavailable
     (with the reason) when it cannot be built here."""
@@ -212,7 +217,7 @@ def _compile_objects(
         return list(pool.map(one, enumerate(sources)))
 
 
-def _aarch64_loop(result: dict) -> list[str]:
+def _aarch64_loop(result: dict[str, Any]) -> list[str]:
     """The armcrypto loop's instruction mix into ``result`` when the aarch64 tools are here
     (three compiles, three more for libaegis when ``SEALSTORE_LIBAEGIS_SRC`` names its source
     tree); otherwise a note saying what is missing."""
@@ -227,7 +232,7 @@ def _aarch64_loop(result: dict) -> list[str]:
     return _libaegis_loop(result["aarch64_loop"])
 
 
-def _libaegis_loop(rows: list[dict]) -> list[str]:
+def _libaegis_loop(rows: list[dict[str, Any]]) -> list[str]:
     """libaegis's rows appended to ``rows`` when its source tree is named, else a note."""
     tree = inner_loop.libaegis_tree()
     if tree is None:
@@ -243,7 +248,7 @@ def _libaegis_loop(rows: list[dict]) -> list[str]:
     return []
 
 
-def section(opts) -> dict:
+def section(opts: argparse.Namespace) -> dict[str, Any]:
     """The AEAD section of ``sealstore bench`` (its tables: ``sealstore.bench.grids.aead``)."""
     quick = bool(getattr(opts, "quick", False))
     progress = getattr(opts, "progress", None)
@@ -277,7 +282,7 @@ def section(opts) -> dict:
     return result
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m sealstore.bench.aead", description=__doc__.split("\n\n")[0]
     )

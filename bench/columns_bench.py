@@ -32,7 +32,8 @@ Targets from issue 4, checked at the end: Core insert >= 70% of plaintext rows/s
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TextIO
 
 import argparse
 import functools
@@ -221,7 +222,9 @@ def _models(variants) -> tuple[dict, dict[str, str]]:
     return models, unavailable
 
 
-def _timed_rounds(engine, models: dict[str, tuple[Any, Any]], rows, repeat: int, progress) -> dict:
+def _timed_rounds(
+    engine, models: dict[str, tuple[Any, Any]], rows, repeat: int, progress
+) -> dict[tuple[str, str], list[tuple[float, float]]]:
     """(variant, path) -> [(wall, CPU) per run]: the tables created, one unmeasured warm-up
     round, then ``repeat`` rounds with the variants' order rotated from round to round."""
     times: dict[tuple[str, str], list[tuple[float, float]]] = {}
@@ -241,7 +244,7 @@ def _timed_rounds(engine, models: dict[str, tuple[Any, Any]], rows, repeat: int,
     return times
 
 
-def _clean_up(engine, models: dict, rings: dict, tmp) -> None:
+def _clean_up(engine, models: dict[str, tuple[Any, Any]], rings: dict[str, Keyring], tmp) -> None:
     for table, _ in models.values():
         table.drop(engine, checkfirst=True)
     engine.dispose()
@@ -251,10 +254,12 @@ def _clean_up(engine, models: dict, rings: dict, tmp) -> None:
         tmp.cleanup()
 
 
-def _results(times: dict, n: int) -> list[dict]:
+def _results(
+    times: dict[tuple[str, str], list[tuple[float, float]]], n: int
+) -> list[dict[str, Any]]:
     """One row per (variant, path): medians, spread, and the ratios to the plaintext, floor
     and incumbent rows of the same path; in PATHS, then VARIANTS order."""
-    results = []
+    results: list[dict[str, Any]] = []
     for (variant, path), runs in times.items():
         secs = [wall for wall, _ in runs]
         med = statistics.median(secs)
@@ -277,8 +282,12 @@ def _results(times: dict, n: int) -> list[dict]:
 
 
 def run(
-    n: int, db_url: str | None = None, repeat: int = 5, variants=VARIANTS, progress=None
-) -> dict:
+    n: int,
+    db_url: str | None = None,
+    repeat: int = 5,
+    variants: Sequence[str] = VARIANTS,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
     """Measure every variant and path; returns {"rows": [...], "unavailable": {...}, ...}."""
     engine, tmp = _connect(db_url)
     rings = {"bench-gcm": Keyring.generate("AES-256-GCM"), "bench-aegis": Keyring.generate()}
@@ -302,7 +311,7 @@ def run(
             "dialect": engine.dialect.name, "suites": suites}  # fmt: skip
 
 
-def targets(result: dict) -> list[dict]:
+def targets(result: dict[str, Any]) -> list[dict[str, Any]]:
     """docs/BENCH.md's goals for the sealstore AEGIS variant, next to what this run measured."""
     items = []
     for r in result["rows"]:
@@ -329,7 +338,8 @@ def targets(result: dict) -> list[dict]:
     return items
 
 
-def render(result: dict, out=sys.stdout) -> None:
+def render(result: dict[str, Any], out: TextIO = sys.stdout) -> None:
+    """The section's table, as ``python bench/columns_bench.py`` prints it."""
     print(f"columns: {result['n']:,} rows x (100 B + 1 KiB), {result['db']}, "
           f"median of {result['repeat']}, suites {result['suites']}", file=out)  # fmt: skip
     print(f"{'path':<12} {'variant':<22} {'rows/s':>10} {'spread':>7} {'vs plain':>9} "
@@ -345,7 +355,7 @@ def render(result: dict, out=sys.stdout) -> None:
         print(f"  {t['what']}: {t['measured']} (goal {t['goal']})", file=out)
 
 
-def section(opts) -> dict:
+def section(opts: argparse.Namespace) -> dict[str, Any]:
     """The columns section of ``sealstore bench`` (its tables: ``sealstore.bench.grids.columns``).
     A database that cannot be reached is a failure of this section, reported with the reason."""
     quick = getattr(opts, "quick", False)
@@ -363,7 +373,7 @@ def section(opts) -> dict:
     return result
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python bench/columns_bench.py", description=__doc__.split("\n\n")[0]
     )

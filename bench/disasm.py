@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 __all__ = ["Insn", "Loop", "functions", "main_loop", "natural_loops", "parse"]
@@ -78,13 +79,17 @@ class Insn:
 
 @dataclass
 class Loop:
+    """A natural loop: its head's address and the instructions of its body."""
+
     head: int
     insns: list[Insn] = field(default_factory=list)
 
-    def count(self, pred) -> int:
+    def count(self, pred: Callable[[Insn], bool]) -> int:
+        """The loop's instructions that ``pred`` holds for."""
         return sum(1 for i in self.insns if pred(i))
 
-    def mix(self) -> Counter:
+    def mix(self) -> Counter[str]:
+        """Instructions per mnemonic."""
         return Counter(i.op for i in self.insns)
 
 

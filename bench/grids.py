@@ -8,6 +8,8 @@ marked with ``*`` and the grid says so: on a shared machine such a figure needs 
 
 from __future__ import annotations
 
+from typing import Any
+
 from dataclasses import dataclass, field
 
 from sealstore.suites import SUITES
@@ -65,7 +67,7 @@ def _order(key) -> tuple:
     return a, k
 
 
-def aead(sec: dict) -> list[Grid]:
+def aead(sec: dict[str, Any]) -> list[Grid]:
     rows = sec["rows"]
     sizes = sorted({r["size"] for r in rows})
     grids = []
@@ -122,7 +124,7 @@ def aead(sec: dict) -> list[Grid]:
     return [g for g in grids if g.rows]
 
 
-def _portable_baseline(rows: list[dict]) -> Grid:
+def _portable_baseline(rows: list[dict[str, Any]]) -> Grid:
     """The portable kernel against its pre-bitsliced baseline, timed round-robin in C."""
     g = Grid(
         "portable kernel vs its pre-bitsliced baseline (kernel_bench.c, round-robin), GB/s",
@@ -144,7 +146,7 @@ def _portable_baseline(rows: list[dict]) -> Grid:
     return g
 
 
-def _aarch64_loop(rows: list[dict]) -> Grid:
+def _aarch64_loop(rows: list[dict[str, Any]]) -> Grid:
     """The armcrypto kernels' message loop per 64 bytes (sealstore.bench.inner_loop)."""
     from .inner_loop import MINIMUM
 
@@ -165,7 +167,7 @@ def _aarch64_loop(rows: list[dict]) -> Grid:
     return g
 
 
-def _small_calls(rows: list[dict]) -> Grid:
+def _small_calls(rows: list[dict[str, Any]]) -> Grid:
     ops = list(
         dict.fromkeys(r["op"] for r in rows if r["size"] == 64 and r["algorithm"] != "memcpy")
     )
@@ -194,7 +196,7 @@ def _small_calls(rows: list[dict]) -> Grid:
     return g
 
 
-def _libaegis(lib: list[dict]) -> Grid:
+def _libaegis(lib: list[dict[str, Any]]) -> Grid:
     sizes = list(dict.fromkeys(r["size_name"] for r in lib))
     ops = ("encrypt", "decrypt")
     g = Grid(
@@ -226,7 +228,7 @@ def _libaegis(lib: list[dict]) -> Grid:
     return g
 
 
-def _harness(results: list[dict]) -> Grid:
+def _harness(results: list[dict[str, Any]]) -> Grid:
     g = Grid(
         "C kernels alone (kernel_bench.c), 16 KiB",
         ["kernel", "encrypt GB/s", "decrypt GB/s", "encrypt TSC cycles/byte"],
@@ -246,7 +248,7 @@ def _harness(results: list[dict]) -> Grid:
     return g
 
 
-def keyring(sec: dict) -> list[Grid]:
+def keyring(sec: dict[str, Any]) -> list[Grid]:
     grids = []
     rows = sec["rows"]
     for size in sorted({r["size"] for r in rows}):
@@ -274,7 +276,7 @@ def keyring(sec: dict) -> list[Grid]:
     return grids
 
 
-def columns(sec: dict) -> list[Grid]:
+def columns(sec: dict[str, Any]) -> list[Grid]:
     rows = sec["rows"]
     paths = list(dict.fromkeys(r["path"] for r in rows))
     g = Grid(
@@ -300,7 +302,7 @@ def columns(sec: dict) -> list[Grid]:
     return grids
 
 
-def objects(sec: dict) -> list[Grid]:
+def objects(sec: dict[str, Any]) -> list[Grid]:
     data = sec["rows"]
     grids = []
     if data.get("s3"):
@@ -345,7 +347,7 @@ def objects(sec: dict) -> list[Grid]:
     return [g for g in grids if g.rows]
 
 
-def targets(items: list[dict]) -> Grid:
+def targets(items: list[dict[str, Any]]) -> Grid:
     """The goals docs/BENCH.md sets, next to what this run measured (figures, not verdicts)."""
     g = Grid("goals (docs/BENCH.md) and this run", ["measure", "this run", "goal", ""])
     for t in items:

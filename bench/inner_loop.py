@@ -15,6 +15,8 @@ keystream, 2 for the output), 4 AND, loads and stores of the 64 message bytes (2
 
 from __future__ import annotations
 
+from typing import Any
+
 import os
 import platform
 import re
@@ -96,7 +98,9 @@ def available() -> str | None:
     return None
 
 
-def _loop_row(cc: str, objdump: str, src: Path, includes: list[Path], symbols: dict, obj: str):
+def _loop_row(
+    cc: str, objdump: str, src: Path, includes: list[Path], symbols: dict[str, str], obj: str
+):
     """Compile ``src`` for aarch64 at the project's flags and count the message loop of each
     of ``symbols`` (direction -> function name): (direction, loop, called functions) each."""
     cmd = [cc, "-c", *FLAGS, *(f"-I{d}" for d in includes), str(src), "-o", obj]
@@ -114,7 +118,9 @@ def _callee(insn: disasm.Insn) -> str | None:
     return m.group(1) if m else None
 
 
-def _message_loop(funcs: dict, sym: str, where: str) -> tuple[disasm.Loop, list[str]]:
+def _message_loop(
+    funcs: dict[str, list[disasm.Insn]], sym: str, where: str
+) -> tuple[disasm.Loop, list[str]]:
     """The message loop of ``sym`` and the functions it calls for its rounds.  When the
     compiler did not inline the per-block function (the loop holds a call, the rounds are in
     the callee), the loop is counted with the callee's whole body, prologue and return
@@ -141,7 +147,9 @@ def _message_loop(funcs: dict, sym: str, where: str) -> tuple[disasm.Loop, list[
     return best[1], best[2]
 
 
-def _measure(implementation: str, sources: dict, includes: list[Path], symbols: dict) -> list:
+def _measure(
+    implementation: str, sources: dict[str, Path], includes: list[Path], symbols: dict[str, str]
+) -> list:
     """Rows for ``sources`` (variant -> C file), compiled and counted the same way."""
     tools = _tools()
     if tools is None:
@@ -177,7 +185,7 @@ def _sources(root: Path) -> dict[str, Path]:
     return found
 
 
-def measure(root: Path) -> list[dict]:
+def measure(root: Path) -> list[dict[str, Any]]:
     """One row per (variant, direction) of sealstore's kernels: the loop's mix per 64 bytes,
     its length, and the compiler that built it.  ``root`` holds ``src/`` and ``include/``."""
     return _measure("sealstore", _sources(root), [root / "include"], SYMBOLS)
@@ -189,7 +197,7 @@ def libaegis_tree() -> Path | None:
     return Path(value) if value else None
 
 
-def measure_libaegis(root: Path) -> list[dict]:
+def measure_libaegis(root: Path) -> list[dict[str, Any]]:
     """The same rows for libaegis's armcrypto kernels in the source tree ``root`` (a checkout
     of github.com/jedisct1/libaegis, or its ``src/`` files at the same paths): compiled with
     the same compiler and flags plus its include directory; its encrypt/decrypt functions

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import json
 
 
-def write_json(path: str | None, result: dict) -> None:
+def write_json(path: str | None, result: dict[str, Any]) -> None:
     """Write ``result`` to ``path`` as indented JSON; nothing when no path was given."""
     if path:
         with open(path, "w") as f:

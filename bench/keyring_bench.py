@@ -16,6 +16,8 @@ calls reuses one freed buffer.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from typing import Any
 
 import argparse
@@ -39,7 +41,7 @@ CONFIGS: dict[str, dict[str, Any]] = {
 }
 
 
-def rate(fn, values_per_call: int, seconds: float) -> tuple[float, float]:
+def rate(fn: Callable[[], object], values_per_call: int, seconds: float) -> tuple[float, float]:
     """Five runs of ``fn`` for about ``seconds`` each: (median values per second, spread)."""
     rates = []
     for _ in range(5):
@@ -58,7 +60,7 @@ def rate(fn, values_per_call: int, seconds: float) -> tuple[float, float]:
     return med, (max(rates) - min(rates)) / med
 
 
-def run(seconds: float, progress=None) -> list[dict]:
+def run(seconds: float, progress: Callable[[str], None] | None = None) -> list[dict[str, Any]]:
     ctx = column_context("users", "email")
     rows = []
     for name, kw in CONFIGS.items():
@@ -90,7 +92,7 @@ def run(seconds: float, progress=None) -> list[dict]:
     return rows
 
 
-def targets(rows: list[dict]) -> list[dict]:
+def targets(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """docs/BENCH.md's goals for the keyring, next to what this run measured."""
     get = {(r["suite"], r["size"], r["op"]): r["values_per_s"] for r in rows}
     items = [
@@ -124,7 +126,7 @@ def targets(rows: list[dict]) -> list[dict]:
     return items
 
 
-def section(opts) -> dict:
+def section(opts: argparse.Namespace) -> dict[str, Any]:
     """The keyring section of ``sealstore bench`` (its tables: ``sealstore.bench.grids.keyring``)."""
     rows = run(0.02 if getattr(opts, "quick", False) else 0.25, getattr(opts, "progress", None))
     gcm = {(r["size"], r["op"]): r["values_per_s"] for r in rows if r["suite"] == "AES-256-GCM"}

@@ -13,6 +13,9 @@ it.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from typing import Any
+
 import argparse
 import os
 import statistics
@@ -57,7 +60,7 @@ def _address(lib_ffi, fn) -> int:
     return int(lib_ffi.cast("uintptr_t", fn))
 
 
-def _entry_points(variant: str, kernel: str, aff, alib) -> dict:
+def _entry_points(variant: str, kernel: str, aff, alib) -> dict[str, tuple[int, int]]:
     """{op: (sealstore's function address, libaegis's)} for one (variant, kernel)."""
     impl = native.lib.sealstore_impl(native.VARIANTS[variant], native.KERNELS.index(kernel))
     if impl == native.ffi.NULL:
@@ -121,7 +124,7 @@ def _iters(ffi, clib, vc, fn: int, batch_s: float) -> int:
         iters = iters * 2 if t[0] < batch_s / 8 else int(iters * batch_s / t[0]) + 1
 
 
-def _time(ffi, clib, vc, ours: int, theirs: int, rounds: int, batch_s: float) -> dict:
+def _time(ffi, clib, vc, ours: int, theirs: int, rounds: int, batch_s: float) -> dict[str, Any]:
     iters = _iters(ffi, clib, vc, theirs, batch_s)
     ta, tb = ffi.new("double[]", rounds), ffi.new("double[]", rounds)
     if clib.versus_time(vc, ours, theirs, iters, rounds, ta, tb) != 0:
@@ -138,7 +141,13 @@ def _time(ffi, clib, vc, ours: int, theirs: int, rounds: int, batch_s: float) ->
     }
 
 
-def compare(rounds=101, batch_ms=0.2, sizes=SIZES, every_kernel=True, progress=None):
+def compare(
+    rounds: int = 101,
+    batch_ms: float = 0.2,
+    sizes: Iterable[int] = SIZES,
+    every_kernel: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> list[dict[str, Any]] | None:
     """Every (variant, x86 kernel, size, op) against libaegis, as rows (docs/BENCH.md), or
     only each variant's selected kernel when ``every_kernel`` is false; None
     when the ``aeg`` package is not installed.  Raises HarnessUnavailable without a compiler
@@ -169,7 +178,7 @@ def compare(rounds=101, batch_ms=0.2, sizes=SIZES, every_kernel=True, progress=N
     return rows
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(
         prog="python -m sealstore.bench.libaegis_versus", description=__doc__.split("\n\n")[0]
     )

@@ -8,6 +8,8 @@ grids ``sealstore bench`` prints (``sealstore.bench.grids``).
 
 from __future__ import annotations
 
+from typing import Any
+
 import json
 import sys
 
@@ -20,7 +22,7 @@ def _table(g: grids.Grid) -> list[str]:
     return out + ([""] + g.notes if g.notes else [])
 
 
-def render(report: dict) -> str:
+def render(report: dict[str, Any]) -> str:
     nat = report["environment"]["native"]
     lines = [
         f"Run of `{report['command']}` on {report['started'][:10]}, CPU {nat['cpu']} "
@@ -39,5 +41,5 @@ def render(report: dict) -> str:
 
 
 if __name__ == "__main__":
-    with open(sys.argv[1]) as f:
-        sys.stdout.write(render(json.load(f)))
+    with open(sys.argv[1]) as _report:
+        sys.stdout.write(render(json.load(_report)))

@@ -20,6 +20,8 @@ runs; the spread column is (max - min) / median.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from typing import Any
 
 import argparse
@@ -137,7 +139,7 @@ def _alternating_times(raw_fn, stream_fn, repeats: int) -> dict[str, list[float]
     return t
 
 
-def _op_rows(op: str, t: dict[str, list[float]], size: int, kernel: str) -> list[dict]:
+def _op_rows(op: str, t: dict[str, list[float]], size: int, kernel: str) -> list[dict[str, Any]]:
     """The raw kernel's and the stream layer's rows for one operation: median rates, and the
     median of the paired ratios (the stream row's ``vs_raw_*``)."""
     rows = []
@@ -165,7 +167,9 @@ def _op_rows(op: str, t: dict[str, list[float]], size: int, kernel: str) -> list
     return rows
 
 
-def stream_rows(size: int, repeats: int, progress=None) -> list[dict]:
+def stream_rows(
+    size: int, repeats: int, progress: Callable[[str], None] | None = None
+) -> list[dict[str, Any]]:
     """Sealing and opening rates of the stream layer next to the raw kernel's (part 2)."""
     work = _StreamWork(size)
     rows = []
@@ -226,7 +230,7 @@ def _start_moto():
     return server, f"http://127.0.0.1:{port}"
 
 
-def _suite_clients(endpoint: str | None, plain) -> dict:
+def _suite_clients(endpoint: str | None, plain) -> dict[str, Any]:
     """suite -> client: ``plain`` itself, and encrypting clients for AES-256-GCM and AEGIS-128X4."""
     from sealstore.adapters.s3 import encrypt_client
     from sealstore.keyring import Keyring
@@ -262,8 +266,8 @@ def _put_and_get(
 
 
 def _size_rows(
-    clients: dict, bucket: str, size: int, repeats: int, transfer, progress
-) -> list[dict]:
+    clients: dict[str, Any], bucket: str, size: int, repeats: int, transfer, progress
+) -> list[dict[str, Any]]:
     """Every operation on one ``size`` through every client, each rate also as a ratio to the
     first client's (plaintext) for the same operation."""
     data = os.urandom(size)
@@ -302,8 +306,11 @@ def _delete_bucket(client, bucket: str) -> None:
 
 
 def s3_rows(
-    endpoint: str | None, sizes: list[int], repeats: int, progress=None
-) -> tuple[list[dict], str]:
+    endpoint: str | None,
+    sizes: list[int],
+    repeats: int,
+    progress: Callable[[str], None] | None = None,
+) -> tuple[list[dict[str, Any]], str]:
     """Put/get rates through plaintext and encrypting clients, and where they ran (part 1)."""
     from boto3.s3.transfer import TransferConfig
 
@@ -360,8 +367,11 @@ class _Sink(io.RawIOBase):
 
 
 def run(
-    quick: bool = False, endpoint: str | None = None, network: bool = True, progress=None
-) -> dict:
+    quick: bool = False,
+    endpoint: str | None = None,
+    network: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
     sizes = [MiB, 16 * MiB] if quick else [MiB, 256 * MiB]
     stream = stream_rows(32 * MiB if quick else 128 * MiB, 5 if quick else 9, progress)
     result: dict[str, Any] = {"stream": stream, "s3": [], "s3_endpoint": None}
@@ -370,7 +380,7 @@ def run(
     return result
 
 
-def section(opts) -> dict:
+def section(opts: argparse.Namespace) -> dict[str, Any]:
     """The objects section of ``sealstore bench`` (its tables: ``sealstore.bench.grids.objects``)."""
     result = run(
         getattr(opts, "quick", False),
@@ -387,7 +397,7 @@ def section(opts) -> dict:
     }
 
 
-def _print(result: dict) -> None:
+def _print(result: dict[str, Any]) -> None:
     print("stream layer alone vs raw kernel (GB/s, medians)")
     for r in result["stream"]:
         extra = ""
@@ -406,7 +416,7 @@ def _print(result: dict) -> None:
             )
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--quick", action="store_true", help="small sizes, few repeats")
     p.add_argument(

@@ -7,8 +7,10 @@ objects, as bars per variant, when those sections ran.
 
 from __future__ import annotations
 
+from typing import Any
 
-def plot(report: dict, path: str) -> None:
+
+def plot(report: dict[str, Any], path: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")

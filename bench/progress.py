@@ -9,22 +9,28 @@ so a long run is never silent.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TextIO
 
 import sys
 import time
 
 if TYPE_CHECKING:
+    from rich.console import Console
     from typing_extensions import Self
 
 
 class Reporter:
-    def __init__(self, sections: int, console=None, stream=None) -> None:
+    """The progress of ``sections`` sections on ``console`` (a live bar on a terminal), or
+    one line per case on ``stream`` (default stderr) otherwise."""
+
+    def __init__(
+        self, sections: int, console: Console | None = None, stream: TextIO | None = None
+    ) -> None:
         from rich.console import Console
 
-        self.console = console or Console()
-        self.live = self.console.is_terminal
-        self.stream = stream or sys.stderr
+        self.console: Console = console or Console()
+        self.live: bool = self.console.is_terminal
+        self.stream: TextIO = stream or sys.stderr
         self.sections = sections
         self._progress: Any = None
         self._task: Any = None
@@ -46,7 +52,7 @@ class Reporter:
             self._task = self._progress.add_task("benchmark", total=self.sections)
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self._progress is not None:
             self._progress.stop()
 
@@ -67,7 +73,8 @@ class Reporter:
         else:
             self._line(f"{self._section}: {text}")
 
-    def finish(self, section: str, result: dict) -> None:
+    def finish(self, section: str, result: dict[str, Any]) -> None:
+        """``section`` ended with ``result`` (its status, reason and seconds)."""
         status = result["status"] + ("" if result["status"] == "ok" else f" ({result['reason']})")
         if self._progress is not None:
             self._progress.advance(self._task)

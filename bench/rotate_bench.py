@@ -20,6 +20,8 @@ server shares two cores with the workers, so scaling is reported, never asserted
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import argparse
 import json
 import multiprocessing as mp
@@ -27,6 +29,11 @@ import os
 import sys
 import time
 from pathlib import Path
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+    from sealstore.keyring import Keyring
 
 TARGET = 40_000
 TABLE = "sealstore_bench_rotate"
@@ -54,7 +61,7 @@ def _spec(keyring):
     )
 
 
-def _keys_of(keyring) -> list[dict]:
+def _keys_of(keyring) -> list[dict[str, Any]]:
     return [
         {
             "id": k.key_id,
@@ -72,7 +79,7 @@ def _keyring_from(keys):
     return Keyring([Key(k["id"], k["suite"], k["material"], state=k["state"]) for k in keys])
 
 
-def setup(engine, rows: int, value_size: int, keyring) -> None:
+def setup(engine: Engine, rows: int, value_size: int, keyring: Keyring) -> None:
     """(Re)create the table with ``rows`` values sealed under the keyring's primary."""
     from sealstore.format import column_context
     from sealstore.migrations.schema import create_tables
@@ -114,7 +121,9 @@ def _worker(url, keys, batch_size, ready, go, out) -> None:
     engine.dispose()
 
 
-def run_parallel(url, keyring, workers: int, batch_size: int) -> tuple[float, list[dict]]:
+def run_parallel(
+    url: str, keyring: Keyring, workers: int, batch_size: int
+) -> tuple[float, list[dict[str, Any]]]:
     ctx = mp.get_context("spawn")
     ready, out, go = ctx.Queue(), ctx.Queue(), ctx.Event()
     keys = _keys_of(keyring)
@@ -135,7 +144,7 @@ def run_parallel(url, keyring, workers: int, batch_size: int) -> tuple[float, li
     return elapsed, results
 
 
-def crypto_only(keyring, old_values: list[bytes], ctx: bytes) -> float:
+def crypto_only(keyring: Keyring, old_values: list[bytes], ctx: bytes) -> float:
     """Values per second for open_many + seal_many alone (the kernel's share)."""
     t0 = time.perf_counter()
     for start in range(0, len(old_values), 2000):
@@ -172,7 +181,7 @@ def _durable_restart(server) -> None:
                 "-w", "-t", "60", "restart")  # fmt: skip
 
 
-def _settings(engine) -> dict:
+def _settings(engine) -> dict[str, Any]:
     if engine.dialect.name != "postgresql":
         return {}
     with engine.connect() as conn:
@@ -240,7 +249,7 @@ def _database(args):
     return server, url
 
 
-def _measure_one_worker(engine, keyring, args, rows: int, report: dict) -> float:
+def _measure_one_worker(engine, keyring, args, rows: int, report: dict[str, Any]) -> float:
     """The in-process run with its phase split and the crypto-only line; returns its rows/s."""
     import sqlalchemy as sa
     from sealstore.format import column_context
@@ -267,7 +276,7 @@ def _measure_one_worker(engine, keyring, args, rows: int, report: dict) -> float
     return one
 
 
-def _measure_parallel(url, engine, keyring, args, rows: int) -> list[dict]:
+def _measure_parallel(url, engine, keyring, args, rows: int) -> list[dict[str, Any]]:
     """One rotation per ``--workers`` count, by that many worker processes sharing the job."""
     parallel = []
     for k in [int(x) for x in args.workers.split(",") if x.strip()]:
@@ -284,7 +293,7 @@ def _measure_parallel(url, engine, keyring, args, rows: int) -> list[dict]:
     return parallel
 
 
-def _measure(engine, url, args, rows: int, report: dict) -> None:
+def _measure(engine, url, args, rows: int, report: dict[str, Any]) -> None:
     """Fill the table, then the one-worker and the parallel runs, into ``report``."""
     from sealstore.keyring import Keyring
 
@@ -302,7 +311,7 @@ def _measure(engine, url, args, rows: int, report: dict) -> None:
     )
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     rows = args.rows or (50_000 if args.quick else 200_000)
 

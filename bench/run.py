@@ -14,7 +14,8 @@ is rewritten after every section.  Exit status: 0 when every section ran, 1 when
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import argparse
 import importlib
@@ -26,6 +27,9 @@ from datetime import datetime, timezone
 
 from . import grids
 from .progress import Reporter
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 SCHEMA = "sealstore.bench/1"
 SECTIONS = {
@@ -76,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _preflight(opts) -> list[str]:
+def _preflight(opts: argparse.Namespace) -> list[str]:
     """Usage errors and missing tools found before anything is measured (exit 2)."""
     wanted = [s.strip() for s in opts.only.split(",") if s.strip()]
     unknown = [s for s in wanted if s not in SECTIONS]
@@ -95,7 +99,7 @@ def _preflight(opts) -> list[str]:
     return wanted
 
 
-def environment() -> dict:
+def environment() -> dict[str, Any]:
     """CPU, features, selected kernels and library versions for the report header."""
     from sealstore import __version__, native
 
@@ -117,7 +121,7 @@ def environment() -> dict:
     return {"native": native.info(), "versions": versions}
 
 
-def _one_section(name: str, opts) -> dict:
+def _one_section(name: str, opts: argparse.Namespace) -> dict[str, Any]:
     """Run one section; a failure becomes its status and reason, never the end of the run."""
     try:
         module = importlib.import_module(SECTIONS[name])
@@ -134,7 +138,12 @@ def _one_section(name: str, opts) -> dict:
     return result
 
 
-def run(opts, reporter: Reporter | None = None, on_start=None, on_section=None) -> dict:
+def run(
+    opts: argparse.Namespace,
+    reporter: Reporter | None = None,
+    on_start: Callable[[dict[str, Any]], None] | None = None,
+    on_section: Callable[[dict[str, Any], str], None] | None = None,
+) -> dict[str, Any]:
     """Every wanted section in turn: ``on_start(report)`` before the first, ``on_section(report,
     name)`` after each one."""
     wanted = _preflight(opts)
@@ -166,7 +175,8 @@ def run(opts, reporter: Reporter | None = None, on_start=None, on_section=None) 
     return report
 
 
-def render_header(report: dict, console) -> None:
+def render_header(report: dict[str, Any], console: Console) -> None:
+    """The run's command, CPU, kernels and library versions."""
     env = report["environment"]
     nat = env["native"]
     console.print(f"[bold]sealstore bench[/bold]  {report['started']}  `{report['command']}`")
@@ -181,7 +191,8 @@ def render_header(report: dict, console) -> None:
     console.print("versions: " + ", ".join(f"{k} {v}" for k, v in env["versions"].items() if v))
 
 
-def render_section(name: str, sec: dict, console) -> None:
+def render_section(name: str, sec: dict[str, Any], console: Console) -> None:
+    """One section's tables and notes (or why it did not run)."""
     from rich.table import Table
 
     if sec["status"] != "ok":
@@ -201,7 +212,8 @@ def render_section(name: str, sec: dict, console) -> None:
         console.print(f"  {note}")
 
 
-def render_summary(report: dict, console) -> None:
+def render_summary(report: dict[str, Any], console: Console) -> None:
+    """One line: each section's status."""
     parts = []
     for name, sec in report["sections"].items():
         parts.append(
@@ -210,12 +222,12 @@ def render_summary(report: dict, console) -> None:
     console.print("\nsections: " + "; ".join(parts))
 
 
-def _write_json(report: dict, path: str) -> None:
+def _write_json(report: dict[str, Any], path: str) -> None:
     with open(path, "w") as f:
         json.dump(report, f, indent=1, default=str)
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     from rich.console import Console
 
     opts = build_parser().parse_args(argv)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 import time
 from dataclasses import dataclass
 
@@ -23,7 +24,9 @@ class Sample:
         return (self.high - self.low) / self.median if self.median else 0.0
 
 
-def measure(fn, *, budget: float = 0.3, repeats: int = 7, min_number: int = 1) -> Sample:
+def measure(
+    fn: Callable[[], object], *, budget: float = 0.3, repeats: int = 7, min_number: int = 1
+) -> Sample:
     """Time ``fn()``: pick a batch size that takes about ``budget / repeats`` seconds, then
     run ``repeats`` batches and keep the median time per call."""
     per_batch = budget / repeats

@@ -4,11 +4,12 @@ decrypt-column (migrations.alembic.cli), db init, keys retire and keys destroy."
 
 from __future__ import annotations
 
-from .rotation.cli import add_commands, add_db_commands, add_keys_commands
+from .rotation.cli import Subcommands, add_commands, add_db_commands, add_keys_commands
 from .alembic.cli import add_convert_commands
 
 
-def register(commands, keys) -> None:
+def register(commands: Subcommands, keys: Subcommands) -> None:
+    """Add the migrations' commands to ``sealstore``'s sub-commands and to ``sealstore keys``."""
     add_commands(commands)
     add_convert_commands(commands)
     add_db_commands(commands)

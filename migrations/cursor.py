@@ -13,12 +13,18 @@ import datetime as _dt
 import decimal
 import json
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from sqlalchemy import and_, tuple_
 from sqlalchemy.sql.elements import ColumnElement
 
-__all__ = ["after", "at_most", "dump_key", "in_range", "load_key"]
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+__all__ = ["PrimaryKey", "after", "at_most", "dump_key", "in_range", "load_key"]
+
+#: a row's primary-key values, in the order of the primary key's columns (of any column type)
+PrimaryKey: TypeAlias = tuple[Any, ...]
 
 _ENCODERS = (
     (bool, None),  # refused: a bool primary key is almost certainly a mistake
@@ -56,14 +62,14 @@ def _encode(value: Any) -> list:
     raise TypeError(f"cannot paginate on a primary key of type {type(value).__name__}")
 
 
-def dump_key(key: tuple | None) -> str | None:
+def dump_key(key: PrimaryKey | None) -> str | None:
     """The JSON text of a primary-key tuple (None stays None)."""
     if key is None:
         return None
     return json.dumps([_encode(v) for v in key], separators=(",", ":"))
 
 
-def load_key(text: str | None) -> tuple | None:
+def load_key(text: str | None) -> PrimaryKey | None:
     """The primary-key tuple of :func:`dump_key` output."""
     if text is None:
         return None
@@ -81,17 +87,19 @@ def _cmp(cols, key: tuple, op: str) -> ColumnElement:
     return left > right if op == ">" else left <= right
 
 
-def after(cols, key: tuple | None) -> ColumnElement | None:
+def after(cols: Sequence[ColumnElement[Any]], key: PrimaryKey | None) -> ColumnElement[bool] | None:
     """``pk > key`` (None when ``key`` is None: no lower bound)."""
     return None if key is None else _cmp(cols, key, ">")
 
 
-def at_most(cols, key: tuple) -> ColumnElement:
+def at_most(cols: Sequence[ColumnElement[Any]], key: PrimaryKey) -> ColumnElement[bool]:
     """``pk <= key``."""
     return _cmp(cols, key, "<=")
 
 
-def in_range(cols, lo: tuple | None, hi: tuple | None) -> ColumnElement | None:
+def in_range(
+    cols: Sequence[ColumnElement[Any]], lo: PrimaryKey | None, hi: PrimaryKey | None
+) -> ColumnElement[bool] | None:
     """``lo < pk <= hi`` with either bound optional."""
     parts = [
         c for c in (after(cols, lo), None if hi is None else at_most(cols, hi)) if c is not None

@@ -18,6 +18,8 @@ The shipped Alembic revisions (``sealstore.migrations:versions``) create exactly
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import (
     BigInteger,
     Column,
@@ -58,7 +60,7 @@ RUNNING, DONE, FAILED, SUPERSEDED = "running", "done", "failed", "superseded"
 PENDING = "pending"
 
 
-def jobs_columns() -> list:
+def jobs_columns() -> list[Column[Any]]:
     """Fresh Column objects of ``sealstore_jobs`` (for ``op.create_table``)."""
     return [
         Column("job_id", Integer, primary_key=True, autoincrement=True),
@@ -84,7 +86,7 @@ def jobs_columns() -> list:
     ]
 
 
-def batches_columns() -> list:
+def batches_columns() -> list[Column[Any]]:
     """Fresh Column objects of ``sealstore_job_batches`` (for ``op.create_table``)."""
     return [
         Column(
@@ -106,15 +108,15 @@ def batches_columns() -> list:
     ]
 
 
-metadata = MetaData()
-sealstore_jobs = Table(JOBS_TABLE, metadata, *jobs_columns())
-sealstore_job_batches = Table(
+metadata: MetaData = MetaData()
+sealstore_jobs: Table = Table(JOBS_TABLE, metadata, *jobs_columns())
+sealstore_job_batches: Table = Table(
     BATCHES_TABLE,
     metadata,
     *batches_columns(),
     Index("ix_sealstore_job_batches_state", "job_id", "state"),
 )
-sealstore_s3_prefixes = Table(
+sealstore_s3_prefixes: Table = Table(
     S3_PREFIXES_TABLE,
     metadata,
     Column("url", String(700), primary_key=True),  # s3://bucket/prefix (700: MySQL key limit)

@@ -20,7 +20,7 @@ class and code, and drops the original: SQLAlchemy's message carries the bound p
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 import logging
 import random
@@ -42,6 +42,8 @@ __all__ = [
 ]
 
 log: logging.Logger = logging.getLogger("sealstore.migrations")
+
+_T = TypeVar("_T")
 
 DEFAULT_BUDGET = 60.0
 
@@ -176,7 +178,7 @@ class RetryPolicy:
         if not self.budget >= 0 or not self.first_delay > 0 or not self.max_delay > 0:
             raise ValueError("RetryPolicy: budget >= 0, first_delay > 0, max_delay > 0")
 
-    def call(self, fn: Callable, what: str):
+    def call(self, fn: Callable[[], _T], what: str) -> _T:
         """``fn()``, run again after each transient error while the budget lasts."""
         start = self.clock()
         attempt = 0
@@ -211,7 +213,7 @@ def first_line(exc: BaseException) -> str:
     return text[0][:200] if text else type(e).__name__
 
 
-def safe_text(exc) -> str:
+def safe_text(exc: BaseException) -> str:
     """The driver's first message line for errors that never quote values (missing table,
     lost connection...); nothing for integrity and data errors (duplicate entry 'x',
     invalid input syntax: "x")."""
@@ -225,7 +227,7 @@ def safe_text(exc) -> str:
     return ""
 
 
-def scrubbed(what: str, fn: Callable, *args, **kwargs):
+def scrubbed(what: str, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
     """``fn(*args, **kwargs)``; a database error of sealstore's own statements comes out as a
     DatabaseOperationFailed without its parameters (see the module docstring).
 

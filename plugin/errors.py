@@ -255,7 +255,7 @@ class MissingExtra(SealstoreError, ImportError):
         )
         self.what = what
         self.extra = extra
-        self.missing = tuple(missing)
+        self.missing: tuple[str, ...] = tuple(missing)
 
     def __reduce__(self) -> tuple[Any, ...]:  # pickles (to another process) with its own arguments
         return (type(self), (self.what, self.extra, list(self.missing)))

@@ -28,9 +28,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: directory -> where it goes in the package (the core's directory is the package itself)
 LAYERS = {"adapters": "adapters", "migrations": "migrations", "bench": "bench"}
 CORE = "plugin"
-#: the floor CI holds pyright's completeness score to: raised as annotations are added (the
-#: goal is 95); the score counts every public symbol of every public module
-VERIFYTYPES_MIN = 83.0
+#: the floor CI holds pyright's completeness score to (issue 19 asks for 95); the score counts
+#: every public symbol of every public module, the migrations and the bench included.  At 99.8
+#: the only symbols left unknown are ``adapters/s3/body.py``'s ``OpenedBody`` and the function
+#: returning it: a subclass of botocore's StreamingBody, and botocore ships no types
+VERIFYTYPES_MIN = 99.0
 
 
 def shadow_tree(dest: str) -> str:

@@ -26,7 +26,7 @@ class ObjectLines:
     """``outcome  key`` for every object that changed (every object with ``verbose``)."""
 
     def __init__(self, out: TextIO | None = None, verbose: bool = False) -> None:
-        self.out = out if out is not None else sys.stdout
+        self.out: TextIO = out if out is not None else sys.stdout
         self.verbose = verbose
 
     def __call__(self, report: Any, key: str, outcome: str) -> None:

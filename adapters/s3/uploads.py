@@ -274,7 +274,8 @@ class UploadHandlers(SealingState):
         return entry
 
     @staticmethod
-    def note_upload_id(params, context, **kwargs):
+    def note_upload_id(params: dict[str, Any], context: dict[str, Any], **kwargs: Any) -> None:
+        """botocore's before-call handler: keeps the upload id for :meth:`forget_multipart`."""
         context["sealstore_upload_id"] = params.get("UploadId")
 
     def forget_multipart(

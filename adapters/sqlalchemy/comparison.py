@@ -16,7 +16,7 @@ from .refused import RefusedComparison
 __all__ = ["EncryptedComparator"]
 
 
-class EncryptedComparator(TypeDecorator.Comparator):
+class EncryptedComparator(TypeDecorator.Comparator[Any]):
     """Refuses comparisons that cannot work on randomized ciphertext.
 
     ``IS NULL`` / ``IS NOT NULL`` pass through.  ``==``, ``!=``, ``in_()`` and ``not_in()``

@@ -39,9 +39,9 @@ class IndexLookup(BindParameter[Any]):
         super().__init__(
             f"{tail}__sealstore_{itype.table}_{itype.column}", None, type_=itype, expanding=True,
         )  # fmt: skip
-        self.source_key = source.key
-        self.named = not source.unique
-        self.default = source.value  # a named parameter's value when the execution gives none
+        self.source_key: str = source.key
+        self.named: bool = not source.unique
+        self.default: Any = source.value  # a named parameter's value when the execution gives none
         self.many = many
 
 

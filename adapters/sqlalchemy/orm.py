@@ -16,7 +16,7 @@ from sqlalchemy import types as sqltypes
 from sqlalchemy.orm import Mapper, attributes
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.exc import UnmappedColumnError
-from sqlalchemy.sql.elements import ClauseElement
+from sqlalchemy.sql.elements import ClauseElement, ColumnElement
 
 from ...errors import ColumnBindingError, UnsealedExpression
 from .blind_index import BlindIndex
@@ -41,7 +41,9 @@ class MapperPlan:
         self.mapper = mapper
         self.row_attrs = row_attrs  # [(attribute key, EncryptedType)]
         self.indexes = indexes  # [(source attribute key, index attribute key, BlindIndex)]
-        self.pk = [(mapper.get_property_by_column(c).key, c) for c in mapper.primary_key]
+        self.pk: list[tuple[str, ColumnElement[Any]]] = [
+            (mapper.get_property_by_column(c).key, c) for c in mapper.primary_key
+        ]
 
     # ---- row identity ---------------------------------------------------------------------
 

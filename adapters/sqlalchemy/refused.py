@@ -48,7 +48,7 @@ class RefusedComparison(ColumnElement[Any]):
     __visit_name__ = "sealstore_refused_comparison"
     inherit_cache: bool = True
     _traverse_internals = [("binary", InternalTraversal.dp_clauseelement)]
-    type = Boolean()
+    type: Boolean = Boolean()
 
     def __init__(self, binary: Any, message: str) -> None:
         self.binary = binary

@@ -27,6 +27,8 @@ A refused statement raises each time it is compiled; SQLAlchemy caches only what
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql import operators
 from sqlalchemy.sql.compiler import _CompileLabel
@@ -34,7 +36,9 @@ from sqlalchemy.sql import elements as _elements
 from sqlalchemy.sql.elements import (
     BinaryExpression,
     Cast,
+    ClauseElement,
     ClauseList,
+    ColumnElement,
     Grouping,
     Label,
     Over,
@@ -88,16 +92,16 @@ def _unwrap(expr):
             return expr
 
 
-def ciphertext_source(expr):
+def ciphertext_source(expr: ClauseElement) -> ColumnElement[Any] | None:
     """The encrypted expression ``expr`` is computed from (itself, through a cast, a type
     coercion or a function argument), or None."""
-    expr = _unwrap(expr)
-    if isinstance(getattr(expr, "type", None), EncryptedType):
-        return expr
-    if isinstance(expr, (Cast, TypeCoerce)):
-        return ciphertext_source(expr.clause)
-    if isinstance(expr, FunctionElement) and getattr(expr, "name", None) not in _ROW_FUNCTIONS:
-        for arg in expr.clauses.clauses:
+    inner = _unwrap(expr)
+    if isinstance(getattr(inner, "type", None), EncryptedType):
+        return inner
+    if isinstance(inner, (Cast, TypeCoerce)):
+        return ciphertext_source(inner.clause)
+    if isinstance(inner, FunctionElement) and getattr(inner, "name", None) not in _ROW_FUNCTIONS:
+        for arg in inner.clauses.clauses:
             found = ciphertext_source(arg)
             if found is not None:
                 return found
@@ -145,7 +149,7 @@ def _check_grouping(exprs, what: str, stmt=None) -> None:
             raise _refuse(_name(src), what)
 
 
-def check_select(stmt) -> None:
+def check_select(stmt: Select[Any]) -> None:
     """Refuse ORDER BY, GROUP BY, DISTINCT (ON) of a SELECT over ciphertext (see above)."""
     _check_order(stmt._order_by_clauses, stmt=stmt)
     if stmt._group_by_clauses:
@@ -167,7 +171,7 @@ def _same_binding(a, b) -> bool:
     )
 
 
-def check_compound(stmt) -> None:
+def check_compound(stmt: CompoundSelect[Any]) -> None:
     """Refuse a UNION (INTERSECT, EXCEPT) whose SELECTs put differently sealed values in one
     column, and its ORDER BY / GROUP BY over ciphertext."""
     columns = [list(s.selected_columns) for s in stmt.selects]
@@ -266,7 +270,7 @@ def _compile_aggregate_order_by(element, compiler, **kw):
 
 #: ``func.x(...).aggregate_order_by()`` is new in SQLAlchemy 2.1 (2.0 has only PostgreSQL's
 #: own ``aggregate_order_by``, not hooked: docs/COLUMNS.md)
-AggregateOrderBy = getattr(_elements, "AggregateOrderBy", None)
+AggregateOrderBy: type[ColumnElement[Any]] | None = getattr(_elements, "AggregateOrderBy", None)
 if AggregateOrderBy is not None:
     compiles(AggregateOrderBy)(_compile_aggregate_order_by)
 

@@ -57,8 +57,8 @@ class TablePlan:
         encrypted: dict[str, Column[Any]],
         indexes: tuple[tuple[Column[Any], Column[Any]], ...],
     ) -> None:
-        self.encrypted = encrypted
-        self.indexes = indexes
+        self.encrypted: dict[str, Column[Any]] = encrypted
+        self.indexes: tuple[tuple[Column[Any], Column[Any]], ...] = indexes
 
     def index_of(self, source: Column[Any]) -> Column[Any] | None:
         return next((index for src, index in self.indexes if src is source), None)

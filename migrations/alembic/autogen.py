@@ -23,16 +23,27 @@ must both include an object, the application's ``render_item`` is asked first.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
+
 from ...adapters.sqlalchemy import BlindIndex, EncryptedType
 from . import ownership
 from .ops import rewriter
 
-__all__ = ["alembic_options", "render_item"]
+if TYPE_CHECKING:
+    from alembic.autogenerate.api import AutogenContext
+    from alembic.runtime.environment import (
+        IncludeNameFn,
+        IncludeObjectFn,
+        ProcessRevisionDirectiveFn,
+        RenderItemFn,
+    )
+
+__all__ = ["AlembicOptions", "alembic_options", "render_item"]
 
 _TYPES_MODULE = "sealstore.adapters.sqlalchemy"
 
 
-def render_item(type_, obj, autogen_context):
+def render_item(type_: str, obj: Any, autogen_context: AutogenContext) -> str | Literal[False]:
     """Alembic ``render_item`` hook: a sealstore type renders as
     ``sealstore.adapters.sqlalchemy.<repr>`` and adds ``import sealstore.adapters.sqlalchemy``
     to the migration's imports; anything else renders as Alembic's default (``False``)."""
@@ -77,9 +88,22 @@ def _directives_then(theirs):
     return process
 
 
+class AlembicOptions(TypedDict):
+    """The keyword arguments :func:`alembic_options` gives ``context.configure()``."""
+
+    include_name: IncludeNameFn
+    include_object: IncludeObjectFn
+    render_item: RenderItemFn
+    process_revision_directives: ProcessRevisionDirectiveFn
+
+
 def alembic_options(
-    *, include_name=None, include_object=None, render_item=None, process_revision_directives=None
-) -> dict:
+    *,
+    include_name: IncludeNameFn | None = None,
+    include_object: IncludeObjectFn | None = None,
+    render_item: RenderItemFn | None = None,
+    process_revision_directives: ProcessRevisionDirectiveFn | None = None,
+) -> AlembicOptions:
     """Keyword arguments for ``context.configure()`` (see the module docstring); the optional
     arguments are the application's own hooks, combined with sealstore's."""
     return {

@@ -14,6 +14,7 @@ kept, the swap under a short lock) and resume where they stopped when run again.
 
 from __future__ import annotations
 
+import argparse
 import json
 
 from ..rotation.cli import (
@@ -23,6 +24,7 @@ from ..rotation.cli import (
     _connect_check,
     _db_url,
     _engine,
+    Subcommands,
     _guard,
     _load_models,
     _progress,
@@ -183,18 +185,18 @@ def _report(args, table: str, column: str, direction: str, total: int, *, alread
 
 
 @_guard
-def cmd_encrypt_column(args) -> int:
+def cmd_encrypt_column(args: argparse.Namespace) -> int:
     """Seal a plaintext column in place (online, resumable)."""
     return _convert(args, "encrypt")
 
 
 @_guard
-def cmd_decrypt_column(args) -> int:
+def cmd_decrypt_column(args: argparse.Namespace) -> int:
     """Open an encrypted column in place into a plaintext column (online, resumable)."""
     return _convert(args, "decrypt")
 
 
-def add_convert_commands(commands) -> None:
+def add_convert_commands(commands: Subcommands) -> None:
     """Add ``encrypt-column`` and ``decrypt-column``."""
     for name, func, what, more in (
         (

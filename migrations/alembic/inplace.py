@@ -14,7 +14,12 @@ table without rebuilding it, and is left without one.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ...format import HEADER_SIZE, VERSION
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
 
 __all__ = [
     "check_name",
@@ -46,7 +51,9 @@ def _qt(conn, table: str, schema: str | None) -> str:
     return f"{_q(conn, schema)}.{_q(conn, table)}" if schema else _q(conn, table)
 
 
-def create_tracking(conn, table: str, schema, column: str, shadow: str, pk: list[str]) -> None:
+def create_tracking(
+    conn: Connection, table: str, schema: str | None, column: str, shadow: str, pk: list[str]
+) -> None:
     """Install the trigger(s) that clear ``shadow`` when ``column`` is written (idempotent)."""
     drop_tracking(conn, table, schema, column)
     name, t = _name("_ss_trg_", table, column), _qt(conn, table, schema)
@@ -78,7 +85,8 @@ def create_tracking(conn, table: str, schema, column: str, shadow: str, pk: list
         raise NotImplementedError(f"no write tracking for {dialect}: pause writes instead")
 
 
-def drop_tracking(conn, table: str, schema, column: str) -> None:
+def drop_tracking(conn: Connection, table: str, schema: str | None, column: str) -> None:
+    """Remove what :func:`create_tracking` installed (if it is there)."""
     name = _name("_ss_trg_", table, column)
     dialect = conn.dialect.name
     if dialect == "postgresql":
@@ -90,7 +98,7 @@ def drop_tracking(conn, table: str, schema, column: str) -> None:
         conn.exec_driver_sql(f"DROP TRIGGER IF EXISTS {target}")
 
 
-def lock_writers(conn, table: str, schema, column: str) -> None:
+def lock_writers(conn: Connection, table: str, schema: str | None, column: str) -> None:
     """Block the application's writes to ``table`` until the transaction ends (MySQL: until
     :func:`unlock_writers`)."""
     t = _qt(conn, table, schema)
@@ -104,12 +112,13 @@ def lock_writers(conn, table: str, schema, column: str) -> None:
         conn.exec_driver_sql(f"LOCK TABLES {t} WRITE")
 
 
-def unlock_writers(conn) -> None:
+def unlock_writers(conn: Connection) -> None:
+    """Release :func:`lock_writers`' lock where it outlives the transaction (MySQL)."""
     if conn.dialect.name in ("mysql", "mariadb"):
         conn.exec_driver_sql("UNLOCK TABLES")
 
 
-def header_check_sql(conn, column: str) -> str | None:
+def header_check_sql(conn: Connection, column: str) -> str | None:
     """A CHECK condition that only sealed values (or NULL) pass, or None (SQLite)."""
     c = _q(conn, column)
     n = HEADER_SIZE + _MIN_TAG

@@ -32,7 +32,7 @@ operations on sealstore's own tables are removed (:mod:`sealstore.migrations.ale
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import logging
 import time
@@ -61,6 +61,12 @@ from ...errors import ColumnBindingError, InternalError, SealstoreError
 from . import inplace, ownership
 from ..cursor import after
 from ..transient import RetryPolicy, scrubbed
+
+if TYPE_CHECKING:
+    from sqlalchemy.types import TypeEngine
+
+    from ...adapters.sqlalchemy.types import EncryptedType
+    from ..rotation.progress import Progress
 
 __all__ = ["DecryptColumnOp", "EncryptColumnOp", "rewriter", "shadow_name"]
 
@@ -94,28 +100,28 @@ class _ColumnConversionOp(MigrateOperation):
         self,
         table_name: str,
         column_name: str,
-        type_,
+        type_: EncryptedType,
         *,
-        plain_type=None,
+        plain_type: TypeEngine[Any] | None = None,
         schema: str | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE,
         commit_batches: bool = True,
-        progress=None,
-        retry=None,
+        progress: Progress | None = None,
+        retry: RetryPolicy | None = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
-        self.progress = progress  # .update(values converted), for the CLI
-        self.retry = retry  # RetryPolicy of each committed batch (default 60 s)
-        self.table_name = table_name
-        self.column_name = column_name
-        self.type_ = _encrypted(type_)
-        self.plain_type = plain_type
-        self.schema = schema
-        self.batch_size = batch_size
-        self.commit_batches = commit_batches
+        self.progress: Progress | None = progress  # .update(values converted), for the CLI
+        self.retry: RetryPolicy | None = retry  # of each committed batch (default 60 s)
+        self.table_name: str = table_name
+        self.column_name: str = column_name
+        self.type_: EncryptedType = _encrypted(type_)
+        self.plain_type: TypeEngine[Any] | None = plain_type
+        self.schema: str | None = schema
+        self.batch_size: int = batch_size
+        self.commit_batches: bool = commit_batches
 
-    def to_diff_tuple(self) -> tuple:
+    def to_diff_tuple(self) -> tuple[Any, ...]:
         """What ``alembic check`` lists for this operation (no values, types by repr)."""
         return (self.diff_name, self.schema, self.table_name, self.column_name,
                 self.plain_type, self.type_)  # fmt: skip
@@ -135,13 +141,21 @@ class EncryptColumnOp(_ColumnConversionOp):
     diff_name = "encrypt_column"
 
     @classmethod
-    def encrypt_column(cls, operations, table_name, column_name, type_, **kw):
+    def encrypt_column(
+        cls,
+        operations: Operations,
+        table_name: str,
+        column_name: str,
+        type_: EncryptedType,
+        **kw: Any,
+    ) -> None:
         """``op.encrypt_column(table, column, EncryptedString(11), plain_type=None,
         schema=None, batch_size=1000, commit_batches=True)``: seal a plaintext column in place.
         ``plain_type`` reads the existing values (default: the reflected column type)."""
         return operations.invoke(cls(table_name, column_name, type_, **kw))
 
     def reverse(self) -> DecryptColumnOp:
+        """The ``decrypt_column`` that undoes this (needs ``plain_type``)."""
         if self.plain_type is None:
             raise ValueError("encrypt_column() needs plain_type= to be reversible")
         return self._as(DecryptColumnOp)
@@ -153,18 +167,36 @@ class DecryptColumnOp(_ColumnConversionOp):
 
     diff_name = "decrypt_column"
 
-    def __init__(self, table_name: str, column_name: str, type_, *, plain_type, **kw) -> None:
+    def __init__(
+        self,
+        table_name: str,
+        column_name: str,
+        type_: EncryptedType,
+        *,
+        plain_type: TypeEngine[Any],
+        **kw: Any,
+    ) -> None:
         if plain_type is None:
             raise ValueError("decrypt_column() needs plain_type= (the column's new type)")
         super().__init__(table_name, column_name, type_, plain_type=plain_type, **kw)
 
     @classmethod
-    def decrypt_column(cls, operations, table_name, column_name, type_, *, plain_type, **kw):
+    def decrypt_column(
+        cls,
+        operations: Operations,
+        table_name: str,
+        column_name: str,
+        type_: EncryptedType,
+        *,
+        plain_type: TypeEngine[Any],
+        **kw: Any,
+    ) -> None:
         """``op.decrypt_column(table, column, EncryptedString(11), plain_type=sa.String(11))``:
         the reverse of ``encrypt_column``."""
         return operations.invoke(cls(table_name, column_name, type_, plain_type=plain_type, **kw))
 
     def reverse(self) -> EncryptColumnOp:
+        """The ``encrypt_column`` that undoes this."""
         return self._as(EncryptColumnOp)
 
 
@@ -457,7 +489,8 @@ def _decrypt_column(operations, op: DecryptColumnOp) -> None:
 
 # ---- autogenerate ----------------------------------------------------------------------------
 
-rewriter = _rewriter.Rewriter()
+#: the ``process_revision_directives`` hook (see the module docstring)
+rewriter: _rewriter.Rewriter = _rewriter.Rewriter()
 ownership.install(rewriter)  # never touch sealstore's own tables
 
 

@@ -16,14 +16,21 @@ models do not declare them, so its autogenerate sees them in the database only a
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from alembic.operations import ops as alembic_ops
 
 from ..schema import metadata
 
+if TYPE_CHECKING:
+    from alembic.autogenerate.rewriter import Rewriter
+    from alembic.runtime.environment import NameFilterParentNames, NameFilterType
+    from sqlalchemy.sql.schema import SchemaItem
+
 __all__ = ["SEALSTORE_TABLES", "include_name", "include_object", "install", "is_sealstore_table"]
 
 #: The names of the tables sealstore keeps in an application's database.
-SEALSTORE_TABLES = frozenset(metadata.tables)
+SEALSTORE_TABLES: frozenset[str] = frozenset(metadata.tables)
 
 
 def is_sealstore_table(name: str | None) -> bool:
@@ -31,7 +38,9 @@ def is_sealstore_table(name: str | None) -> bool:
     return name in SEALSTORE_TABLES
 
 
-def include_name(name, type_, parent_names) -> bool:
+def include_name(
+    name: str | None, type_: NameFilterType, parent_names: NameFilterParentNames
+) -> bool:
     """Alembic ``include_name`` hook: skip sealstore's tables and everything inside them."""
     if type_ == "table":
         return not is_sealstore_table(name)
@@ -47,7 +56,13 @@ def _table_of(obj):
     return getattr(obj, "name", None)  # Table
 
 
-def include_object(obj, name, type_, reflected, compare_to) -> bool:
+def include_object(
+    obj: SchemaItem,
+    name: str | None,
+    type_: NameFilterType,
+    reflected: bool,
+    compare_to: SchemaItem | None,
+) -> bool:
     """Alembic ``include_object`` hook: skip sealstore's tables, their columns, indexes and
     constraints, whether they come from the database or from the application's metadata."""
     if type_ == "table":
@@ -71,7 +86,7 @@ _TABLE_OPS = (
 )
 
 
-def install(rewriter) -> None:
+def install(rewriter: Rewriter) -> None:
     """Make ``rewriter`` (an ``alembic.autogenerate.rewriter.Rewriter``) remove every operation
     on sealstore's tables from the revisions it processes."""
     for cls in _TABLE_OPS:

@@ -8,15 +8,24 @@ concurrent write won): those are re-read, never overwritten.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeAlias, TypeVar
 
 import time
 from collections.abc import Callable, Sequence
 
-from sqlalchemy import LargeBinary, bindparam, column, func, select, tuple_, update
+from sqlalchemy import Column, LargeBinary, Table, bindparam, column, func, select, tuple_, update
 from sqlalchemy.engine import Connection
+from sqlalchemy.sql.elements import ColumnElement
 
-__all__ = ["ROUNDS", "compare_and_swap", "keys_in", "swap_until_settled"]
+from ..cursor import PrimaryKey
+from .worker import BatchStats, Event
+
+__all__ = ["ROUNDS", "Rewrite", "compare_and_swap", "keys_in", "swap_until_settled"]
+
+#: one row's compare-and-swap: (its primary key, the guard columns' values as read, the new
+#: value of the target column)
+Rewrite: TypeAlias = tuple[PrimaryKey, tuple[Any, ...], bytes | None]
+_Read = TypeVar("_Read")  # a row as the caller reads it
 
 #: how many times a batch re-reads and rewrites the rows a concurrent writer changed
 ROUNDS = 4
@@ -24,11 +33,11 @@ ROUNDS = 4
 
 def compare_and_swap(
     conn: Connection,
-    table,
-    pk_cols: Sequence,
-    target,
-    guards: Sequence,
-    rows: Sequence[tuple],
+    table: Table,
+    pk_cols: Sequence[Column[Any]],
+    target: Column[Any],
+    guards: Sequence[Column[Any]],
+    rows: Sequence[Rewrite],
 ) -> list[int]:
     """Apply ``rows`` = [(pk tuple, (old guard values...), new target value)].
 
@@ -121,7 +130,7 @@ def _cas_generic(conn, table, pk_cols, target, guards, rows) -> list[int]:
     return missed
 
 
-def keys_in(pk_cols: Sequence, keys: list[tuple]):
+def keys_in(pk_cols: Sequence[Column[Any]], keys: list[PrimaryKey]) -> ColumnElement[bool]:
     """``pk IN keys`` for a one-column or a composite primary key."""
     if len(pk_cols) == 1:
         return pk_cols[0].in_([k[0] for k in keys])
@@ -130,17 +139,17 @@ def keys_in(pk_cols: Sequence, keys: list[tuple]):
 
 def swap_until_settled(
     conn: Connection,
-    table,
-    pk_cols: Sequence,
-    target,
-    guards: Sequence,
-    todo: list,
-    stats,
+    table: Table,
+    pk_cols: Sequence[Column[Any]],
+    target: Column[Any],
+    guards: Sequence[Column[Any]],
+    todo: list[_Read],
+    stats: BatchStats,
     *,
-    rewrite: Callable[[list, Any], list[tuple]],
-    reread: Callable[[list[tuple]], list],
-    emit=None,
-    timings: dict | None = None,
+    rewrite: Callable[[list[_Read], BatchStats], list[Rewrite]],
+    reread: Callable[[list[PrimaryKey]], list[_Read]],
+    emit: Event | None = None,
+    timings: dict[str, float] | None = None,
 ) -> None:
     """The loop rotation and re-indexing share: ``rewrite(todo, stats)`` the rows read stale
     into ``(pk, guards, new value)``, compare-and-swap them, and ``reread(keys)`` the rows a

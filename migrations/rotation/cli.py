@@ -22,12 +22,14 @@ not under the primary -- ``status`` too -- references), 2 usage error.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeAlias
 
+import argparse
 import importlib
 import json
 import os
 import sys
+from collections.abc import Callable
 from contextlib import contextmanager
 
 from sealstore.extras import require
@@ -35,6 +37,9 @@ from sealstore.extras import require
 __all__ = ["add_commands", "add_db_commands", "add_keys_commands"]
 
 DB_ENV = "SEALSTORE_DATABASE_URL"
+
+#: the sub-commands of an ``argparse`` parser (``parser.add_subparsers()``)
+Subcommands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
 class UsageError(Exception):
@@ -277,10 +282,10 @@ def _retry(args):
     return RetryPolicy(budget=args.retry_budget)
 
 
-def _guard(fn):
+def _guard(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
     """Usage errors exit 2; environment and database failures exit 1; one line each."""
 
-    def wrapper(args) -> int:
+    def wrapper(args: argparse.Namespace) -> int:
         from sealstore.migrations.transient import describe, safe_text
         from sqlalchemy.exc import SQLAlchemyError
 
@@ -344,7 +349,7 @@ def _results_json(results) -> str:
 
 
 @_guard
-def cmd_rotate(args) -> int:
+def cmd_rotate(args: argparse.Namespace) -> int:
     """Re-seal every value not under the primary key (resumable; run on several machines)."""
     from sealstore.migrations.rotation.reseal import rotate
 
@@ -359,7 +364,7 @@ def cmd_rotate(args) -> int:
 
 
 @_guard
-def cmd_reindex(args) -> int:
+def cmd_reindex(args: argparse.Namespace) -> int:
     """Recompute blind indexes that are not under the index keyring's primary key."""
     from sealstore.config import load_config
     from sealstore.migrations.rotation.reindex import reindex
@@ -377,7 +382,7 @@ def cmd_reindex(args) -> int:
 
 
 @_guard
-def cmd_status(args) -> int:
+def cmd_status(args: argparse.Namespace) -> int:
     """Rows per key id for each column (SQL only, nothing decrypted), NULLs, running jobs;
     exit 1 while values remain under keys other than the primary (or hold no key id)."""
     from sealstore.migrations.rotation.status import status
@@ -467,7 +472,7 @@ def _print_jobs(jobs) -> None:
 
 
 @_guard
-def cmd_verify(args) -> int:
+def cmd_verify(args: argparse.Namespace) -> int:
     """Open every value; list the rows that fail by primary key and key id (no plaintext)."""
     from sealstore.migrations.rotation.verify import verify
 
@@ -495,13 +500,13 @@ def cmd_verify(args) -> int:
 
 
 @_guard
-def cmd_retire(args) -> int:
+def cmd_retire(args: argparse.Namespace) -> int:
     """Retire a key once nothing references it (``--force``: retire anyway, saying what breaks)."""
     return _retire_or_destroy(args, "retire")
 
 
 @_guard
-def cmd_destroy(args) -> int:
+def cmd_destroy(args: argparse.Namespace) -> int:
     """Destroy a key (its material is gone for good) once nothing references it; the same
     checks and ``--force`` as ``keys retire``."""
     return _retire_or_destroy(args, "destroy")
@@ -641,7 +646,7 @@ def _refused(action: str, key, refs, checked: list[str], force: bool) -> bool:
 
 
 @_guard
-def cmd_db_init(args) -> int:
+def cmd_db_init(args: argparse.Namespace) -> int:
     """Create sealstore's tables (jobs, batches, S3 prefixes, key registry) where missing."""
     from sealstore.migrations.schema import create_tables
     from sealstore.migrations.transient import RetryPolicy, scrubbed
@@ -700,7 +705,7 @@ def _columns_args(p, *, progress: bool = True, json_output: bool = True) -> None
                        help="progress bar on a terminal, log lines otherwise (default auto)")  # fmt: skip
 
 
-def add_commands(commands) -> None:
+def add_commands(commands: Subcommands) -> None:
     """Add rotate, reindex, status and verify to the console script's sub-commands."""
     p = commands.add_parser(
         "rotate",
@@ -753,7 +758,7 @@ def add_commands(commands) -> None:
     p.set_defaults(func=cmd_verify)
 
 
-def add_db_commands(commands) -> None:
+def add_db_commands(commands: Subcommands) -> None:
     """Add ``db init``."""
     db = commands.add_parser(
         "db",
@@ -771,7 +776,7 @@ def add_db_commands(commands) -> None:
     p.set_defaults(func=cmd_db_init)
 
 
-def add_keys_commands(keys) -> None:
+def add_keys_commands(keys: Subcommands) -> None:
     """Add ``keys retire`` and ``keys destroy`` to the ``keys`` sub-commands."""
     for action, func, what in (
         ("retire", cmd_retire, "retire a key once no value uses it (--force: anyway)"),

@@ -17,15 +17,17 @@ SQLite has no row locks (``FOR UPDATE`` is not rendered): one worker per job the
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import Any
 
 from sealstore.errors import InternalError
-from sqlalchemy import func, insert, select, update
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy import Column, func, insert, select, update
+from sqlalchemy.engine import Connection, Engine, Row
 from sqlalchemy.exc import IntegrityError
 
-from ..cursor import after, dump_key, load_key
+from ..cursor import PrimaryKey, after, dump_key, load_key
 from ..schema import (
     DONE,
     PENDING,
@@ -83,7 +85,8 @@ class Job:
     message: str | None
 
     @classmethod
-    def from_row(cls, row) -> Job:
+    def from_row(cls, row: Row[Any]) -> Job:
+        """The job of a ``sealstore_jobs`` row (every column selected)."""
         m = row._mapping
         return cls(**{f: m[f] for f in cls.__dataclass_fields__})
 
@@ -99,8 +102,8 @@ class Batch:
 
     job_id: int
     batch_no: int
-    lo: tuple | None
-    hi: tuple
+    lo: PrimaryKey | None
+    hi: PrimaryKey
 
 
 def _active_key(kind: str, table: str, column: str) -> str:
@@ -108,6 +111,7 @@ def _active_key(kind: str, table: str, column: str) -> str:
 
 
 def get_job(conn: Connection, job_id: int, *, lock: bool = False) -> Job:
+    """Job ``job_id`` as it is now (its row locked until the transaction ends with ``lock``)."""
     q = select(jobs_t).where(jobs_t.c.job_id == job_id)
     if lock:
         q = q.with_for_update()
@@ -121,7 +125,7 @@ def start_job(
     column: str,
     target_key_id: int,
     batch_size: int,
-    estimate=None,
+    estimate: Callable[[Connection], int | None] | None = None,
 ) -> tuple[Job, bool]:
     """The running job for ``kind`` on ``table.column``, or a new one.  Returns (job, created).
 
@@ -197,7 +201,9 @@ def _insert_job(
     ).scalar_one()
 
 
-def claim_range(conn: Connection, job: Job, pk_cols) -> tuple[Job, Batch | None]:
+def claim_range(
+    conn: Connection, job: Job, pk_cols: Sequence[Column[Any]]
+) -> tuple[Job, Batch | None]:
     """Lock the job row, find the next ``batch_size`` keys after the checkpoint and store them
     as a pending batch.  Returns the refreshed job and the batch (None when the table has no
     keys left after the checkpoint, or the job is no longer running)."""

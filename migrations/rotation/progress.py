@@ -10,9 +10,20 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any, TextIO
+from collections.abc import Callable
+from typing import Any, Protocol, TextIO
 
-__all__ = ["BarProgress", "LogProgress", "make_progress"]
+__all__ = ["BarProgress", "LogProgress", "Progress", "make_progress"]
+
+
+class Progress(Protocol):
+    """What the workers report to (see the module docstring)."""
+
+    def start(self, label: str, total: int | None) -> None: ...
+
+    def update(self, done: int) -> None: ...
+
+    def finish(self) -> None: ...
 
 
 def _eta(done: int, total: int | None, rate: float) -> str:
@@ -27,13 +38,18 @@ def _eta(done: int, total: int | None, rate: float) -> str:
 class LogProgress:
     """Plain lines: ``label: done/total rows (pct), rate rows/s, ETA h:mm:ss``."""
 
-    def __init__(self, stream=None, interval: float = 5.0, clock=time.monotonic) -> None:
-        self.stream = stream if stream is not None else sys.stderr
+    def __init__(
+        self,
+        stream: TextIO | None = None,
+        interval: float = 5.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.stream: TextIO = stream if stream is not None else sys.stderr
         self.interval = interval
         self.clock = clock
-        self.label = ""
+        self.label: str = ""
         self.total: int | None = None
-        self.done = 0
+        self.done: int = 0
         self._t0 = self._last = 0.0
         self._done0 = 0
 
@@ -75,7 +91,7 @@ class LogProgress:
 class BarProgress:
     """A rich progress bar (rows done, rows per second, ETA)."""
 
-    def __init__(self, stream=None) -> None:
+    def __init__(self, stream: TextIO | None = None) -> None:
         from rich.console import Console
         from rich.progress import (
             BarColumn,
@@ -116,13 +132,13 @@ class BarProgress:
 
 
 class _NoProgress:
-    def start(self, label, total):
+    def start(self, label: str, total: int | None) -> None:
         pass
 
-    def update(self, done):
+    def update(self, done: int) -> None:
         pass
 
-    def finish(self):
+    def finish(self) -> None:
         pass
 
 

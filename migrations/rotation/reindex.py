@@ -10,42 +10,45 @@ and the old index value, so a concurrent write of either is never overwritten.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import time
 
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import Column, Table, and_, func, or_, select
 from sqlalchemy.engine import Connection, Engine
 
 from ...errors import SealstoreError
 from . import worker
 from .cas import keys_in, swap_until_settled
-from ..cursor import in_range
+from ..cursor import PrimaryKey, in_range
 from ..transient import RetryPolicy
 from .reseal import key_id_bytes, key_id_sql
-from .spec import IndexSpec, specs_from_metadata
-from .worker import BatchStats, WorkerResult
+from .spec import ColumnSpec, IndexSpec, specs_from_metadata
+from .progress import Progress
+from .worker import BatchStats, Event, WorkerResult
 
 __all__ = ["ReindexTask", "reindex"]
 
 
 class ReindexTask:
-    kind = "reindex"
+    """Re-indexing of one blind-index column (see the module docstring)."""
+
+    kind: str = "reindex"
 
     def __init__(self, spec: IndexSpec) -> None:
         if spec.source.type is None:
             raise TypeError("re-indexing needs the source column's sealstore type (use models)")
-        self.spec = spec
-        self.source = spec.source
-        self.table = spec.source.sql_table(spec.column)
-        self.src = self.table.c[spec.source.column]
-        self.idx = self.table.c[spec.column]
-        self.pk_cols = [self.table.c[n] for n in spec.source.pk]
-        self.name = spec.name
+        self.spec: IndexSpec = spec
+        self.source: ColumnSpec = spec.source
+        self.table: Table = spec.source.sql_table(spec.column)
+        self.src: Column[Any] = self.table.c[spec.source.column]
+        self.idx: Column[Any] = self.table.c[spec.column]
+        self.pk_cols: list[Column[Any]] = [self.table.c[n] for n in spec.source.pk]
+        self.name: str = spec.name
         s = spec.source
-        self.table_name = f"{s.schema}.{s.table}" if s.schema else s.table
-        self.column_name = spec.column
+        self.table_name: str = f"{s.schema}.{s.table}" if s.schema else s.table
+        self.column_name: str = spec.column
 
     def target_key_id(self) -> int:
         return self.spec.get_keyring().primary.key_id
@@ -60,7 +63,7 @@ class ReindexTask:
             and_(src.is_(None), idx.is_not(None)),
         )
 
-    def dry_run_counts(self, conn: Connection) -> tuple[int, dict]:
+    def dry_run_counts(self, conn: Connection) -> tuple[int, dict[int | None, int]]:
         """(indexes a run would recompute, {}: index key ids are not broken down)."""
         return self.count_stale(conn), {}
 
@@ -104,7 +107,17 @@ class ReindexTask:
             out.append((pk, (src, idx), index_type.compute(value)))
         return out
 
-    def process(self, conn, lo, hi, stats: BatchStats, *, emit=None, profile=None) -> None:
+    def process(
+        self,
+        conn: Connection,
+        lo: PrimaryKey | None,
+        hi: PrimaryKey,
+        stats: BatchStats,
+        *,
+        emit: Event | None = None,
+        profile: dict[str, float] | None = None,
+    ) -> None:
+        """Recompute the stale indexes of ``lo < pk <= hi`` (inside the caller's transaction)."""
         clock = time.perf_counter
         t0 = clock()
         target = self.target_key_id()
@@ -120,7 +133,8 @@ class ReindexTask:
         )  # fmt: skip
 
 
-def as_index_specs(indexes) -> list[IndexSpec]:
+def as_index_specs(indexes: Any) -> list[IndexSpec]:
+    """``indexes`` as a list of IndexSpec: a spec, a list of specs, or models/metadata."""
     if isinstance(indexes, IndexSpec):
         return [indexes]
     if isinstance(indexes, (list, tuple)) and all(isinstance(i, IndexSpec) for i in indexes):
@@ -135,8 +149,8 @@ def reindex(
     batch_size: int = 2000,
     dry_run: bool = False,
     worker_id: str | None = None,
-    progress: Any = None,
-    on_event: Callable[[dict[str, Any]], None] | None = None,
+    progress: Progress | None = None,
+    on_event: Event | None = None,
     retry: RetryPolicy | None = None,
     sqlite_yield: float = 1.0,
 ) -> list[WorkerResult]:

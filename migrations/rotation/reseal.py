@@ -12,27 +12,29 @@ from __future__ import annotations
 
 import struct
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
-from sqlalchemy import and_, func, literal_column, select
+from sqlalchemy import Column, Table, and_, func, literal_column, select
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.sql.elements import ColumnElement
 
 from ...errors import SealstoreError
 from ...format import KEY_ID_OFFSET, KEY_ID_SIZE
 from . import worker
 from .cas import keys_in, swap_until_settled
-from ..cursor import in_range
+from ..cursor import PrimaryKey, in_range
 from ..transient import RetryPolicy
 from .spec import ColumnSpec, specs_from_metadata
-from .worker import BatchStats, WorkerResult
+from .progress import Progress
+from .worker import BatchStats, Event, WorkerResult
 
 __all__ = ["ResealTask", "as_column_specs", "key_id_sql", "rotate"]
 
 _KID = struct.Struct(">I")
 
 
-def key_id_sql(col, offset: int = KEY_ID_OFFSET):
+def key_id_sql(col: ColumnElement[Any], offset: int = KEY_ID_OFFSET) -> ColumnElement[Any]:
     """SQL for the 4 key-id bytes of a stored value: ``substr(col, offset + 1, 4)``."""
     return func.substr(col, literal_column(str(offset + 1)), literal_column(str(KEY_ID_SIZE)))
 
@@ -46,7 +48,7 @@ def _stored_key_id(value: bytes, offset: int = KEY_ID_OFFSET) -> int | None:
     return _KID.unpack(chunk)[0] if len(chunk) == KEY_ID_SIZE else None
 
 
-def as_column_specs(columns) -> list[ColumnSpec]:
+def as_column_specs(columns: Any) -> list[ColumnSpec]:
     """``columns`` as a list of ColumnSpec: a spec, a list of specs, or models/metadata."""
     if isinstance(columns, ColumnSpec):
         return [columns]
@@ -61,16 +63,16 @@ def as_column_specs(columns) -> list[ColumnSpec]:
 class ResealTask:
     """Rotation of one encrypted column (see the module docstring)."""
 
-    kind = "rotate"
+    kind: str = "rotate"
 
     def __init__(self, spec: ColumnSpec) -> None:
-        self.spec = spec
-        self.table = spec.sql_table()
-        self.col = self.table.c[spec.column]
-        self.pk_cols = [self.table.c[n] for n in spec.pk]
-        self.name = spec.name
-        self.table_name = f"{spec.schema}.{spec.table}" if spec.schema else spec.table
-        self.column_name = spec.column
+        self.spec: ColumnSpec = spec
+        self.table: Table = spec.sql_table()
+        self.col: Column[Any] = self.table.c[spec.column]
+        self.pk_cols: list[Column[Any]] = [self.table.c[n] for n in spec.pk]
+        self.name: str = spec.name
+        self.table_name: str = f"{spec.schema}.{spec.table}" if spec.schema else spec.table
+        self.column_name: str = spec.column
 
     def target_key_id(self) -> int:
         return self.spec.get_keyring().primary.key_id
@@ -143,7 +145,16 @@ class ResealTask:
             return [((r[0],), r[1] if type(r[1]) is bytes else bytes(r[1])) for r in rows]
         return [(tuple(r[:n]), r[n] if type(r[n]) is bytes else bytes(r[n])) for r in rows]
 
-    def process(self, conn, lo, hi, stats: BatchStats, *, emit=None, profile=None) -> None:
+    def process(
+        self,
+        conn: Connection,
+        lo: PrimaryKey | None,
+        hi: PrimaryKey,
+        stats: BatchStats,
+        *,
+        emit: Event | None = None,
+        profile: dict[str, float] | None = None,
+    ) -> None:
         """Re-seal the stale values of ``lo < pk <= hi`` (inside the caller's transaction)."""
         clock = time.perf_counter
         target = self.target_key_id()
@@ -180,11 +191,11 @@ def rotate(
     batch_size: int = 2000,
     dry_run: bool = False,
     worker_id: str | None = None,
-    progress: Any = None,
-    on_event: Callable[[dict[str, Any]], None] | None = None,
+    progress: Progress | None = None,
+    on_event: Event | None = None,
     retry: RetryPolicy | None = None,
     sqlite_yield: float = 1.0,
-    profile: dict | None = None,
+    profile: dict[str, float] | None = None,
 ) -> list[WorkerResult]:
     """Re-seal every value of ``columns`` that is not under its keyring's primary key.
 

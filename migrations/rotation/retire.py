@@ -107,7 +107,7 @@ def _object_versions(client, bucket: str, prefix: str):
             yield obj["Key"], version
 
 
-def s3_references(client, url: str, key_id: int) -> int:
+def s3_references(client: Any, url: str, key_id: int) -> int:
     """Object versions under ``url`` sealed under ``key_id`` (one HEAD per version; ``client``
     is a plain boto3 S3 client).  Noncurrent versions count: they still open only with the
     key."""

@@ -12,9 +12,9 @@ An :class:`IndexSpec` names a blind-index column and its source :class:`ColumnSp
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import Column, LargeBinary, MetaData, Table, inspect
 from sqlalchemy.engine import Connection, Engine
@@ -23,6 +23,7 @@ from sqlalchemy.types import TypeEngine
 from ...errors import ColumnBindingError, ValueTooLong
 from ...format import column_context
 from ...keyring import Keyring, get_keyring
+from ..cursor import PrimaryKey
 
 __all__ = ["ColumnSpec", "IndexSpec", "select_specs", "specs_from_metadata"]
 
@@ -41,14 +42,14 @@ class ColumnSpec:
     table: str
     column: str
     pk: tuple[str, ...]
-    pk_types: tuple[TypeEngine, ...]
+    pk_types: tuple[TypeEngine[Any], ...]
     context: ContextFn
     row_bound: bool = False
     keyring: str | Keyring = "default"
     schema: str | None = None
     type: Any = None  # the sealstore column type, when the spec came from a model
     max_bytes: int | None = None  # the reflected column's width in bytes, when it has one
-    _sql: dict = field(default_factory=dict, repr=False)
+    _sql: dict[tuple[str, ...], Table] = field(default_factory=dict, repr=False)
 
     @property
     def name(self) -> str:
@@ -59,7 +60,7 @@ class ColumnSpec:
     def get_keyring(self) -> Keyring:
         return self.keyring if isinstance(self.keyring, Keyring) else get_keyring(self.keyring)
 
-    def context_of(self, row: tuple | None) -> bytes:
+    def context_of(self, row: PrimaryKey | None) -> bytes:
         """The context of the value in row ``row`` (ignored unless row-bound)."""
         return self.context(row if self.row_bound else None)
 
@@ -92,7 +93,7 @@ class ColumnSpec:
         return table
 
     @classmethod
-    def from_column(cls, column: Column) -> ColumnSpec:
+    def from_column(cls, column: Column[Any]) -> ColumnSpec:
         """The spec of a model column typed with a sealstore encrypted type."""
         from ...adapters.sqlalchemy import EncryptedType
 
@@ -176,7 +177,10 @@ class IndexSpec:
         return get_keyring(self.type.keyring)
 
 
-def _plain(type_: TypeEngine) -> TypeEngine:
+_Spec = TypeVar("_Spec", ColumnSpec, IndexSpec)
+
+
+def _plain(type_: TypeEngine[Any]) -> TypeEngine[Any]:
     """A primary-key type as stored (encrypted primary keys cannot be paginated)."""
     from ...adapters.sqlalchemy import EncryptedType
 
@@ -224,7 +228,9 @@ def specs_from_metadata(source: Any) -> tuple[list[ColumnSpec], list[IndexSpec]]
     return columns, indexes
 
 
-def select_specs(specs, table: str | None = None, column: str | None = None) -> list:
+def select_specs(
+    specs: Iterable[_Spec], table: str | None = None, column: str | None = None
+) -> list[_Spec]:
     """The specs matching ``table`` and ``column`` (None matches all)."""
     out = [
         s

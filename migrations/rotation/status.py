@@ -55,8 +55,10 @@ class ColumnStatus:
 
 @dataclass
 class StatusReport:
+    """What :func:`status` found: each column's counts, and the jobs running now."""
+
     columns: list[ColumnStatus] = field(default_factory=list)
-    jobs: list = field(default_factory=list)  # running jobs (jobs.Job)
+    jobs: list[jobs.Job] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -141,7 +143,9 @@ def _status(engine: Engine, columns, indexes) -> StatusReport:
     return report
 
 
-def references(engine: Engine, specs, key_id: int) -> list[Reference]:
+def references(
+    engine: Engine, specs: Iterable[ColumnSpec | IndexSpec], key_id: int
+) -> list[Reference]:
     """Columns among ``specs`` with values naming ``key_id``, and how many (counted in SQL)."""
     out = []
     with engine.connect() as conn:

@@ -17,7 +17,7 @@ from sqlalchemy.engine import Engine
 
 from ...errors import SealstoreError
 from ...format import KEY_ID_OFFSET, KEY_ID_SIZE
-from ..cursor import after
+from ..cursor import PrimaryKey, after
 from .reseal import as_column_specs
 from .spec import ColumnSpec
 from ..transient import scrubbed
@@ -31,7 +31,7 @@ _KID = struct.Struct(">I")
 class Failure:
     """Row ``pk`` of a column did not open: ``error`` is the exception class name."""
 
-    pk: tuple
+    pk: PrimaryKey
     key_id: int | None
     error: str
 

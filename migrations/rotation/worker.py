@@ -10,33 +10,91 @@ at any point loses at most the batch in flight, which the next worker redoes.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol, TypeAlias
 
 import logging
 import os
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from sqlalchemy import inspect
-from sqlalchemy.engine import Engine
+from sqlalchemy import Column, inspect
+from sqlalchemy.engine import Connection, Engine
 
 from ...errors import MigrationRequired
 from . import jobs
+from ..cursor import PrimaryKey
+from .progress import Progress
 from ..schema import BATCHES_TABLE, DONE, JOBS_TABLE, SUPERSEDED
 from ..transient import RetryPolicy, scrubbed
 
-__all__ = ["WorkerResult", "default_worker_id", "run"]
+__all__ = [
+    "BatchStats",
+    "Event",
+    "FailedValue",
+    "Task",
+    "WorkerResult",
+    "default_worker_id",
+    "run",
+    "run_each",
+]
 
 log: logging.Logger = logging.getLogger("sealstore.migrations")
 
-Event = Callable[..., None]
+#: ``on_event(name, **info)``: see :func:`run`
+Event: TypeAlias = Callable[..., None]
+#: a value that failed to open: (its primary key, its key id or None, the error's class name)
+FailedValue: TypeAlias = tuple[PrimaryKey, int | None, str]
 
 
 def default_worker_id() -> str:
     """``host:pid``, recorded on the batches a worker commits."""
     return f"{socket.gethostname()}:{os.getpid()}"
+
+
+class Task(Protocol):
+    """One column's rewrite, as :func:`run` drives it (``ResealTask``, ``ReindexTask``)."""
+
+    @property
+    def kind(self) -> str: ...  # the job kind: "rotate" or "reindex"
+
+    @property
+    def name(self) -> str: ...  # ``[schema.]table.column``, for messages
+
+    @property
+    def table_name(self) -> str: ...  # the job's table (with its schema)
+
+    @property
+    def column_name(self) -> str: ...
+
+    @property
+    def pk_cols(self) -> Sequence[Column[Any]]: ...
+
+    def target_key_id(self) -> int:
+        """The key id the values should end up under (the keyring's primary, now)."""
+        ...
+
+    def count_stale(self, conn: Connection) -> int:
+        """The values not under the target key yet."""
+        ...
+
+    def dry_run_counts(self, conn: Connection) -> tuple[int, dict[int | None, int]]:
+        """(values a run would rewrite, the same per key id where the task knows it)."""
+        ...
+
+    def process(
+        self,
+        conn: Connection,
+        lo: PrimaryKey | None,
+        hi: PrimaryKey,
+        stats: BatchStats,
+        *,
+        emit: Event | None = None,
+        profile: dict[str, float] | None = None,
+    ) -> None:
+        """Rewrite the stale values of ``lo < pk <= hi`` in the caller's transaction."""
+        ...
 
 
 @dataclass
@@ -47,7 +105,7 @@ class BatchStats:
     conflicted: int = 0
     failed: int = 0
     sealed: int = 0
-    failures: list = field(default_factory=list)  # [(primary key, key id or None, error name)]
+    failures: list[FailedValue] = field(default_factory=list)
 
 
 @dataclass
@@ -63,13 +121,14 @@ class WorkerResult:
     conflicted: int = 0
     failed: int = 0
     sealed: int = 0
-    failures: list = field(default_factory=list)
+    failures: list[FailedValue] = field(default_factory=list)
     total_estimate: int | None = None
     remaining: int | None = None  # values still not under the target key after the run
     dry_run: bool = False
-    by_key: dict = field(default_factory=dict)  # dry run: stale values per key id
+    by_key: dict[int | None, int] = field(default_factory=dict)  # dry run: stale values per key id
 
     def add(self, stats: BatchStats) -> None:
+        """Count one batch this worker committed (keeping the first 100 failures)."""
         self.batches += 1
         self.resealed += stats.resealed
         self.conflicted += stats.conflicted
@@ -93,14 +152,14 @@ def _check_tables(engine: Engine) -> None:
 
 def run(
     engine: Engine,
-    task,
+    task: Task,
     *,
     batch_size: int = 2000,
     worker_id: str | None = None,
-    progress=None,
+    progress: Progress | None = None,
     on_event: Event | None = None,
     poll_interval: float = 0.2,
-    profile: dict | None = None,
+    profile: dict[str, float] | None = None,
     retry: RetryPolicy | None = None,
     sqlite_yield: float = 1.0,
 ) -> WorkerResult:
@@ -274,7 +333,9 @@ class _Run:
         return result
 
 
-def run_each(engine: Engine, tasks, *, dry_run: bool = False, **run_kwargs) -> list[WorkerResult]:
+def run_each(
+    engine: Engine, tasks: Iterable[Task], *, dry_run: bool = False, **run_kwargs: Any
+) -> list[WorkerResult]:
     """:func:`run` each task in turn (``run_kwargs`` as for it); with ``dry_run`` only count,
     through the task's ``dry_run_counts(conn) -> (total, {key id: values})``, what a run would
     rewrite.  One WorkerResult per task."""

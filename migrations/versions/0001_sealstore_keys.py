@@ -12,7 +12,7 @@ from alembic import op
 
 revision = "sealstore_0001"
 down_revision = None
-branch_labels = ("sealstore",)
+branch_labels: tuple[str, ...] = ("sealstore",)
 depends_on = None
 
 
