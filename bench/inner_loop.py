@@ -4,13 +4,17 @@ Each armcrypto kernel is compiled for aarch64 (``aarch64-linux-gnu-gcc`` on othe
 host compiler on aarch64) at the project's flags, disassembled with ``objdump -d``, and the
 main loop of its encrypt and decrypt functions (``sealstore.bench.disasm``) counted by class.
 
-Normalisation: one AESE is one lane's AES round, and an update runs 8 rounds per lane while
-absorbing 32 bytes per lane, so a loop iteration covers 4 bytes per AESE; counts are given
-per 64 bytes (two AEGIS-128L updates, one AEGIS-128X2 update, half an X4 update).  The
-minimum per 64 bytes the algorithm needs, for every variant: 16 AESE + 16 AESMC (8 + 8 per
-32-byte lane update), 32 EOR (per lane update: 8 round-key XORs, 2 message folds, 4 for the
-keystream, 2 for the output), 4 AND, loads and stores of the 64 message bytes (2 LDP +
-2 STP, or 4 + 4 single-register LDR/STR) and nothing on the stack.
+Normalisation: one AESE is one lane's AES round.  An AEGIS-128 family update runs 8 rounds
+per lane while absorbing 32 bytes per lane, so a loop iteration covers 4 bytes per AESE; an
+AEGIS-256 family update runs 6 rounds per 16 bytes (8/3 bytes per AESE).  Counts are given per
+64 bytes (two AEGIS-128L updates, one AEGIS-128X2 update, half an X4 update; four AEGIS-256
+updates, two X2, one X4).  The minimum per 64 bytes the algorithm needs: for the AEGIS-128
+family 16 AESE + 16 AESMC (8 + 8 per 32-byte lane update), 32 EOR (per lane update: 8
+round-key XORs, 2 message folds, 4 for the keystream, 2 for the output), 4 AND; for the
+AEGIS-256 family 24 AESE + 24 AESMC (6 + 6 per 16-byte lane update), 44 EOR (6 round keys,
+1 message fold, 3 for the keystream, 1 for the output), 4 AND; for both, loads and stores of
+the 64 message bytes (2 LDP + 2 STP, or 4 + 4 single-register LDR/STR) and nothing on the
+stack.
 """
 
 from __future__ import annotations
@@ -25,13 +29,17 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from sealstore.suites import native_variants
+from sealstore.suites import by_native_variant, native_variants
 
 from . import disasm
 
 __all__ = [
     "CLASSES",
     "MINIMUM",
+    "MINIMUMS",
+    "UPDATES",
+    "bytes_per_aese",
+    "family",
     "available",
     "libaegis_tree",
     "measure",
@@ -42,8 +50,15 @@ __all__ = [
 #: variant -> its source directory and file stem (AEGIS-128X2 -> aegis128x2), from the registry
 KERNELS = {v: v.lower().replace("-", "") for v in native_variants()}
 CLASSES = ("aese", "aesmc", "eor", "and", "ld", "st", "stack", "mov", "other")
-#: per 64 bytes; ld/st in instructions when paired (LDP/STP)
-MINIMUM = {"aese": 16, "aesmc": 16, "eor": 32, "and": 4, "ld": 2, "st": 2, "stack": 0}
+#: the suite registry's family -> (AES rounds, message bytes) of one lane's update
+UPDATES = {"AEGIS-128": (8, 32), "AEGIS-256": (6, 16)}
+#: the suite registry's family -> the minimum per 64 bytes; ld/st in instructions when paired
+#: (LDP/STP)
+MINIMUMS = {
+    "AEGIS-128": {"aese": 16, "aesmc": 16, "eor": 32, "and": 4, "ld": 2, "st": 2, "stack": 0},
+    "AEGIS-256": {"aese": 24, "aesmc": 24, "eor": 44, "and": 4, "ld": 2, "st": 2, "stack": 0},
+}
+MINIMUM = MINIMUMS["AEGIS-128"]
 FLAGS = ["-O3", "-Wall", "-Wextra", "-fvisibility=hidden"]
 SYMBOLS = {"encrypt": "aegis_encrypt_detached", "decrypt": "aegis_decrypt_detached"}
 #: libaegis: its kernels' static functions, and the variable naming its source tree
@@ -68,15 +83,26 @@ def _classify(insn: disasm.Insn) -> str:
     return "other"
 
 
-def mix_per_64(loop: disasm.Loop) -> dict[str, float]:
-    """Instruction counts of ``loop`` by class, per 64 bytes of message."""
+def family(variant: str) -> str:
+    """The registry family of a native variant (a key of UPDATES and MINIMUMS)."""
+    return by_native_variant(variant).family
+
+
+def bytes_per_aese(variant: str) -> float:
+    rounds, rate = UPDATES[family(variant)]
+    return rate / rounds
+
+
+def mix_per_64(loop: disasm.Loop, per_aese: float = 4.0) -> dict[str, float]:
+    """Instruction counts of ``loop`` by class, per 64 bytes of message, one AESE covering
+    ``per_aese`` bytes (4 for the AEGIS-128 family: bytes_per_aese)."""
     counts = dict.fromkeys(CLASSES, 0)
     for insn in loop.insns:
         counts[_classify(insn)] += 1
     aese = counts["aese"]
     if not aese:
         raise ValueError("the loop has no AESE")
-    return {k: round(16 * v / aese, 2) for k, v in counts.items()}
+    return {k: round(64 * v / (aese * per_aese), 2) for k, v in counts.items()}
 
 
 def _tools() -> tuple[str, str] | None:
@@ -160,15 +186,19 @@ def _measure(
     with tempfile.TemporaryDirectory() as tmp:
         for variant, src in sources.items():
             obj = os.path.join(tmp, f"{src.stem}.o")
+            per_aese = bytes_per_aese(variant)
             for direction, loop, calls in _loop_row(cc, objdump, src, includes, symbols, obj):
                 rows.append(
                     {
                         "implementation": implementation,
                         "variant": variant,
+                        "family": family(variant),
                         "direction": direction,
-                        "per_64_bytes": mix_per_64(loop),
+                        "per_64_bytes": mix_per_64(loop, per_aese),
                         "loop_instructions": len(loop.insns),
-                        "bytes_per_iteration": 4 * loop.count(lambda i: i.op == "aese"),
+                        "bytes_per_iteration": round(
+                            per_aese * loop.count(lambda i: i.op == "aese"), 2
+                        ),
                         "calls": calls,
                         "compiler": version.splitlines()[0] if version else cc,
                     }

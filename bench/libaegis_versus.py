@@ -85,8 +85,10 @@ class _Buffers:
         self.c = ffi.new("uint8_t[]", size)
         self.out = ffi.new("uint8_t[]", size)
         self.tag = ffi.new("uint8_t[16]")
-        self.key = ffi.new("uint8_t[16]", os.urandom(16))
-        self.npub = ffi.new("uint8_t[16]", os.urandom(16))
+        # room for every variant's key and nonce (32 bytes for AEGIS-256)
+        kb, nb = native.lib.SEALSTORE_MAX_KEYBYTES, native.lib.SEALSTORE_MAX_NPUBBYTES
+        self.key = ffi.new(f"uint8_t[{kb}]", os.urandom(kb))
+        self.npub = ffi.new(f"uint8_t[{nb}]", os.urandom(nb))
 
     def case(self, op: str):
         vc = self.ffi.new("versus_case *")

@@ -24,8 +24,9 @@ def table(rows: list[dict]) -> str:
     cols = [c for c in inner_loop.CLASSES]
     out = ["| kernel | " + " | ".join(cols) + " | loop insns | bytes/iter |"]
     out.append("|" + "---|" * (len(cols) + 3))
-    mins = [str(inner_loop.MINIMUM.get(c, "-")) for c in cols]
-    out.append("| minimum | " + " | ".join(mins) + " | | |")
+    for family in dict.fromkeys(r.get("family", "AEGIS-128") for r in rows):
+        mins = [str(inner_loop.MINIMUMS[family].get(c, "-")) for c in cols]
+        out.append(f"| minimum, {family} | " + " | ".join(mins) + " | | |")
     for r in rows:
         cells = [f"{r['per_64_bytes'][c]:g}" for c in cols]
         name = f"{r['implementation']} {r['variant']} {r['direction']}"

@@ -8,8 +8,9 @@
  *
  * A kernel file defines, before including this header, what aegis_core.h takes: LANES, blk and
  * the blk_* operations, AEGIS_IMPL, AEGIS_KERNEL_NAME, and optionally AEGIS_UNROLL (1 or 2,
- * default 2), AEGIS_SPLIT (reg, BLK_REGS, REG_BYTES and the reg_* operations: run the whole
- * blocks one register of the state at a time) or AEGIS_BULK(s, dst, src, len, decrypt).
+ * default 2), AEGIS_SPLIT (reg, BLK_REGS, REG_BYTES and the reg_* operations, and
+ * BLK_REG_GET/BLK_REG_SET when a reg is not one element of blk.v: run the whole blocks one
+ * register of the state at a time) or AEGIS_BULK(s, dst, src, len, decrypt).
  * Everything here is static and force-inlined into the two exported functions, so each
  * kernel's loop keeps the state in registers.
  */
@@ -82,13 +83,19 @@ SEALSTORE_INLINE void reg256_update(reg h[6], const reg m, const int late)
     h[0] = late ? reg_xor(reg_aesround(t, h[0]), m) : reg_xor(reg_aesround(t, m), h[0]);
 }
 
+#ifndef BLK_REG_GET
+/* register r of a word (a kernel whose reg is not one element of blk.v defines its own) */
+#define BLK_REG_GET(x, r) ((x).v[r])
+#define BLK_REG_SET(x, r, y) ((x).v[r] = (y))
+#endif
+
 /* One pass: the blocks in [at, end) over register r of the state. */
 SEALSTORE_INLINE void split256_pass(blk s[6], const int r, uint8_t *dst, const uint8_t *src,
                                     size_t at, const size_t end, const int decrypt)
 {
     reg h[6];
     for (int j = 0; j < 6; j++) {
-        h[j] = s[j].v[r];
+        h[j] = BLK_REG_GET(s[j], r);
     }
     for (; at < end; at += RATE) {
         const reg z = reg_xor(reg_xor(h[1], h[4]), reg_xor(h[5], reg_and(h[2], h[3])));
@@ -102,7 +109,7 @@ SEALSTORE_INLINE void split256_pass(blk s[6], const int r, uint8_t *dst, const u
         }
     }
     for (int j = 0; j < 6; j++) {
-        s[j].v[r] = h[j];
+        BLK_REG_SET(s[j], r, h[j]);
     }
 }
 
@@ -264,14 +271,13 @@ SEALSTORE_INLINE size_t aegis256_whole(blk s[6], uint8_t *dst, const uint8_t *sr
                                        const int decrypt)
 {
     size_t i;
-#ifdef AEGIS_BULK
+#if defined(AEGIS_BULK)
     i = AEGIS_BULK(s, dst, src, len, decrypt);
-#else
-#ifdef AEGIS_SPLIT
+#elif defined(AEGIS_SPLIT)
+    /* every whole block: no loop over the whole state is compiled (it would spill) */
     i = aegis256_bulk(s, dst, src, len, decrypt);
 #else
     i = 0;
-#endif
     if (decrypt) {
         for (; AEGIS_UNROLL == 2 && i + 2 * RATE <= len; i += 2 * RATE) {
             aegis256_dec2(s, dst + i, src + i);

@@ -19,7 +19,10 @@
 
 #include "sealstore.h"
 
-static const uint8_t KEY[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+/* room for every variant's key (sealstore_key_size: 16 or 32 bytes are read) */
+static const uint8_t KEY[SEALSTORE_MAX_KEYBYTES] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11,
+                                                    12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22,
+                                                    23, 24, 25, 26, 27, 28, 29, 30, 31, 32};
 
 static int clean(const uint8_t *p, size_t n)
 {
@@ -43,12 +46,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /* named_sealer then named_opener on ``m`` (the C calls bound.c makes), then a one-bit change */
 static void column_round_trip(const sealstore_ctx *ctx, const uint8_t *m, size_t n, size_t flip)
 {
-    const size_t over = HEADER + 16 + ctx->maclen;
-    uint8_t header[HEADER] = {0}, npub[16] = {0};
+    const size_t over = HEADER + ctx->npublen + ctx->maclen;
+    uint8_t header[HEADER] = {0}, npub[SEALSTORE_MAX_NPUBBYTES] = {0};
     uint8_t *sealed = malloc(n + over), *back = malloc(n + 1);
 
     memcpy(header, m, n < HEADER ? n : HEADER);
-    memcpy(npub, m + n / 2, n - n / 2 < 16 ? n - n / 2 : 16);
+    memcpy(npub, m + n / 2, n - n / 2 < ctx->npublen ? n - n / 2 : ctx->npublen);
     if (sealstore_seal_prefixed(ctx, sealed, header, HEADER, npub, m, n, m, n % 9) != 0 ||
         memcmp(sealed, header, HEADER) != 0) {
         abort(); /* sealing a valid value failed, or lost the header */
@@ -73,7 +76,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     sealstore_ctx *ctx;
     const uint8_t *body;
-    uint8_t *out, npub[16] = {0}, nprefix[11] = {0};
+    uint8_t *out, npub[SEALSTORE_MAX_NPUBBYTES] = {0};
+    uint8_t nprefix[SEALSTORE_MAX_NPUBBYTES - 5] = {0};
     size_t n, param, bad = 0, outlen;
     int rc = 0;
 
@@ -94,8 +98,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     outlen = n + 64;
     out = malloc(outlen);
     memset(out, 0xa5, outlen);
-    memcpy(npub, body, n < 16 ? n : 16);
-    memcpy(nprefix, body, n < 11 ? n : 11);
+    memcpy(npub, body, n < ctx->npublen ? n : ctx->npublen);
+    memcpy(nprefix, body, n < ctx->npublen - 5 ? n : ctx->npublen - 5);
 
     if (data[3] % 5 == 4) {
         column_round_trip(ctx, body, n, param);

@@ -454,7 +454,8 @@ static void run_ctx_calls(void)
                                             sizeof ad) == 0) {
                     FAIL("%s %s: edited prefix accepted", variant_names(v), kernel_names[k]);
                 }
-                if (sealstore_open_prefixed(ctx, p, sealed, 7 + npublen + maclen - 1, 7, ad, 0) == 0) {
+                if (sealstore_open_prefixed(ctx, p, sealed, 7 + npublen + maclen - 1, 7, ad, 0) ==
+                    0) {
                     FAIL("%s %s: short prefixed value accepted", variant_names(v),
                          kernel_names[k]);
                 }

@@ -194,7 +194,8 @@ static void check_update_chain(void)
     }
 }
 
-/* AEGIS-256 Update on bytes, from the draft: S'0 = AESRound(S5, S0 ^ M), S'i = AESRound(S(i-1), Si). */
+/* AEGIS-256 Update on bytes, from the draft:
+   S'0 = AESRound(S5, S0 ^ M), S'i = AESRound(S(i-1), Si). */
 static void update256_ref(uint8_t s[6][16], const uint8_t m[16])
 {
     uint8_t n[6][16];

@@ -77,6 +77,32 @@ def test_a_loop_calling_its_rounds_is_counted_with_the_callee():
         inner_loop._message_loop(funcs, "decrypt_detached", "t.c")
 
 
+def test_an_aegis256_aese_covers_fewer_bytes():
+    # six rounds per 16-byte lane update: the same loop is 8/3 bytes per AESE, x1.5 per 64
+    loop = disasm.main_loop(disasm.functions(disasm.parse(LOOP), "aegis_encrypt_detached"))
+    mix = inner_loop.mix_per_64(loop, 16 / 6)
+    assert mix["aese"] == mix["aesmc"] == 24 and mix["eor"] == 12
+    assert inner_loop.UPDATES["AEGIS-128"] == (8, 32)
+    assert inner_loop.bytes_per_aese("AEGIS-128X4") == 4
+    assert inner_loop.MINIMUMS["AEGIS-256"]["aese"] == 64 / (16 / 6)
+
+
+def test_a_table_of_two_families_has_a_minimum_row_each():
+    row = {
+        "variant": "AEGIS-128L",
+        "family": "AEGIS-128",
+        "direction": "encrypt",
+        "per_64_bytes": dict.fromkeys(inner_loop.CLASSES, 1),
+        "compiler": "cc 1.0",
+    }
+    g = grids._aarch64_loop([row, dict(row, variant="AEGIS-256", family="AEGIS-256")])
+    assert [r[0] for r in g.rows[:2]] == [
+        "algorithm minimum, AEGIS-128",
+        "algorithm minimum, AEGIS-256",
+    ]
+    assert g.rows[1][1] == "24" and g.rows[0][1] == "16"
+
+
 def test_a_loop_without_aese_is_refused():
     with pytest.raises(ValueError):
         inner_loop.mix_per_64(disasm.Loop(0, [disasm.Insn(0, "eor", "v0.16b, v0.16b, v1.16b")]))
@@ -134,8 +160,9 @@ def test_the_kernels_meet_the_minimum():
     }
     for r in rows:
         mix = r["per_64_bytes"]
+        minimum = inner_loop.MINIMUMS[inner_loop.family(r["variant"])]
         for op in ("aese", "aesmc", "eor", "and"):
-            assert mix[op] == inner_loop.MINIMUM[op], (r["variant"], r["direction"], op, mix)
+            assert mix[op] == minimum[op], (r["variant"], r["direction"], op, mix)
         if r["variant"] != "AEGIS-128X4":  # X4's state alone fills the 32 registers
             assert mix["stack"] == 0, r
 
@@ -227,10 +254,13 @@ def test_a_stand_in_tree_is_compiled_and_counted(tmp_path, monkeypatch):
     }
     for r in rows:
         assert r["implementation"] == "libaegis"
-        # one AESE + one AESMC per 16 bytes: 4 of each per 64 bytes, x4 to the 16 per 64
-        assert r["bytes_per_iteration"] == 4
-        assert r["per_64_bytes"]["aese"] == r["per_64_bytes"]["aesmc"] == 16
-        assert r["per_64_bytes"]["st"] == 16 and r["per_64_bytes"]["stack"] == 0
+        # one AESE + one AESMC per 16 bytes of loop, normalised as the variant's AESE: 4 bytes
+        # each for the AEGIS-128 family (16 per 64 bytes), 8/3 for AEGIS-256 (24 per 64)
+        per_aese = inner_loop.bytes_per_aese(r["variant"])
+        assert r["bytes_per_iteration"] == round(per_aese, 2)
+        aese = 64 / per_aese
+        assert r["per_64_bytes"]["aese"] == r["per_64_bytes"]["aesmc"] == round(aese, 2)
+        assert r["per_64_bytes"]["st"] == round(aese, 2) and r["per_64_bytes"]["stack"] == 0
 
 
 def test_a_libaegis_tree_without_a_kernel_is_refused(tmp_path, monkeypatch):

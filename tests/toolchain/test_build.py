@@ -122,14 +122,40 @@ def vectors_file(tmp_path_factory) -> Path:
     return path
 
 
+#: the cases of each Wycheproof file (tests/test_aead_vectors.py checks the files hold them)
+WYCHEPROOF_CASES = {"AEGIS-128L": 479, "AEGIS-256": 472}
+
+
 def test_wycheproof_lines_are_every_case_of_the_file():
     lines = kat_vectors.wycheproof_lines()
-    assert len(lines) == 479  # tests/test_aead_vectors.py checks the file holds 479 cases
     cols = [line.split() for line in lines]
-    assert all(len(c) == 9 and c[0] == "AEGIS-128L" and c[1] == "16" for c in cols)
+    # every file of a variant the registry has, whole (AEGIS-256 once its suite is there)
+    want = {alg: n for alg, n in WYCHEPROOF_CASES.items() if alg in kat_vectors.ALGS}
+    assert "AEGIS-128L" in want
+    assert {alg: sum(c[0] == alg for c in cols) for alg in want} == want
+    assert len(cols) == sum(want.values())
+    assert all(len(c) == 9 and c[1] == "16" for c in cols)
     assert {c[2] for c in cols} == {"0", "1"}  # valid cases and must-fail ones
     # the C drivers read at most 4095 hex characters per field
     assert max(len(f) for c in cols for f in c[3:]) < 4096
+
+
+def test_wycheproof_lines_check_each_variants_sizes(monkeypatch):
+    """The AEGIS-256 file (32-byte keys and nonces) passes with AEGIS-256's sizes, and is
+    refused with the AEGIS-128 family's (whatever the registry holds today)."""
+    from types import SimpleNamespace
+
+    sizes = {"AEGIS-256": SimpleNamespace(key_size=32, nonce_size=32)}
+    real = kat_vectors.by_native_variant
+    monkeypatch.setattr(kat_vectors, "ALGS", (*kat_vectors.ALGS, "AEGIS-256"))
+    monkeypatch.setattr(kat_vectors, "by_native_variant", lambda v: sizes.get(v) or real(v))
+    cols = [line.split() for line in kat_vectors.wycheproof_lines()]
+    ours = [c for c in cols if c[0] == "AEGIS-256"]
+    assert len(ours) == WYCHEPROOF_CASES["AEGIS-256"]
+    assert all(len(c[3]) == 64 and len(c[4]) == 64 for c in ours)  # hex of 32-byte key, nonce
+    sizes["AEGIS-256"] = SimpleNamespace(key_size=16, nonce_size=16)
+    with pytest.raises(ValueError, match="aegis256_test.json"):
+        kat_vectors.wycheproof_lines()
 
 
 @pytest.mark.parametrize(

@@ -25,12 +25,14 @@ from pathlib import Path
 
 import pytest
 
+from sealstore import native
+
 ROOT = Path(__file__).resolve().parents[2]
 NATIVE = ROOT / "native"
 CT = ROOT / "tests" / "native" / "ct.c"
 IN_CI = os.environ.get("CI", "").lower() == "true"
 VALGRIND_KERNELS = ("portable", "aesni")
-VARIANTS = ("AEGIS-128L", "AEGIS-128X2", "AEGIS-128X4")
+VARIANTS = tuple(native.VARIANTS)  # the C library's variants (ct.c runs every one)
 
 pytestmark = [
     pytest.mark.toolchain,  # valgrind runs: pytest -m 'not toolchain' skips them
@@ -178,6 +180,9 @@ def test_msan_finds_no_secret_dependence_on_any_kernel(ct_msan):
     assert r.returncode == 0 and "MemorySanitizer" not in r.stderr, r.stdout + r.stderr
     for kernel in kernels.stdout.split():
         assert f" {kernel}\n" in r.stdout, f"kernel {kernel} was not checked"
+    for variant in VARIANTS:  # every variant, on each of its kernels
+        for kernel in native.variant_kernels(variant):
+            assert f"checked {variant} {kernel}\n" in r.stdout, f"{variant} {kernel}"
     if "avx512" in kernels.stdout.split():
         assert "checked AEGIS-128L aesni batch of four, tag 16" in r.stdout
 
