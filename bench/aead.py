@@ -114,9 +114,9 @@ def _kernel_cases(add, variant: str, c, data: bytes, ad: bytes, budget: float) -
     64 bytes the same call through cffi (what the fast path saves)."""
     size = len(data)
     kernel = c.kernel
-    nonce = os.urandom(16)
+    nonce = os.urandom(c.nonce_size)
     ct = c.encrypt(nonce, data, ad)
-    out = bytearray(size + 16)
+    out = bytearray(size + c.tag_size)
     add(variant, kernel, "encrypt", size, lambda: c.encrypt(nonce, data, ad), budget)
     add(variant, kernel, "encrypt_into", size, lambda: c.encrypt_into(nonce, data, ad, out), budget)
     add(variant, kernel, "decrypt", size, lambda: c.decrypt(nonce, ct, ad), budget)

@@ -26,12 +26,14 @@ from sealstore.errors import InvalidTag  # noqa: E402
 from sealstore.suites import SUITES  # noqa: E402
 
 TARGET = "aead"
-KEY = bytes(range(16))
 VARIANT = {s.cipher: s.native_variant for s in SUITES if s.native_variant is not None}
 CLASSES = tuple(VARIANT)
 # every (class, tag size) on every kernel it has here; the portable one first
 CIPHERS = {
-    (cls, tag): [cls(KEY, tag, kernel=k) for k in sealstore.native.variant_kernels(VARIANT[cls])]
+    (cls, tag): [
+        cls(bytes(range(cls.key_size)), tag, kernel=k)
+        for k in sealstore.native.variant_kernels(VARIANT[cls])
+    ]
     for cls in CLASSES
     for tag in (16, 32)
 }
@@ -88,7 +90,8 @@ def check(data: bytes) -> None:
     cls = CLASSES[fdp.ConsumeIntInRange(0, len(CLASSES) - 1)]
     tag = 32 if fdp.ConsumeBool() else 16
     ciphers = CIPHERS[(cls, tag)]
-    nonce_len = 16 if fdp.ConsumeIntInRange(0, 7) else fdp.ConsumeIntInRange(0, 40)
+    n = cls.nonce_size  # 16 (AEGIS-128) or 32 (AEGIS-256)
+    nonce_len = n if fdp.ConsumeIntInRange(0, 7) else fdp.ConsumeIntInRange(0, 40)
     nonce = fdp.ConsumeBytes(nonce_len)
     ad = fdp.ConsumeBytes(fdp.ConsumeIntInRange(0, 300))
     body = fdp.ConsumeBytes(len(data))
@@ -116,7 +119,7 @@ def check(data: bytes) -> None:
         seg = fdp.ConsumeIntInRange(1, 200)
         first = fdp.ConsumeIntInRange(0, 2**32 + 2)
         final = fdp.ConsumeBool()
-        prefix = nonce[:11] if fdp.ConsumeIntInRange(0, 7) else nonce
+        prefix = nonce[: n - 5] if fdp.ConsumeIntInRange(0, 7) else nonce
         for c in ciphers:
             out = bytearray(b"\xa5" * (len(body) + fdp.ConsumeIntInRange(0, 3)))
             exc = refused(
@@ -131,7 +134,7 @@ def check(data: bytes) -> None:
             "AESGCM.decrypt",
         )
     else:  # differential: every kernel seals what portable seals; any bit flip is refused
-        if len(nonce) != 16:
+        if len(nonce) != n:
             return
         ref = ciphers[0].encrypt(nonce, body, ad)
         bit = fdp.ConsumeIntInRange(0, 8 * len(ref) - 1)
