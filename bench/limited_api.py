@@ -37,7 +37,14 @@ import sys
 import tempfile
 from pathlib import Path
 
+from sealstore import AEGIS128X4, Keyring
+from sealstore import aead as public_aead
+from sealstore.format import column_context
+from sealstore.keyring import named_opener, named_sealer, use_keyring
+
+from . import aead as aead_bench
 from .cbuild import HarnessUnavailable
+from .timing import measure
 
 ROOT = Path(__file__).resolve().parents[1]
 SIZE = 64
@@ -114,15 +121,11 @@ def baseline_tree(rev: str, tmp: Path) -> Path:
 
 def cases(add, budget: float) -> None:
     """The 64-byte calls through the public API, each given to ``add(op, fn, budget)``."""
-    from sealstore import AEGIS128X4, Keyring
-    from sealstore.format import column_context
-    from sealstore.keyring import named_opener, named_sealer, use_keyring
-
-    from . import aead
-
     cipher = AEGIS128X4(AEGIS128X4.generate_key(), 16)
     data, ad = os.urandom(SIZE), os.urandom(16)
-    aead._kernel_cases(lambda _v, _k, op, _s, fn, b: add(op, fn, b), "", cipher, data, ad, budget)
+    aead_bench._kernel_cases(
+        lambda _v, _k, op, _s, fn, b: add(op, fn, b), "", cipher, data, ad, budget
+    )
     ring = Keyring.generate()
     ctx = column_context("bench", "value")
     sealed = ring.seal(data, ctx)
@@ -146,12 +149,8 @@ def cases(add, budget: float) -> None:
 def child(path: str, budget: float) -> None:
     """In a child process: check that the public API runs on the build at ``path``, measure,
     print {op: ns per call} as JSON."""
-    from sealstore import aead as public
-
-    from .timing import measure
-
     loaded = sys.modules["sealstore._speedups"]
-    assert loaded.__file__ == path and public._speedups is loaded, "not the build measured"
+    assert loaded.__file__ == path and public_aead._speedups is loaded, "not the build measured"
     ns: dict[str, float] = {}
 
     def add(op, fn, b):

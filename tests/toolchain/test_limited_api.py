@@ -147,7 +147,7 @@ PROBE = textwrap.dedent(
     out["context"] = fails(m.Context, 0, 1)
     out["buffer"] = fails(m.check_disjoint, 1, 4, True, b"abcd")
     seen = []
-    sealer = m.NamedSealer({}, "n", b"ad", lambda v: seen.append(v) or b"sealed")
+    sealer = m.NamedSealer({}, "n", b"ad", lambda v: seen.append(v) or "sealed")
     opener = m.NamedOpener({}, "n", b"ad", lambda v: seen.append(v) or "opened", text=True)
     out["calls"] = [sealer(b"x"), sealer(None), opener(b"y"), len(seen)]
     out["one_arg"] = fails(sealer, b"x", b"y")
