@@ -5,7 +5,7 @@ sources and the two ways they build.
   setup.py builds, on every Python;
 * against the limited API (``Py_LIMITED_API`` = LIMITED_API, ``_speedups.abi3.so``): one
   module that every CPython >= 3.12 imports.  Not the package's build: measured, the column
-  path (``named_sealer``/``named_opener``) costs 15-25% more per 64-byte value on it, past issue
+  path (``named_sealer``/``named_opener``) costs 13-24% more per 64-byte value on it, past issue
   19's 5% (docs/BENCH.md, "The limited API"); ``sealstore.bench.limited_api`` measures it again,
   tests/toolchain/test_limited_api.py keeps it building and running.
 """
