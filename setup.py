@@ -3,11 +3,11 @@
 import os
 import sys
 
-from setuptools import Extension, setup
+from setuptools import setup
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "native"))
-from build_ffi import compile_args  # noqa: E402
+from build_speedups import extension  # noqa: E402
 
 # top-level directory -> import name (pyproject's package-dir says the same)
 ROOTS = {
@@ -36,23 +36,6 @@ def packages():
 setup(
     packages=packages(),
     cffi_modules=["native/build_ffi.py:ffibuilder"],
-    ext_modules=[
-        Extension(
-            "sealstore._speedups",
-            sources=[
-                "native/python/module.c",
-                "native/python/nonces.c",
-                "native/python/buffers.c",
-                "native/python/context.c",
-                "native/python/prefixed.c",
-                "native/python/segments.c",
-                "native/python/bound.c",
-                "native/python/rowmap.c",
-                "native/src/util.c",
-                "native/src/calls.c",
-            ],
-            include_dirs=["native/include"],
-            extra_compile_args=compile_args(),
-        )
-    ],
+    # against the full API: the limited one (abi3) measured slower (native/build_speedups.py)
+    ext_modules=[extension(limited=False)],
 )

@@ -25,6 +25,12 @@
  */
 #include "speedups.h"
 
+#ifndef Py_T_PYSSIZET /* before 3.12: the member types under their old names */
+#include <structmember.h>
+#define Py_T_PYSSIZET T_PYSSIZET
+#define Py_READONLY READONLY
+#endif
+
 #define HEADER_SIZE 7
 #define RAW_NONE 0
 #define RAW_BYTES 1
@@ -104,7 +110,7 @@ static PyObject *seal_with(PyObject *seal, const char *data, Py_ssize_t n, PyObj
     }
     ctxobj = PyTuple_GET_ITEM(seal, n >= threshold ? 1 : 3);
     prefix = PyTuple_GET_ITEM(seal, n >= threshold ? 2 : 4);
-    if (!PyObject_TypeCheck(ctxobj, &ContextType) || !PyBytes_CheckExact(prefix) ||
+    if (!PyObject_TypeCheck(ctxobj, ContextType) || !PyBytes_CheckExact(prefix) ||
         ((ContextObject *)ctxobj)->ctx == NULL) {
         PyErr_SetString(PyExc_TypeError, "sealstore: malformed native keyring table");
         return NULL;
@@ -142,6 +148,28 @@ static PyObject *seal_with(PyObject *seal, const char *data, Py_ssize_t n, PyObj
     return res;
 }
 
+/* The characters of an exact str when they are all ASCII (sealed as they are), else NULL with
+   no exception (the codec or the fallback takes the value). */
+static inline const char *ascii_chars(PyObject *value, Py_ssize_t *n)
+{
+#ifdef Py_LIMITED_API
+    /* no access to a str's storage: its UTF-8 form (an ASCII str's own characters, not a copy)
+       is ASCII when it is as long as the str; lone surrogates fail here and in the codec */
+    const char *p = PyUnicode_AsUTF8AndSize(value, n);
+    if (p == NULL) {
+        PyErr_Clear(); /* a UnicodeEncodeError holds the value in .object */
+        return NULL;
+    }
+    return *n == PyUnicode_GetLength(value) ? p : NULL;
+#else
+    if (!PyUnicode_IS_ASCII(value)) {
+        return NULL;
+    }
+    *n = PyUnicode_GET_LENGTH(value);
+    return (const char *)PyUnicode_DATA(value);
+#endif
+}
+
 static PyObject *Sealer_call(SealerObject *self, PyObject *const *args, size_t nargsf,
                              PyObject *kwnames)
 {
@@ -165,10 +193,9 @@ static PyObject *Sealer_call(SealerObject *self, PyObject *const *args, size_t n
         Py_DECREF(table);
         return PyObject_CallOneArg(self->fallback, value);
     }
-    if (self->raw == RAW_STR && PyUnicode_CheckExact(value) && PyUnicode_IS_ASCII(value) &&
-        (self->max_len < 0 || PyUnicode_GET_LENGTH(value) <= self->max_len)) {
-        data = (const char *)PyUnicode_DATA(value);
-        n = PyUnicode_GET_LENGTH(value);
+    if (self->raw == RAW_STR && PyUnicode_CheckExact(value) &&
+        (data = ascii_chars(value, &n)) != NULL && (self->max_len < 0 || n <= self->max_len)) {
+        /* data, n: the str's characters */
     } else if (self->raw == RAW_BYTES && PyBytes_CheckExact(value) &&
                (self->max_len < 0 || PyBytes_GET_SIZE(value) <= self->max_len)) {
         data = PyBytes_AS_STRING(value);
@@ -180,8 +207,11 @@ static PyObject *Sealer_call(SealerObject *self, PyObject *const *args, size_t n
             return NULL;
         }
         if (!PyBytes_CheckExact(encoded)) {
-            PyErr_Format(PyExc_TypeError, "codec encode returned %.100s, not bytes",
-                         Py_TYPE(encoded)->tp_name);
+            PyObject *tname = type_name(encoded);
+            if (tname != NULL) {
+                PyErr_Format(PyExc_TypeError, "codec encode returned %.100U, not bytes", tname);
+                Py_DECREF(tname);
+            }
             Py_DECREF(encoded);
             Py_DECREF(table);
             return NULL;
@@ -227,7 +257,7 @@ static PyObject *find_context(OpenerObject *self, PyObject *opens, const uint8_t
     }
     ctx = PyDict_GetItemWithError(opens, key); /* borrowed */
     Py_DECREF(key);
-    if (ctx == NULL || !PyObject_TypeCheck(ctx, &ContextType) ||
+    if (ctx == NULL || !PyObject_TypeCheck(ctx, ContextType) ||
         ((ContextObject *)ctx)->ctx == NULL) {
         return NULL;
     }
@@ -240,6 +270,40 @@ static PyObject *find_context(OpenerObject *self, PyObject *opens, const uint8_t
     return ctx;
 }
 
+#ifdef Py_LIMITED_API
+/* Decrypt into a buffer (the limited API cannot write into a new str), decode it as strict
+   UTF-8 and wipe it.  NULL without an exception when the tag fails or the text is not UTF-8:
+   the fallback decides. */
+static PyObject *open_text(const sealstore_ctx *ctx, const Py_buffer *in, size_t mlen,
+                           PyObject *ad)
+{
+    uint8_t small[256];
+    uint8_t *m = mlen <= sizeof small ? small : (uint8_t *)PyMem_Malloc(mlen);
+    PyObject *text = NULL;
+    PyThreadState *ts;
+    int rc;
+
+    if (m == NULL) {
+        return PyErr_NoMemory();
+    }
+    ts = nogil_begin(in->len);
+    rc = sealstore_open_prefixed(ctx, m, in->buf, (size_t)in->len, HEADER_SIZE,
+                                 (const uint8_t *)PyBytes_AS_STRING(ad),
+                                 (size_t)PyBytes_GET_SIZE(ad));
+    nogil_end(ts);
+    if (rc == 0) {
+        text = PyUnicode_DecodeUTF8((const char *)m, (Py_ssize_t)mlen, NULL);
+        if (text == NULL && PyErr_ExceptionMatches(PyExc_UnicodeDecodeError)) {
+            PyErr_Clear(); /* it holds the plaintext in .object */
+        }
+    }
+    sealstore_memzero(m, mlen);
+    if (m != small) {
+        PyMem_Free(m);
+    }
+    return text;
+}
+#else
 /* 1 if the n bytes at p are all ASCII. */
 static int all_ascii(const uint8_t *p, size_t n)
 {
@@ -291,6 +355,7 @@ static PyObject *open_text(const sealstore_ctx *ctx, const Py_buffer *in, size_t
     Py_DECREF(res);
     return text;
 }
+#endif
 
 /* Decrypt into new bytes; NULL without an exception when the tag fails. */
 static PyObject *open_bytes(const sealstore_ctx *ctx, const Py_buffer *in, size_t mlen,
@@ -406,7 +471,7 @@ static BoundObject *bound_new(PyTypeObject *type, PyObject *registry, PyObject *
         PyErr_Format(PyExc_TypeError, "%s must be callable or None", codec_name);
         return NULL;
     }
-    self = (BoundObject *)type->tp_alloc(type, 0);
+    self = (BoundObject *)PyType_GenericAlloc(type, 0);
     if (self == NULL) {
         return NULL;
     }
@@ -421,6 +486,7 @@ static BoundObject *bound_new(PyTypeObject *type, PyObject *registry, PyObject *
 
 static int bound_traverse(BoundObject *self, visitproc visit, void *arg)
 {
+    Py_VISIT(Py_TYPE((PyObject *)self)); /* a heap type: each instance holds a reference */
     Py_VISIT(self->registry);
     Py_VISIT(self->fallback);
     Py_VISIT(self->codec);
@@ -438,9 +504,11 @@ static void bound_clear(BoundObject *self)
 
 static void Bound_dealloc(PyObject *self)
 {
+    PyTypeObject *type = Py_TYPE(self);
     PyObject_GC_UnTrack(self);
-    (void)Py_TYPE(self)->tp_clear(self);
-    Py_TYPE(self)->tp_free(self);
+    (void)((inquiry)PyType_GetSlot(type, Py_tp_clear))(self);
+    ((freefunc)PyType_GetSlot(type, Py_tp_free))(self);
+    Py_DECREF(type);
 }
 
 static PyObject *Sealer_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
@@ -515,8 +583,12 @@ static int Opener_clear(OpenerObject *self)
 
 static PyObject *no_reduce(PyObject *self, PyObject *unused)
 {
+    PyObject *tname = type_name(self);
     (void)unused;
-    PyErr_Format(PyExc_TypeError, "%.100s objects cannot be pickled", Py_TYPE(self)->tp_name);
+    if (tname != NULL) {
+        PyErr_Format(PyExc_TypeError, "%.100U objects cannot be pickled", tname);
+        Py_DECREF(tname);
+    }
     return NULL;
 }
 
@@ -525,53 +597,74 @@ static PyMethodDef bound_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static PyTypeObject SealerType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sealstore._speedups.NamedSealer",
-    .tp_basicsize = sizeof(SealerObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "NamedSealer(registry, name, associated_data, fallback, *, raw=0, max_len=-1, "
-              "encode=None, out_bytearray=False, max_overhead=-1)\n--\n\n"
-              "Seals one column value through the keyring registry[name] (internal; see "
-              "sealstore.keyring.named_sealer).",
-    .tp_new = Sealer_new,
-    .tp_call = PyVectorcall_Call,
-    .tp_vectorcall_offset = offsetof(SealerObject, vectorcall),
-    .tp_traverse = (traverseproc)bound_traverse,
-    .tp_clear = (inquiry)Sealer_clear,
-    .tp_dealloc = Bound_dealloc,
-    .tp_methods = bound_methods,
+/* Called through vectorcall (the instance's ``vectorcall`` field, named by this member). */
+static PyMemberDef Sealer_members[] = {
+    {"__vectorcalloffset__", Py_T_PYSSIZET, offsetof(SealerObject, vectorcall), Py_READONLY,
+     NULL},
+    {NULL, 0, 0, 0, NULL},
 };
 
-static PyTypeObject OpenerType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sealstore._speedups.NamedOpener",
-    .tp_basicsize = sizeof(OpenerObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_doc = "NamedOpener(registry, name, associated_data, fallback, *, text=False, "
-              "decode=None)\n--\n\nOpens one column value through the keyring registry[name] "
-              "(internal; see sealstore.keyring.named_opener).",
-    .tp_new = Opener_new,
-    .tp_call = PyVectorcall_Call,
-    .tp_vectorcall_offset = offsetof(OpenerObject, vectorcall),
-    .tp_traverse = (traverseproc)Opener_traverse,
-    .tp_clear = (inquiry)Opener_clear,
-    .tp_dealloc = Bound_dealloc,
-    .tp_methods = bound_methods,
+static PyMemberDef Opener_members[] = {
+    {"__vectorcalloffset__", Py_T_PYSSIZET, offsetof(OpenerObject, vectorcall), Py_READONLY,
+     NULL},
+    {NULL, 0, 0, 0, NULL},
 };
+
+#define BOUND_FLAGS                                                                         \
+    (Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |                 \
+     Py_TPFLAGS_IMMUTABLETYPE)
+
+static PyType_Slot Sealer_slots[] = {
+    {Py_tp_doc, (void *)"NamedSealer(registry, name, associated_data, fallback, *, raw=0, "
+                        "max_len=-1, encode=None, out_bytearray=False, max_overhead=-1)"
+                        "\n--\n\n"
+                        "Seals one column value through the keyring registry[name] (internal; "
+                        "see sealstore.keyring.named_sealer)."},
+    {Py_tp_new, (void *)Sealer_new},
+    {Py_tp_call, (void *)PyVectorcall_Call},
+    {Py_tp_members, Sealer_members},
+    {Py_tp_traverse, (void *)bound_traverse},
+    {Py_tp_clear, (void *)Sealer_clear},
+    {Py_tp_dealloc, (void *)Bound_dealloc},
+    {Py_tp_methods, bound_methods},
+    {0, NULL},
+};
+
+static PyType_Slot Opener_slots[] = {
+    {Py_tp_doc, (void *)"NamedOpener(registry, name, associated_data, fallback, *, text=False, "
+                        "decode=None)\n--\n\nOpens one column value through the keyring "
+                        "registry[name] (internal; see sealstore.keyring.named_opener)."},
+    {Py_tp_new, (void *)Opener_new},
+    {Py_tp_call, (void *)PyVectorcall_Call},
+    {Py_tp_members, Opener_members},
+    {Py_tp_traverse, (void *)Opener_traverse},
+    {Py_tp_clear, (void *)Opener_clear},
+    {Py_tp_dealloc, (void *)Bound_dealloc},
+    {Py_tp_methods, bound_methods},
+    {0, NULL},
+};
+
+static PyType_Spec Sealer_spec = {
+    .name = "sealstore._speedups.NamedSealer",
+    .basicsize = sizeof(SealerObject),
+    .flags = BOUND_FLAGS,
+    .slots = Sealer_slots,
+};
+
+static PyType_Spec Opener_spec = {
+    .name = "sealstore._speedups.NamedOpener",
+    .basicsize = sizeof(OpenerObject),
+    .flags = BOUND_FLAGS,
+    .slots = Opener_slots,
+};
+
+static PyTypeObject *SealerType, *OpenerType;
 
 int bound_add_types(PyObject *module)
 {
     str_native = PyUnicode_InternFromString("_native");
-    if (str_native == NULL || PyType_Ready(&SealerType) < 0 || PyType_Ready(&OpenerType) < 0) {
-        return -1;
-    }
-    Py_INCREF(&SealerType);
-    if (PyModule_AddObject(module, "NamedSealer", (PyObject *)&SealerType) < 0) {
-        Py_DECREF(&SealerType);
-        return -1;
-    }
-    Py_INCREF(&OpenerType);
-    if (PyModule_AddObject(module, "NamedOpener", (PyObject *)&OpenerType) < 0) {
-        Py_DECREF(&OpenerType);
+    if (str_native == NULL || add_type(module, &SealerType, &Sealer_spec) < 0 ||
+        add_type(module, &OpenerType, &Opener_spec) < 0) {
         return -1;
     }
     return 0;

@@ -5,14 +5,25 @@
  */
 #include "speedups.h"
 
+PyObject *type_name(PyObject *obj)
+{
+    return PyObject_GetAttrString((PyObject *)Py_TYPE(obj), "__name__");
+}
+
 int buffer_type_error(PyObject *obj, const char *what, int writable)
 {
     if (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_BufferError)) {
+        PyObject *tname;
         PyErr_Clear();
+        tname = type_name(obj);
+        if (tname == NULL) {
+            return -1;
+        }
         PyErr_Format(PyExc_TypeError,
-                     writable ? "%s must be a writable, contiguous bytes-like object, not %.80s"
-                              : "%s must be a contiguous bytes-like object, not %.80s",
-                     what, Py_TYPE(obj)->tp_name);
+                     writable ? "%s must be a writable, contiguous bytes-like object, not %.80U"
+                              : "%s must be a contiguous bytes-like object, not %.80U",
+                     what, tname);
+        Py_DECREF(tname);
     }
     return -1;
 }
@@ -35,7 +46,7 @@ PyObject *snapshot_items(PyObject *obj, const char *msg)
     if (PyList_CheckExact(obj)) {
         return PyList_AsTuple(obj);
     }
-    if (Py_TYPE(obj)->tp_iter == NULL && !PySequence_Check(obj)) {
+    if (PyType_GetSlot(Py_TYPE(obj), Py_tp_iter) == NULL && !PySequence_Check(obj)) {
         PyErr_SetString(PyExc_TypeError, msg);
         return NULL;
     }

@@ -22,10 +22,14 @@ static int Context_init(ContextObject *self, PyObject *args, PyObject *kwds)
         return -1;
     }
     if (!PyCapsule_IsValid(capsule, SEALSTORE_CTX_CAPSULE)) {
-        PyErr_Format(PyExc_TypeError,
-                     "context must be a native context capsule from sealstore.native, not "
-                     "%.80s",
-                     Py_TYPE(capsule)->tp_name);
+        PyObject *tname = type_name(capsule);
+        if (tname != NULL) {
+            PyErr_Format(PyExc_TypeError,
+                         "context must be a native context capsule from sealstore.native, not "
+                         "%.80U",
+                         tname);
+            Py_DECREF(tname);
+        }
         return -1;
     }
     p = PyCapsule_GetPointer(capsule, SEALSTORE_CTX_CAPSULE);
@@ -44,8 +48,10 @@ static int Context_init(ContextObject *self, PyObject *args, PyObject *kwds)
 
 static void Context_dealloc(ContextObject *self)
 {
+    PyTypeObject *type = Py_TYPE((PyObject *)self); /* a heap type: each holds a reference */
     Py_XDECREF(self->owner);
-    Py_TYPE(self)->tp_free((PyObject *)self);
+    ((freefunc)PyType_GetSlot(type, Py_tp_free))(self);
+    Py_DECREF(type);
 }
 
 /* ---- the one-shot calls ---- */
@@ -174,11 +180,16 @@ static inline int get_buf(PyObject *obj, Py_buffer *view, const char *fname)
     }
     if (PyObject_GetBuffer(obj, view, PyBUF_WRITABLE) != 0) {
         if (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_BufferError)) {
+            PyObject *tname;
             PyErr_Clear();
-            PyErr_Format(PyExc_TypeError,
-                         "buf must be a writable, contiguous bytes-like object, not "
-                         "%.80s " INTO_ORDER,
-                         Py_TYPE(obj)->tp_name);
+            tname = type_name(obj);
+            if (tname != NULL) {
+                PyErr_Format(PyExc_TypeError,
+                             "buf must be a writable, contiguous bytes-like object, not "
+                             "%.80U " INTO_ORDER,
+                             tname);
+                Py_DECREF(tname);
+            }
         }
         return -1;
     }
@@ -276,27 +287,26 @@ static PyMethodDef Context_methods[] = {
            "Open what seal_segments_into wrote into out; returns the bytes written."),
     {NULL, NULL, 0, NULL}};
 
-PyTypeObject ContextType = {
-    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "sealstore._speedups.Context",
-    .tp_basicsize = sizeof(ContextObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Context(context, owner)\n--\n\n"
-              "A native cipher context's fast entry points (internal).",
-    .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)Context_init,
-    .tp_dealloc = (destructor)Context_dealloc,
-    .tp_methods = Context_methods,
+static PyType_Slot Context_slots[] = {
+    {Py_tp_doc, (void *)"Context(context, owner)\n--\n\n"
+                        "A native cipher context's fast entry points (internal)."},
+    {Py_tp_new, (void *)PyType_GenericNew},
+    {Py_tp_init, (void *)Context_init},
+    {Py_tp_dealloc, (void *)Context_dealloc},
+    {Py_tp_methods, Context_methods},
+    {0, NULL},
 };
+
+static PyType_Spec Context_spec = {
+    .name = "sealstore._speedups.Context",
+    .basicsize = sizeof(ContextObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_IMMUTABLETYPE,
+    .slots = Context_slots,
+};
+
+PyTypeObject *ContextType;
 
 int context_add_type(PyObject *module)
 {
-    if (PyType_Ready(&ContextType) < 0) {
-        return -1;
-    }
-    Py_INCREF(&ContextType);
-    if (PyModule_AddObject(module, "Context", (PyObject *)&ContextType) < 0) {
-        Py_DECREF(&ContextType);
-        return -1;
-    }
-    return 0;
+    return add_type(module, &ContextType, &Context_spec);
 }

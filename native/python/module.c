@@ -94,6 +94,17 @@ void raise_overlap(const char *out_name, const char *name, int in_place_ok)
 
 /* ---- the module ---- */
 
+int add_type(PyObject *module, PyTypeObject **type, PyType_Spec *spec)
+{
+    if (*type == NULL) {
+        *type = (PyTypeObject *)PyType_FromSpec(spec); /* kept for the process's life */
+        if (*type == NULL) {
+            return -1;
+        }
+    }
+    return PyModule_AddType(module, *type);
+}
+
 static PyMethodDef module_functions[] = {
     {"check_disjoint", (PyCFunction)(void (*)(void))py_check_disjoint, METH_FASTCALL,
      "check_disjoint($module, out, written, in_place, data, *others)\n--\n\n"
@@ -115,7 +126,7 @@ static int speedups_exec(PyObject *m)
 
 /* The module needs the GIL: the nonce buffer, the openers' one-entry caches and the borrowed
    references taken from dicts and tuples rely on it.  On a free-threaded build (3.13t+)
-   importing it turns the GIL back on; one interpreter only (the types are static). */
+   importing it turns the GIL back on; one interpreter only (the types are made once). */
 static PyModuleDef_Slot speedups_slots[] = {
     {Py_mod_exec, (void *)speedups_exec},
 #ifdef Py_mod_multiple_interpreters

@@ -6,6 +6,8 @@
  */
 #include "speedups.h"
 
+#include <errno.h>
+
 #if defined(__linux__)
 #include <pthread.h>
 #include <sys/random.h>

@@ -331,11 +331,12 @@ static PyObject *many(ContextObject *self, int seal, const Py_buffer *prefix, si
     n = PyTuple_GET_SIZE(seq);
     res = PyList_New(n);
     if (res != NULL) {
-        PyObject **items = PySequence_Fast_ITEMS(seq);
-        i = many_by_four(self, seal, prefix, prefixlen, items, n, ad, res);
+        PyObject **items = tuple_items(seq);
+        i = items == NULL ? -1 : many_by_four(self, seal, prefix, prefixlen, items, n, ad, res);
         if (i < 0 || many_by_one(self, seal, prefix, prefixlen, items, i, n, ad, res) != 0) {
             Py_CLEAR(res);
         }
+        tuple_items_done(items);
     }
     Py_DECREF(seq);
     return res;

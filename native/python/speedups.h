@@ -26,6 +26,39 @@
 
 #include "sealstore.h"
 
+/* ---- the limited API ----
+   The sources also build with Py_LIMITED_API (0x030C0000, native/build_speedups.py): one abi3
+   module for every CPython >= 3.12, not the package's build (docs/BENCH.md: it costs the column
+   path too much).  The macros that read object internals are then the functions of the same
+   meaning, defined here under their usual names so the calls read the same both ways; what has
+   no such stand-in (a tuple's item array, a str's characters) is written both ways where it is
+   used. */
+#ifdef Py_LIMITED_API
+#define PyBytes_AS_STRING(o) PyBytes_AsString(o)
+#define PyBytes_GET_SIZE(o) PyBytes_Size(o)
+#define PyByteArray_AS_STRING(o) PyByteArray_AsString(o)
+#define PyTuple_GET_ITEM(t, i) PyTuple_GetItem(t, i)
+#define PyTuple_GET_SIZE(t) PyTuple_Size(t)
+#define PyTuple_SET_ITEM(t, i, v) PyTuple_SetItem(t, i, v)
+#define PyList_SET_ITEM(l, i, v) PyList_SetItem(l, i, v)
+#define Py_SETREF(dst, src)                                                                 \
+    do {                                                                                    \
+        PyObject *old_ = (PyObject *)(dst);                                                 \
+        (dst) = (src);                                                                      \
+        Py_DECREF(old_);                                                                    \
+    } while (0)
+#define Py_XSETREF(dst, src)                                                                \
+    do {                                                                                    \
+        PyObject *old_ = (PyObject *)(dst);                                                 \
+        (dst) = (src);                                                                      \
+        Py_XDECREF(old_);                                                                   \
+    } while (0)
+static inline PyObject *PyObject_CallOneArg(PyObject *fn, PyObject *arg)
+{
+    return PyObject_Vectorcall(fn, &arg, 1, NULL);
+}
+#endif
+
 /* ---- the Context type (context.c) ---- */
 
 typedef struct {
@@ -33,7 +66,7 @@ typedef struct {
     PyObject *owner; /* keeps the native context alive */
 } ContextObject;
 
-extern PyTypeObject ContextType;
+extern PyTypeObject *ContextType; /* a heap type, made once (add_type) */
 
 /* The name of the capsule a native context crosses from sealstore._native in. */
 #define SEALSTORE_CTX_CAPSULE "sealstore._native.ctx"
@@ -206,6 +239,40 @@ static inline int parse_args(PyObject *const *args, Py_ssize_t nargs, PyObject *
     out[npos] = nargs > npos ? args[npos] : NULL;
     return 0;
 }
+/* The items of a tuple (snapshot_items) as an array: the tuple's own, or under the limited API
+   (no access to a tuple's storage) a copy of its borrowed pointers; NULL with MemoryError.
+   Release with tuple_items_done. */
+static inline PyObject **tuple_items(PyObject *tuple)
+{
+#ifdef Py_LIMITED_API
+    const Py_ssize_t n = PyTuple_Size(tuple);
+    PyObject **items = PyMem_New(PyObject *, n > 0 ? n : 1);
+    if (items == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        items[i] = PyTuple_GetItem(tuple, i);
+    }
+    return items;
+#else
+    return PySequence_Fast_ITEMS(tuple);
+#endif
+}
+
+static inline void tuple_items_done(PyObject **items)
+{
+#ifdef Py_LIMITED_API
+    PyMem_Free(items);
+#else
+    (void)items;
+#endif
+}
+
+/* The __name__ of obj's type (new reference; NULL with an exception), for error messages: the
+   limited API cannot read tp_name. */
+PyObject *type_name(PyObject *obj);
+
 /* A non-negative size argument; too large or negative is a ValueError naming it. */
 int get_size(PyObject *obj, const char *what, Py_ssize_t *out);
 
@@ -219,6 +286,9 @@ PyObject *py_check_disjoint(PyObject *module, PyObject *const *args, Py_ssize_t 
 
 /* ---- the other parts of the module ---- */
 
+/* module.c: add the type made from ``spec`` to the module, making it on first use into *type
+   (one interpreter, and a re-import adds the same type, as a static type was). */
+int add_type(PyObject *module, PyTypeObject **type, PyType_Spec *spec);
 /* context.c: the Context type, added to the module. */
 int context_add_type(PyObject *module);
 /* bound.c: the NamedSealer and NamedOpener types, added to the module. */
