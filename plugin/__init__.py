@@ -1,4 +1,4 @@
-"""sealstore: storage-layer encryption for Python (AEGIS-128X native kernels).
+"""sealstore: storage-layer encryption for Python (AEGIS-128X and AEGIS-256X native kernels).
 
 The cipher classes mirror ``cryptography``'s AEAD classes; the keyring seals values in the
 versioned sealed-value format (docs/FORMAT.md) that the column and S3 adapters store.

@@ -27,7 +27,8 @@ from ..holdskey import HoldsKey
 KEY_SIZE = 32  # root material per key; subkeys are derived from it
 DEFAULT_SUITE = Suite.AEGIS_128X4
 DEFAULT_TAG_SIZE = 32
-# Below this many plaintext bytes an AEGIS-128X2/X4 key seals with AEGIS-128L (its own subkey):
+# Below this many plaintext bytes an AEGIS-128X2/X4 key seals with AEGIS-128L, an AEGIS-256X2/X4
+# key with AEGIS-256 (each under its own subkey):
 # the single-lane variant initialises faster, so it wins on small values (bench/keyring_bench.py).
 DEFAULT_ADAPTIVE_THRESHOLD = 1024
 _SUBKEY_INFO = b"sealstore/v1/subkey"

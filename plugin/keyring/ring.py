@@ -52,9 +52,10 @@ class Keyring(ValuePath, HoldsKey):
 
     ``suite`` and ``tag_size`` apply to keys created by :meth:`rotate` and to new values (the
     tag size; the suite of a value is its key's).  AES-256-GCM always uses a 16-byte tag.
-    ``adaptive_threshold``: an AEGIS-128X2/X4 primary seals plaintexts shorter than this with
-    AEGIS-128L under its own subkey (the suite is recorded per value; 0 disables).  An AEGIS
-    key opens values of every AEGIS variant, an AES-256-GCM key only AES-256-GCM values.
+    ``adaptive_threshold``: an AEGIS-128X2/X4 (AEGIS-256X2/X4) primary seals plaintexts shorter
+    than this with AEGIS-128L (AEGIS-256) under its own subkey (the suite is recorded per value; 0
+    disables).  A key opens values of every suite of its family (AEGIS-128, AEGIS-256), an
+    AES-256-GCM key only AES-256-GCM values.
     ``key_factory(key_id) -> material`` lets a key source supply new material, e.g. from KMS
     ``GenerateDataKey``; the default draws 32 bytes from the OS CSPRNG.
 
