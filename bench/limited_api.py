@@ -35,7 +35,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from sealstore import AEGIS128X4, Keyring
 from sealstore import aead as public_aead
@@ -119,7 +121,7 @@ def baseline_tree(rev: str, tmp: Path) -> Path:
     return root
 
 
-def cases(add, budget: float) -> None:
+def cases(add: Callable[[str, Callable[[], object], float], None], budget: float) -> None:
     """The 64-byte calls through the public API, each given to ``add(op, fn, budget)``."""
     cipher = AEGIS128X4(AEGIS128X4.generate_key(), 16)
     data, ad = os.urandom(SIZE), os.urandom(16)
@@ -160,7 +162,12 @@ def child(path: str, budget: float) -> None:
     print(json.dumps(ns))
 
 
-def run(rounds: int, budget: float, baseline: str | None = None, progress=None) -> dict:
+def run(
+    rounds: int,
+    budget: float,
+    baseline: str | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
     """Build both, measure ``rounds`` rounds; the JSON-ready result."""
     with tempfile.TemporaryDirectory() as tmpdir:
         tmp = Path(tmpdir)
@@ -195,7 +202,9 @@ def run(rounds: int, budget: float, baseline: str | None = None, progress=None) 
     }
 
 
-def summarize(per_round: dict[str, list[dict[str, float]]], base: str, new: str) -> list[dict]:
+def summarize(
+    per_round: dict[str, list[dict[str, float]]], base: str, new: str
+) -> list[dict[str, Any]]:
     """Per op: the median over rounds for each build, their ratio (new / base), and the median
     of the rounds' own ratios (each round's two children ran back to back)."""
     rows = []
@@ -214,14 +223,14 @@ def summarize(per_round: dict[str, list[dict[str, float]]], base: str, new: str)
     return rows
 
 
-def verdict(rows: list[dict]) -> bool:
+def verdict(rows: list[dict[str, Any]]) -> bool:
     """True when every op but the control is within LIMIT (both ways of taking the ratio)."""
     return all(
         r["ratio"] <= LIMIT and r["paired_ratio"] <= LIMIT for r in rows if r["op"] != CONTROL
     )
 
 
-def render(result: dict) -> str:
+def render(result: dict[str, Any]) -> str:
     (base, bb), (new, nb) = result["builds"].items()
     lines = [
         f"Python {result['python']} ({result['machine']}), {result['rounds']} rounds; "

@@ -2,7 +2,7 @@
 that goes first on PYTHONPATH, plus the C known-answer driver from the same objects.
 
 The sources are the ones the real build uses (``native/build_ffi.py`` for ``_native``, the
-``Extension`` in ``setup.py`` for ``_speedups``); every object is compiled once, in parallel,
+``native/build_speedups.py`` for ``_speedups``); every object is compiled once, in parallel,
 and shared by both modules and the driver.  This is much faster than ``pip install`` with
 sanitizer CFLAGS, which compiles the portable kernels twice, serially and at -O3::
 
@@ -17,7 +17,6 @@ coverage instrumentation).  Prints the runtime library to LD_PRELOAD for the int
 from __future__ import annotations
 
 import argparse
-import ast
 import contextlib
 import os
 import shutil
@@ -44,15 +43,14 @@ def builder():
 
 
 def speedups_sources() -> list[str]:
-    """The ``sources=[...]`` of the ``sealstore._speedups`` Extension in setup.py."""
-    tree = ast.parse((ROOT / "setup.py").read_text())
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "Extension":
-            if node.args and ast.literal_eval(node.args[0]) == "sealstore._speedups":
-                for kw in node.keywords:
-                    if kw.arg == "sources":
-                        return ast.literal_eval(kw.value)
-    raise SystemExit("setup.py: no sealstore._speedups Extension with literal sources")
+    """The sources of the ``sealstore._speedups`` extension (``native/build_speedups.py``, which
+    setup.py builds it from)."""
+    sys.path.insert(0, str(NATIVE))
+    try:
+        import build_speedups
+    finally:
+        sys.path.pop(0)
+    return list(build_speedups.SOURCES)
 
 
 def package_roots() -> dict[str, str]:
