@@ -1,6 +1,5 @@
 /* The block abstraction on 512-bit VAES registers: each state word (four lanes) is one zmm
-   register.  (The same operations as in aegis128x4/aegis128x4_avx512.c, which defines its
-   own.) */
+   register (AEGIS-128X4 and AEGIS-256X4). */
 #ifndef SEALSTORE_AVX512_BLK_H
 #define SEALSTORE_AVX512_BLK_H
 
