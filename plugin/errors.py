@@ -18,6 +18,8 @@ __all__ = [
     "ConcurrentKeyChange",
     "ConfigError",
     "DatabaseOperationFailed",
+    "DuplicateIndexValue",
+    "IndexIncomplete",
     "InsecureKeyFile",
     "InternalError",
     "InvalidKeyring",
@@ -183,6 +185,20 @@ class UndecodableValue(SealstoreError, ValueError):
 
 class BlindIndexError(SealstoreError, ValueError):
     """A blind index cannot be computed (missing source, shared key with the encryption keyring)."""
+
+
+class IndexIncomplete(BlindIndexError):
+    """A lookup through a blind index that still has rows whose source is set and whose index
+    value is NULL (an index added to existing rows, not filled yet): it would miss those rows.
+    The message names the fix (``sealstore reindex`` or ``op.add_blind_index``); a caller that
+    accepts partial results passes the execution option ``sealstore_partial_index=True``."""
+
+
+class DuplicateIndexValue(BlindIndexError):
+    """A write to a UNIQUE blind index whose value another row already holds under an older,
+    still active index key (during an index-key rotation), which the database's unique
+    constraint cannot see.  Raised before the statement runs; the database raises its own
+    IntegrityError for a duplicate under the same key."""
 
 
 class NotSealedObject(SealstoreError, ValueError):
