@@ -26,7 +26,13 @@ from sqlalchemy.sql.lambdas import PyWrapper
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
-from ...errors import BlindIndexError, ColumnBindingError, UnsealedExpression, UnsupportedComparison
+from ...errors import (
+    BlindIndexError,
+    ColumnBindingError,
+    UnknownKeyring,
+    UnsealedExpression,
+    UnsupportedComparison,
+)
 from ... import blind_index as B
 from ...blind_index import DEFAULT_SIZE, INDEX_KEYRING, KEY_ID_SIZE
 from ...format import column_context
@@ -78,6 +84,8 @@ class BlindIndex(TypeDecorator[Any]):
         self._pinned = (table, column)
         self._table_obj: Any = None  # the Table this copy is attached to (set by attach())
         self._info_memo: bytes | None = None
+        # (index keyring, its keys, each visible encryption keyring and its keys) last checked
+        self._separate_memo: tuple[Any, ...] | None = None
         super().__init__(KEY_ID_SIZE + size)
 
     # ---- copies and binding -----------------------------------------------------------------
@@ -155,12 +163,33 @@ class BlindIndex(TypeDecorator[Any]):
         return info
 
     def _keyring(self, source_type: Any) -> Keyring:
+        """The index keyring, once it is known to share no key id or material with the
+        encryption keyrings this index can see: its source column's and ``"default"``
+        (SharedIndexKey otherwise, before any index value is computed).  The check runs again
+        whenever one of them is replaced or gains a key."""
         keyring = get_keyring(self.keyring)
-        if keyring is get_keyring(source_type.keyring_name):
-            raise BlindIndexError(
-                f"keyrings {self.keyring!r} and {source_type.keyring_name!r} are the same object; "
-                "a blind index needs its own keyring"
-            )
+        names = [source_type.keyring_name]
+        if "default" not in names:
+            names.append("default")
+        seen: list[Any] = [keyring, keyring._keys]
+        others = []
+        for name in names:
+            try:
+                other = get_keyring(name)
+            except UnknownKeyring:
+                other = None
+            others.append((name, other))
+            seen += [other, None if other is None else other._keys]
+        memo = self._separate_memo
+        if memo is not None and len(memo) == len(seen) and all(a is b for a, b in zip(memo, seen)):
+            return keyring
+        for name, other in others:
+            if other is not None:
+                B.check_separate(
+                    keyring, other, index_name=self.keyring, other_name=name,
+                    what=f"blind index {self.table}.{self.column}",
+                )  # fmt: skip
+        self._separate_memo = tuple(seen)
         return keyring
 
     # ---- computing index values -------------------------------------------------------------
