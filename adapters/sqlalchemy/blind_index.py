@@ -29,7 +29,6 @@ from sqlalchemy.types import TypeDecorator, TypeEngine
 from ...errors import (
     BlindIndexError,
     ColumnBindingError,
-    UnknownKeyring,
     UnsealedExpression,
     UnsupportedComparison,
 )
@@ -37,6 +36,7 @@ from ... import blind_index as B
 from ...blind_index import DEFAULT_SIZE, INDEX_KEYRING, KEY_ID_SIZE
 from ...format import column_context
 from ...keyring import Keyring, get_keyring
+from ...keyring.named import _NAMED
 from .lookups import IndexLookup
 from .rows import PreSealed
 
@@ -166,30 +166,37 @@ class BlindIndex(TypeDecorator[Any]):
         """The index keyring, once it is known to share no key id or material with the
         encryption keyrings this index can see: its source column's and ``"default"``
         (SharedIndexKey otherwise, before any index value is computed).  The check runs again
-        whenever one of them is replaced or gains a key."""
+        whenever one of them is replaced or gains a key (a keyring's key table is replaced
+        whole on every added key)."""
         keyring = get_keyring(self.keyring)
-        names = [source_type.keyring_name]
-        if "default" not in names:
-            names.append("default")
-        seen: list[Any] = [keyring, keyring._keys]
-        others = []
-        for name in names:
-            try:
-                other = get_keyring(name)
-            except UnknownKeyring:
-                other = None
-            others.append((name, other))
-            seen += [other, None if other is None else other._keys]
-        memo = self._separate_memo
-        if memo is not None and len(memo) == len(seen) and all(a is b for a, b in zip(memo, seen)):
+        source_name = source_type.keyring_name
+        col = _NAMED.get(source_name)
+        default = _NAMED.get("default") if source_name != "default" else None
+        m = self._separate_memo
+        if (
+            m is not None
+            and m[0] is keyring
+            and m[1] is keyring._keys
+            and m[2] is col
+            and (col is None or m[3] is col._keys)
+            and m[4] is default
+            and (default is None or m[5] is default._keys)
+        ):
             return keyring
-        for name, other in others:
+        for name, other in ((source_name, col), ("default", default)):
             if other is not None:
                 B.check_separate(
                     keyring, other, index_name=self.keyring, other_name=name,
                     what=f"blind index {self.table}.{self.column}",
                 )  # fmt: skip
-        self._separate_memo = tuple(seen)
+        self._separate_memo = (
+            keyring,
+            keyring._keys,
+            col,
+            None if col is None else col._keys,
+            default,
+            None if default is None else default._keys,
+        )
         return keyring
 
     # ---- computing index values -------------------------------------------------------------
