@@ -168,7 +168,7 @@ class BlindIndex(TypeDecorator[Any]):
         (SharedIndexKey otherwise, before any index value is computed).  The check runs again
         whenever one of them is replaced or gains a key (a keyring's key table is replaced
         whole on every added key)."""
-        keyring = get_keyring(self.keyring)
+        keyring = found = get_keyring(self.keyring)  # `found`: not narrowed by the `is` tests
         source_name = source_type.keyring_name
         col = _NAMED.get(source_name)
         default = _NAMED.get("default") if source_name != "default" else None
@@ -182,7 +182,7 @@ class BlindIndex(TypeDecorator[Any]):
             and m[4] is default
             and (default is None or m[5] is default._keys)
         ):
-            return keyring
+            return found
         for name, other in ((source_name, col), ("default", default)):
             if other is not None:
                 B.check_separate(
