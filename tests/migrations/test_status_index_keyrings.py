@@ -246,3 +246,17 @@ def test_the_column_key_source_variable_never_reaches_the_index_keyring(app, cap
     assert code == 1 and "shares key id(s)" in err
     column.close()
     index.close()
+
+
+def test_reindex_and_status_without_or_with_a_broken_index_configuration(app, capsys, monkeypatch):
+    code, _, err = cli(capsys, "--config", "main.json", "reindex", "--progress", "none", *app.cols)
+    assert code == 2
+    assert "no configuration for the index keyring 'index'" in err
+    assert "--index-config PATH or set SEALSTORE_INDEX_CONFIG" in err
+    code, out, err = cli(capsys, "--config", "main.json", "status", "--index-config", "nope.toml",
+                         *app.cols)  # fmt: skip
+    assert (code, out) == (1, "") and err.count("\n") == 1 and "nope.toml does not exist" in err
+    monkeypatch.setenv("SEALSTORE_INDEX_TAG_SIZE", "20")  # a bad scoped variable: named
+    code, _, err = cli(capsys, "--config", "main.json", "status", *app.cols)
+    assert code == 1 and "SEALSTORE_INDEX_TAG_SIZE: tag_size: must be 16 or 32" in err
+    assert "Traceback" not in err

@@ -192,3 +192,66 @@ def test_keyrings_from_named_configurations_are_separate(db, keyrings, tmp_path,
     use_keyring(load_config(tmp_path / "index.toml", name="index").load_keyring(), name="index")
     _refused_flush(db, User(email="b@x.org"))
     assert json.loads((tmp_path / "keys.json").read_text())["keys"]  # untouched store
+
+
+def test_writers_racing_a_shared_keyring_registration_never_store_its_values(db, keyrings):
+    """Four writer threads insert while another thread keeps swapping the "index" registration
+    between separate keyrings and one loaded from the column keyring's keys: every write either
+    commits an index value of a separate keyring or raises SharedIndexKey with nothing written,
+    and lookups find every committed row."""
+    import threading
+
+    enc = keyrings.enc
+    shared = Keyring([Key(k.key_id, k.suite, k.reveal_material(), state=k.state) for k in enc.keys])
+    separate = [keyrings.idx, Keyring.generate()]
+    separate_ids = {k.key_id for kr in separate for k in kr.keys}
+    stop = threading.Event()
+    committed: list[str] = []
+    refused: list[int] = []
+    errors: list[BaseException] = []
+
+    def swapper():
+        i = 0
+        while not stop.is_set():
+            use_keyring(shared if i % 2 else separate[i // 2 % 2], name="index")
+            i += 1
+        use_keyring(separate[0], name="index")
+
+    def writer(n: int):
+        try:
+            for j in range(25):
+                email = f"w{n}-{j}@x.org"
+                try:
+                    with Session(db) as session:
+                        session.add(User(email=email))
+                        session.commit()
+                    committed.append(email)
+                except StatementError as exc:
+                    if not isinstance(exc.orig, SharedIndexKey):
+                        raise
+                    refused.append(1)
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    swap = threading.Thread(target=swapper)
+    writers = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    swap.start()
+    for t in writers:
+        t.start()
+    for t in writers:
+        t.join()
+    stop.set()
+    swap.join()
+    assert errors == []
+    assert len(committed) + len(refused) == 100 and _rows(db, User.__table__) == len(committed)
+    with db.connect() as conn:
+        stored = conn.execute(select(User.__table__.c.email_index)).scalars().all()
+    kids = {int.from_bytes(bytes(v)[:4], "big") for v in stored}
+    assert kids <= separate_ids and not kids & {k.key_id for k in enc.keys}
+    # every committed row is found under the separate keyrings (both registered in turn)
+    found = set()
+    for ring in separate:
+        use_keyring(ring, name="index")
+        with Session(db) as session:
+            found |= set(session.scalars(select(User.email).where(User.email.in_(committed))))
+    assert found == set(committed)
