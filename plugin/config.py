@@ -11,7 +11,8 @@ Named configurations keep a second keyring's configuration apart from the column
 ``load_config(path, name="index")`` (the blind-index keyring) reads ``$SEALSTORE_INDEX_CONFIG``
 when no path is given and only the variables scoped to its name, ``SEALSTORE_INDEX_<FIELD>``
 (``SEALSTORE_INDEX_KEY_SOURCE__PATH``, ...); the unscoped ``SEALSTORE_<FIELD>`` variables
-never apply to it, and the scoped ones never apply to the default configuration.  A call
+never apply to it, and the scoped ones never apply to the default configuration; it must name
+its key store (the default key file is the column keyring's).  A call
 without a name is the default configuration's, except that a file given explicitly that is not
 ``$SEALSTORE_CONFIG`` while ``SEALSTORE_KEY_SOURCE__TYPE``/``__PATH``/``__URL`` is set raises
 ConfigError: those variables choose *which* keyring is loaded, and applied to another keyring's
@@ -330,7 +331,7 @@ def load_config(
         if source["type"] == "file" and isinstance(source.get("wrapping"), dict):
             source["wrapping"].setdefault("type", "none")
     try:
-        return SealstoreConfig.model_validate(merged)
+        config = SealstoreConfig.model_validate(merged)
     except ValidationError as exc:
         lines = []
         for e in exc.errors():
@@ -345,3 +346,13 @@ def load_config(
             msg = e["msg"].removeprefix("Value error, ")
             lines.append(f"{where}: {'.'.join(loc) or '(top level)'}: {msg}")
         raise ConfigError("\n".join(lines)) from None
+    if name not in (None, DEFAULT_NAME) and not (
+        isinstance(source, dict) and ("path" in source or source.get("type") != "file")
+    ):  # the default key file is the column keyring's: a named one must say where its keys are
+        where = f"config file {path}" if path is not None else f"${prefix}CONFIG (not set)"
+        raise ConfigError(
+            f"configuration {name!r} ({where}) names no key store; the default key file "
+            f"{DEFAULT_KEY_FILE} is the column keyring's: set key_source.path (or a database "
+            f"key_source) in its file, or {prefix}KEY_SOURCE__PATH"
+        )
+    return config

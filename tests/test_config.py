@@ -263,3 +263,25 @@ def test_config_present():
     assert config_present("index", env={"SEALSTORE_INDEX_KEY_SOURCE__PATH": "i.json"})
     assert not config_present("index", env={"SEALSTORE_INDEX_CONFIG": ""})
     assert config_present("default", env={})
+
+
+def test_a_named_configuration_must_name_its_key_store(tmp_path):
+    """The default key file (sealstore-keys.json) is the column keyring's: an index
+    configuration without a key store of its own is refused, not pointed at it."""
+    with pytest.raises(ConfigError, match=r"'index' \(\$SEALSTORE_INDEX_CONFIG \(not set\)\)"):
+        load_config(env={}, name="index")
+    with pytest.raises(ConfigError, match="SEALSTORE_INDEX_KEY_SOURCE__PATH"):
+        load_config(env={"SEALSTORE_INDEX_TAG_SIZE": "16"}, name="index")
+    bare = tmp_path / "index.toml"
+    bare.write_text('tag_size = 16\n[key_source.wrapping]\ntype = "master-key"\npath = "m.key"\n')
+    with pytest.raises(ConfigError, match="names no key store"):
+        load_config(bare, env={}, name="index")
+    db = load_config(
+        env={"SEALSTORE_INDEX_KEY_SOURCE__TYPE": "database",
+             "SEALSTORE_INDEX_KEY_SOURCE__URL": "sqlite:///index.db",
+             "SEALSTORE_INDEX_KEY_SOURCE__WRAPPING__TYPE": "master-key",
+             "SEALSTORE_INDEX_KEY_SOURCE__WRAPPING__PATH": "m.key"},
+        name="index",
+    )  # fmt: skip
+    assert db.key_source.url == "sqlite:///index.db"
+    assert load_config(env={}).key_source.path == Path("sealstore-keys.json")  # unchanged

@@ -256,6 +256,10 @@ def test_reindex_and_status_without_or_with_a_broken_index_configuration(app, ca
     code, out, err = cli(capsys, "--config", "main.json", "status", "--index-config", "nope.toml",
                          *app.cols)  # fmt: skip
     assert (code, out) == (1, "") and err.count("\n") == 1 and "nope.toml does not exist" in err
+    monkeypatch.setenv("SEALSTORE_INDEX_SUITE", "AEGIS-128L")  # a scoped variable, no key store
+    code, _, err = cli(capsys, "--config", "main.json", "status", *app.cols)
+    assert code == 1 and "configuration 'index'" in err and "names no key store" in err
+    monkeypatch.setenv("SEALSTORE_INDEX_CONFIG", "index.json")
     monkeypatch.setenv("SEALSTORE_INDEX_TAG_SIZE", "20")  # a bad scoped variable: named
     code, _, err = cli(capsys, "--config", "main.json", "status", *app.cols)
     assert code == 1 and "SEALSTORE_INDEX_TAG_SIZE: tag_size: must be 16 or 32" in err
