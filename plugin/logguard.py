@@ -79,7 +79,7 @@ def _withhold(record: logging.LogRecord) -> logging.LogRecord:
     record.exc_text = None
     record.stack_info = None
     record.__dict__.pop("message", None)
-    record._sealstore_withheld = True  # type: ignore[attr-defined]
+    record._sealstore_withheld = True
     return record
 
 
@@ -114,12 +114,12 @@ def _install() -> None:
             if _FILTER not in logger.filters:
                 logger.addFilter(_FILTER)
         loggers: list[logging.Logger] = [logging.getLogger()]
-        for name, logger in list(manager.loggerDict.items()):
-            if not isinstance(logger, logging.Logger):
+        for name, entry in list(manager.loggerDict.items()):
+            if not isinstance(entry, logging.Logger):
                 continue  # a PlaceHolder: no handlers, no filters
-            loggers.append(logger)
-            if name.split(".", 1)[0] in _FAMILIES and _FILTER not in logger.filters:
-                logger.addFilter(_FILTER)
+            loggers.append(entry)
+            if name.split(".", 1)[0] in _FAMILIES and _FILTER not in entry.filters:
+                entry.addFilter(_FILTER)
         for logger in loggers:
             for handler in list(logger.handlers):
                 if _FILTER not in handler.filters:

@@ -295,3 +295,43 @@ def test_s3_calls_log_no_plaintext_or_key(everything, tmp_path, s3_endpoint, raw
     assert_clean(everything.texts, [*materials, *runs])
     texts = "\n".join(everything.texts)
     assert "S3-PLAINTEXT" not in texts
+
+
+SCRIPT = r"""
+import base64, json, logging, sys, tempfile, pathlib
+import boto3
+boto3.set_stream_logger("", logging.DEBUG)  # every logger to stderr, before sealstore is imported
+from moto import mock_aws
+with mock_aws():
+    client = boto3.client("kms", region_name="us-east-1")
+    seen = []
+    client.meta.events.register(
+        "after-call.kms.*",
+        lambda parsed, **kw: seen.append(parsed["Plaintext"]) if "Plaintext" in parsed else None,
+    )
+    kek = client.create_key()["KeyMetadata"]["KeyId"]
+    from sealstore.keysources.file import KeyFile
+    from sealstore.wrapping.kms import KmsWrapper
+    path = pathlib.Path(tempfile.mkdtemp()) / "keys.json"
+    kr = KeyFile(path, KmsWrapper(kek, client=client)).init()
+    KeyFile(path, KmsWrapper(kek, client=client)).rotate(kr)
+    again = KeyFile(path, KmsWrapper(kek, client=client, cache_max_age=0)).load()
+    assert again.open(kr.seal(b"x")) == b"x"
+    keys = [k.reveal_material() for k in kr.keys] + seen
+print(json.dumps([base64.b64encode(bytes(k)).decode() for k in keys]))
+"""
+
+
+def test_boto3_stream_logger_set_before_import_logs_no_key():
+    """``boto3.set_stream_logger("")`` (a DEBUG handler on the root logger, set up before
+    sealstore is imported, in a fresh interpreter): stderr holds no key material."""
+    import json
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    keys = [base64.b64decode(k) for k in json.loads(r.stdout)]
+    assert len(keys) >= 5
+    assert "botocore.parsers" in r.stderr and "record withheld by sealstore" in r.stderr
+    assert_clean([r.stderr], keys)
