@@ -12,6 +12,7 @@ import threading
 
 import boto3
 import pytest
+import sqlalchemy  # noqa: F401 - its loggers exist before the fixture turns every logger on
 from moto import mock_aws
 
 from sealstore import logguard
@@ -124,7 +125,10 @@ def test_the_capture_sees_botocore_logging_key_material(everything):
     assert any(r.name == "botocore.parsers" for r in everything.records)
 
 
-def test_kms_keyring_whole_life_logs_no_secret(everything, tmp_path):
+@pytest.mark.parametrize("kind", ["file", "database"])
+def test_kms_keyring_whole_life_logs_no_secret(everything, tmp_path, kind):
+    """The key file, and the database registry on SQLite (SQLAlchemy's engine log on too:
+    it shows statement parameters, which hold wrapped keys only)."""
     master_path = MasterKeyWrapper.create_file(tmp_path / "master.key")
     master = base64.b64decode(master_path.read_text())
     with mock_aws():
@@ -133,8 +137,17 @@ def test_kms_keyring_whole_life_logs_no_secret(everything, tmp_path):
         kek = client.create_key(Description="log test")["KeyMetadata"]["KeyId"]
         kek2 = client.create_key(Description="log test 2")["KeyMetadata"]["KeyId"]
         path = tmp_path / "keys.json"
+        url = f"sqlite:///{tmp_path / 'registry.db'}"
+
+        def store(_path, wrapper):
+            if kind == "file":
+                return KeyFile(_path, wrapper)
+            from sealstore.keysources.database import DatabaseKeySource
+
+            return DatabaseKeySource(url, wrapper)
+
         # create, seal, rotate, retire, destroy, save
-        source = KeyFile(path, KmsWrapper(kek, client=client))
+        source = store(path, KmsWrapper(kek, client=client))
         kr = source.init()
         first = kr.primary.key_id
         materials = [k.reveal_material() for k in kr.keys]
@@ -145,19 +158,19 @@ def test_kms_keyring_whole_life_logs_no_secret(everything, tmp_path):
         source.save(kr)
         sealed.append(kr.seal(PLAINTEXTS[0]))
         # load and open in a fresh process's way (Decrypt), with the cache off
-        fresh = KeyFile(path, KmsWrapper(kek, client=client, cache_max_age=0)).load(
+        fresh = store(path, KmsWrapper(kek, client=client, cache_max_age=0)).load(
             allow_retired=True
         )
         assert [fresh.open(v) for v in sealed[:-1]] == PLAINTEXTS
         # rewrap: KMS -> KMS (ReEncrypt), KMS -> master key (Decrypt), master -> KMS (Encrypt)
-        assert KeyFile(path, KmsWrapper(kek, client=client)).rewrap(KmsWrapper(kek2, client=client))
-        assert KeyFile(path, KmsWrapper(kek2, client=client)).rewrap(
+        assert store(path, KmsWrapper(kek, client=client)).rewrap(KmsWrapper(kek2, client=client))
+        assert store(path, KmsWrapper(kek2, client=client)).rewrap(
             MasterKeyWrapper.from_file(master_path)
         )
-        assert KeyFile(path, MasterKeyWrapper.from_file(master_path)).rewrap(
+        assert store(path, MasterKeyWrapper.from_file(master_path)).rewrap(
             KmsWrapper(kek, client=client)
         )
-        again = KeyFile(path, KmsWrapper(kek, client=client)).load(allow_retired=True)
+        again = store(path, KmsWrapper(kek, client=client)).load(allow_retired=True)
         assert again.open(sealed[-1]) == PLAINTEXTS[0]
         # a failing Decrypt (the encryption context names another key id): error records
         blob = KmsWrapper(kek, client=client).generate(7)[1]
@@ -168,7 +181,7 @@ def test_kms_keyring_whole_life_logs_no_secret(everything, tmp_path):
 
         def load() -> None:
             try:
-                KeyFile(path, KmsWrapper(kek, client=client)).load(allow_retired=True).close()
+                store(path, KmsWrapper(kek, client=client)).load(allow_retired=True).close()
             except BaseException as exc:  # pragma: no cover - reported below
                 errors.append(exc)
 
@@ -179,7 +192,7 @@ def test_kms_keyring_whole_life_logs_no_secret(everything, tmp_path):
             t.join()
         assert not errors
         destroyed = again.destroy(first)
-        KeyFile(path, KmsWrapper(kek, client=client)).save(again)
+        store(path, KmsWrapper(kek, client=client)).save(again)
         for k in (kr, fresh, again):
             k.close()
         del destroyed
@@ -189,6 +202,8 @@ def test_kms_keyring_whole_life_logs_no_secret(everything, tmp_path):
     assert any(r.name.startswith("sealstore.wrapping.kms") for r in records)
     withheld = [r for r in records if getattr(r, "_sealstore_withheld", False)]
     assert {r.name for r in withheld} >= {"botocore.parsers", "botocore.endpoint"}
+    if kind == "database":  # SQLAlchemy logged its statements and parameters, and was checked
+        assert any(r.name.startswith("sqlalchemy.engine") and r.args for r in records)
     assert all(r.getMessage().startswith("record withheld by sealstore") for r in withheld)
 
 
