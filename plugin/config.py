@@ -37,7 +37,7 @@ import sys
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
@@ -52,6 +52,7 @@ from pydantic import (
 from .errors import ConfigError
 from .fields import SuiteName
 from .format import Suite
+from .redact import mask_url
 
 if TYPE_CHECKING:
     from .keyring import Keyring
@@ -88,7 +89,17 @@ _KEY_SOURCE_IDENTITY = ("KEY_SOURCE__TYPE", "KEY_SOURCE__PATH", "KEY_SOURCE__URL
 
 
 class _Model(BaseModel):
-    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid", frozen=True)
+    # no input value in a ValidationError's text (a URL with its password, say)
+    model_config: ClassVar[ConfigDict] = ConfigDict(
+        extra="forbid", frozen=True, hide_input_in_errors=True
+    )
+    #: fields shown through :func:`~sealstore.redact.mask_url` by ``repr``/``str``
+    _urls: ClassVar[tuple[str, ...]] = ()
+
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        # repr() and str() of every model: URL passwords masked (model_dump keeps the values)
+        for name, value in super().__repr_args__():
+            yield name, mask_url(value) if name in self._urls and value is not None else value
 
 
 class NoWrapping(_Model):
@@ -99,6 +110,8 @@ class NoWrapping(_Model):
 
 class KmsWrapping(_Model):
     """AWS KMS envelope: material from GenerateDataKey, stored wrapped under ``kms_key_id``."""
+
+    _urls: ClassVar[tuple[str, ...]] = ("endpoint_url",)
 
     type: Literal["aws-kms"]
     kms_key_id: str = Field(min_length=1)
@@ -126,7 +139,12 @@ class FileKeySourceConfig(_Model):
 
 
 class DatabaseKeySourceConfig(_Model):
-    """The ``sealstore_keys`` table behind a SQLAlchemy URL; keys are always wrapped."""
+    """The ``sealstore_keys`` table behind a SQLAlchemy URL; keys are always wrapped.
+
+    ``repr``/``str`` show the URL with its password masked (:func:`sealstore.redact.mask_url`);
+    ``model_dump``/``model_dump_json`` return it as configured: do not log those."""
+
+    _urls: ClassVar[tuple[str, ...]] = ("url",)
 
     type: Literal["database"]
     url: str = Field(min_length=1)
