@@ -37,6 +37,7 @@ __all__ = [
     "ReservedDerivation",
     "RetryBudgetExhausted",
     "SealstoreError",
+    "SharedIndexKey",
     "ShortTagRefused",
     "SourceChanged",
     "TruncatedObject",
@@ -190,6 +191,13 @@ class UndecodableValue(SealstoreError, ValueError):
 
 class BlindIndexError(SealstoreError, ValueError):
     """A blind index cannot be computed (missing source, shared key with the encryption keyring)."""
+
+
+class SharedIndexKey(BlindIndexError):
+    """A blind index's keyring shares a key id or key material with an encryption keyring it
+    can see (its source column's, or the ``"default"`` keyring): refused before any index value
+    is computed, so none is written.  Material is compared by one-way fingerprints; the message
+    names the keyrings and key ids only."""
 
 
 class NotSealedObject(SealstoreError, ValueError):
