@@ -168,7 +168,9 @@ class ColumnTypeMismatch(ColumnBindingError):
     the fix (``.column``, ``.stored``, ``.expected`` hold the first three).  The CLI prints it
     as one line and exits 3."""
 
-    def __init__(self, message: str, *, column: str = "", stored: str = "", expected: str = ""):
+    def __init__(
+        self, message: str, *, column: str = "", stored: str = "", expected: str = ""
+    ) -> None:
         super().__init__(message)
         self.column, self.stored, self.expected = column, stored, expected
 

@@ -115,11 +115,15 @@ def _check_column(conn, table, column, schema, spec_type, name, fix, *, index=Fa
     expected = _declared(spec_type, dialect)
     shown = _ddl(stored_type, dialect)
     what = "blind index" if index else "encrypted column"
+    # a spec from a model has its type; one from --column / ColumnSpec.reflect does not
+    claim = "the model declares" if spec_type is not None else "named as an encrypted column:"
+    models = "--models MODULE" if spec_type is not None else "--type string:N|text|binary"
+    stay = "declare its plaintext type in the model" if spec_type is not None else "leave it out"
     raw = _raw_table(table, column, schema)
     blobs = _sqlite_blobs(conn, raw, raw.c[column]) if dialect.name == "sqlite" else 0
     if blobs:
         raise ColumnTypeMismatch(
-            f"{name}: the model declares an {what} {expected} but the database column is "
+            f"{name}: {claim} an {what} {expected} but the database column is "
             f"{shown}, a text type, holding {blobs} binary values: change the column's type to "
             f"{_ddl(sa.LargeBinary(), dialect)} (on SQLite: rebuild the table with that type, "
             "copying the values as they are) before running this",
@@ -127,13 +131,13 @@ def _check_column(conn, table, column, schema, spec_type, name, fix, *, index=Fa
         )  # fmt: skip
     if isinstance(stored_type, sa.String) and not index:
         convert = fix or (
-            f"sealstore encrypt-column {table}.{column} --models MODULE (or "
+            f"sealstore encrypt-column {table}.{column} {models} (or "
             f"op.encrypt_column('{table}', '{column}', ...) in an Alembic revision)"
         )
         raise ColumnNotConverted(
-            f"{name}: the model declares {expected} but the database column is {shown}, still "
+            f"{name}: {claim} {expected} but the database column is {shown}, still "
             f"plaintext (not converted): run the conversion first, {convert}; or, if the column "
-            "is meant to stay plaintext, declare its plaintext type in the model",
+            f"is meant to stay plaintext, {stay}",
             column=name, stored=shown, expected=expected,
         )  # fmt: skip
     fix_index = (
@@ -143,7 +147,7 @@ def _check_column(conn, table, column, schema, spec_type, name, fix, *, index=Fa
         else "fix the model, or convert the column to a binary type"
     )
     raise ColumnTypeMismatch(
-        f"{name}: the model declares {expected} but the database column is {shown}: a "
+        f"{name}: {claim} {expected} but the database column is {shown}: a "
         f"{what} needs a binary column; {fix_index}",
         column=name, stored=shown, expected=expected,
     )  # fmt: skip

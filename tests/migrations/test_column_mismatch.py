@@ -133,6 +133,25 @@ def test_declared_encrypted_but_still_plaintext(app, capsys, command):
     assert f"sealstore encrypt-column {app.table}.email" in line
 
 
+@pytest.mark.parametrize("command", ["status", "verify", "rotate"])
+def test_a_column_named_by_column_still_plaintext(app, capsys, command):
+    _plain_table(app)
+    code, line = run(capsys, "--config", "main.json", command, "--db", app.db, "--column",
+                     f"{app.table}.email")  # fmt: skip
+    assert code == 3 and "named as an encrypted column" in line and "still plaintext" in line
+    assert f"sealstore encrypt-column {app.table}.email --type" in line
+
+
+def test_keys_retire_on_a_plaintext_column_is_one_line(app, capsys):
+    _plain_table(app)
+    keyring = load_config("main.json").load_keyring()
+    key = keyring.primary.id_hex
+    keyring.close()
+    code, line = run(capsys, "--config", "main.json", "keys", "retire", key, "--db", app.db,
+                     "--models", app.modules["plain"])  # fmt: skip
+    assert code == 3 and f"{app.table}.email" in line and "still plaintext" in line
+
+
 def test_the_library_raises_column_not_converted(app):
     _plain_table(app)
     models = __import__(app.modules["plain"])
