@@ -334,8 +334,8 @@ def _app_deadlocks(engine, keyring, args, rows: int, ordered: bool) -> dict[str,
                         conn.execute(sa.update(t).where(t.c.id == i).values(v=v))
                         time.sleep(0.0005)
             except sa.exc.DBAPIError as exc:
-                orig = exc.orig
-                code = getattr(orig, "sqlstate", None) or (orig.args[0] if orig.args else None)
+                orig, first = exc.orig, getattr(exc.orig, "args", ()) or (None,)
+                code = getattr(orig, "sqlstate", None) or first[0]
                 if code not in ("40P01", 1213):
                     raise
                 with lock:

@@ -9,7 +9,10 @@ encrypting: row-bound columns need them), or ``--type string:N | text | binary[:
 column-bound one.  ``--plain-type string:N | text | binary[:N]`` is the plaintext column type
 (required to decrypt; to encrypt it only says how to read the values, default the reflected
 type).  Both run exactly :func:`sealstore.migrations.alembic.ops` (each batch committed, live writes
-kept, the swap under a short lock) and resume where they stopped when run again.
+kept, the swap under a short lock) and resume where they stopped when run again.  A column
+whose contents fit neither side (values sealed under keys the keyring does not have, sealed
+values beside plaintext ones, sealed bytes in a text column) is refused before anything is
+written: one line, exit status 3 (``ColumnTypeMismatch``).
 """
 
 from __future__ import annotations
