@@ -152,6 +152,27 @@ def test_keys_retire_on_a_plaintext_column_is_one_line(app, capsys):
     assert code == 3 and f"{app.table}.email" in line and "still plaintext" in line
 
 
+def test_reindex_into_a_text_index_column(app, capsys):
+    """The source column is sealed, the blind-index column was created as text."""
+    mod = __import__(app.modules["enc"])
+    meta = sa.MetaData()
+    t = sa.Table(
+        app.table, meta,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("email", sa.LargeBinary), sa.Column("note", sa.LargeBinary),
+        sa.Column("email_index", sa.String(100)),
+    )  # fmt: skip
+    meta.create_all(app.engine)
+    with app.engine.begin() as conn:
+        seal = mod.people.c.email.type.process_bind_param
+        conn.execute(t.insert(), [{"id": i, "email": bytes(seal(e, conn.dialect))}
+                                  for i, e in enumerate(SECRETS)])  # fmt: skip
+    code, line = run(capsys, "--config", "main.json", *COMMANDS["reindex"], "--db", app.db,
+                     "--models", app.modules["enc"])  # fmt: skip
+    assert code == 3 and f"{app.table}.email_index" in line and "VARCHAR(100)" in line
+    assert "BlindIndex" in line and "sealstore reindex" in line
+
+
 def test_the_library_raises_column_not_converted(app):
     _plain_table(app)
     models = __import__(app.modules["plain"])
@@ -233,3 +254,8 @@ def test_sqlite_text_column_holding_sealed_bytes(app, capsys):
         assert code == 3 and "a text type, holding 3 binary values" in line, argv
     with pytest.raises(ColumnTypeMismatch):
         status(app.engine, __import__(app.modules["plain"]).metadata)
+    for direction in ("encrypt", "decrypt"):  # neither seals sealed bytes nor says "done"
+        code, line = run(capsys, "--config", "main.json", f"{direction}-column",
+                         f"{app.table}.email", "--db", app.db, "--type", "string:100",
+                         "--plain-type", "string:100", "--progress", "none")  # fmt: skip
+        assert code == 3 and "is a text column holding sealed values (3 read)" in line
