@@ -92,6 +92,15 @@ def _raw_table(name: str, column: str, schema: str | None) -> sa.Table:
     return sa.Table(name, sa.MetaData(), sa.Column(column, sa.LargeBinary), schema=schema)
 
 
+def _shadow(column: str) -> str | None:
+    """The column a conversion of ``column`` fills (None without Alembic installed)."""
+    try:
+        from ..alembic.ops import shadow_name
+    except ImportError:
+        return None
+    return shadow_name(column)
+
+
 def check_spec(conn: Connection, spec: ColumnSpec | IndexSpec, *, fix: str | None = None) -> None:
     """Raise ColumnNotConverted / ColumnTypeMismatch when ``spec``'s column is not stored as
     sealed bytes (for an index spec: its source column, then the index column).  ``fix``: the
@@ -134,6 +143,12 @@ def _check_column(conn, table, column, schema, spec_type, name, fix, *, index=Fa
             f"sealstore encrypt-column {table}.{column} {models} (or "
             f"op.encrypt_column('{table}', '{column}', ...) in an Alembic revision)"
         )
+        shadow = _shadow(column)
+        if shadow in stored:
+            convert = (
+                f"a conversion is under way or was interrupted (its column {shadow} is there): "
+                f"let it finish, or run it again to resume: {convert}"
+            )
         raise ColumnNotConverted(
             f"{name}: {claim} {expected} but the database column is {shown}, still "
             f"plaintext (not converted): run the conversion first, {convert}; or, if the column "

@@ -173,6 +173,17 @@ def test_reindex_into_a_text_index_column(app, capsys):
     assert "BlindIndex" in line and "sealstore reindex" in line
 
 
+def test_a_conversion_under_way_is_named(app, capsys):
+    _plain_table(app)
+    with app.engine.begin() as conn:  # as an interrupted op.encrypt_column leaves it
+        conn.execute(sa.text(f"ALTER TABLE {app.table} ADD COLUMN _ss_email "
+                             f"{sa.LargeBinary().compile(dialect=conn.dialect)}"))  # fmt: skip
+    code, line = run(capsys, "--config", "main.json", "status", "--db", app.db, "--models",
+                     app.modules["plain"])  # fmt: skip
+    assert code == 3 and "a conversion is under way or was interrupted" in line
+    assert "_ss_email" in line and "run it again to resume" in line
+
+
 def test_the_library_raises_column_not_converted(app):
     _plain_table(app)
     models = __import__(app.modules["plain"])
