@@ -19,7 +19,9 @@ column-bound column known only by name.  The database is ``--db`` or ``$SEALSTOR
 material.  ``--json`` prints one JSON document on stdout and nothing else there (progress,
 warnings and errors go to stderr).  Exit status: 0 ok, 1 something is left (failures, values
 not under the primary -- ``status`` too, with blind-index values never filled and blind indexes
-whose keyring is not configured -- references), 2 usage error.
+whose keyring is not configured -- references), 2 usage error, 3 a column is not stored as its
+model declares (``ColumnNotConverted``/``ColumnTypeMismatch``: an encrypted column still
+plaintext, a plain model column holding sealed values; the line names the fix).
 
 Blind indexes use their own keyring: ``--index-config PATH`` (``status``, ``reindex``) loads it
 as the named configuration ``index`` (``sealstore.config.load_config(path, name="index")``:
@@ -261,6 +263,23 @@ def _check_tables(engine, columns, indexes) -> None:
         )
 
 
+def _check_models(args, engine, columns, indexes) -> None:
+    """ColumnNotConverted / ColumnTypeMismatch (exit 3) when a column of the tables the
+    command works on is not stored as its model declares: an encrypted column still plaintext
+    or of another type, or a plain model column that holds sealed values."""
+    from sealstore.migrations.rotation.spec import _tables
+    from sealstore.migrations.rotation.stored import check_plain_columns, check_specs
+
+    names = {(s.schema, s.table) for s in columns} | {(s.source.schema, s.table) for s in indexes}
+    tables = [
+        t for m in args.models or () for t in _tables(_load_models(m))
+        if (t.schema, t.name) in names
+    ]  # fmt: skip
+    with engine.connect() as conn:
+        check_specs(conn, [*columns, *indexes])
+        check_plain_columns(conn, tables)
+
+
 @contextmanager
 def _setup(args):
     """(keyring, engine, column specs using that keyring, index specs); closes and disposes
@@ -276,6 +295,7 @@ def _setup(args):
         _connect_check(engine)
         columns, indexes = _specs(args, engine, args.keyring)
         _check_tables(engine, columns, indexes)
+        _check_models(args, engine, columns, indexes)
         columns = [s for s in columns if s.keyring == args.keyring]
         yield _Setup(keyring, engine, columns, indexes, extra)
     finally:
@@ -335,6 +355,7 @@ def _guard(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namesp
     """Usage errors exit 2; environment and database failures exit 1; one line each."""
 
     def wrapper(args: argparse.Namespace) -> int:
+        from sealstore.errors import ColumnTypeMismatch
         from sealstore.migrations.transient import describe, safe_text
         from sqlalchemy.exc import SQLAlchemyError
 
@@ -344,6 +365,8 @@ def _guard(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namesp
             return _fail(str(exc), 2)
         except RuntimeFailure as exc:
             return _fail(str(exc), 1)
+        except ColumnTypeMismatch as exc:  # the models and the database disagree: exit 3
+            return _fail(str(exc), 3)
         except SQLAlchemyError as exc:  # no parameters, no text that may quote a value
             return _fail(f"database error: {describe(exc)}{safe_text(exc)}", 1)
 

@@ -22,6 +22,7 @@ from . import jobs
 from .reseal import key_id_bytes, key_id_sql
 from ..schema import JOBS_TABLE
 from .spec import ColumnSpec, IndexSpec, specs_from_metadata
+from .stored import check_spec
 from ..transient import scrubbed
 
 __all__ = [
@@ -159,6 +160,7 @@ def _status(engine: Engine, columns, indexes) -> StatusReport:
     report = StatusReport()
     with engine.connect() as conn:
         for spec in [*columns, *indexes]:
+            check_spec(conn, spec)  # a text column would end in a TypeError or an SQL error
             report.columns.append(column_status(conn, spec))
         if inspect(conn).has_table(JOBS_TABLE):
             report.jobs = jobs.running_jobs(conn)
@@ -172,6 +174,7 @@ def references(
     out = []
     with engine.connect() as conn:
         for spec in specs:
+            check_spec(conn, spec)
             table, col, offset, _ = _target(spec)
             q = (
                 select(func.count())
