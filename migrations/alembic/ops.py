@@ -758,3 +758,62 @@ def _drop_blind_index(operations, op: DropBlindIndexOp) -> None:
     if op.column_name in names:
         with operations.batch_alter_table(op.table_name, schema=op.schema) as batch:
             batch.drop_column(op.column_name)
+
+
+# ---- autogenerate: a new BlindIndex column on an existing table ------------------------------
+
+
+@rewriter.rewrites(alembic_ops.AddColumnOp)
+def _add_blind_index_column(context, revision, op):
+    """``add_column`` of a BlindIndex column (autogenerate emits it for a table that exists)
+    becomes ``add_blind_index`` with ``index=False``: the column is added and filled, and the
+    ``create_index`` autogenerate writes after it runs on the filled column."""
+    from ...adapters.sqlalchemy import BlindIndex, EncryptedType
+
+    column = op.column
+    type_ = column.type
+    table = getattr(column, "table", None)
+    if not isinstance(type_, BlindIndex) or table is None:
+        return op
+    source = table.c.get(type_.source)
+    if source is None:
+        source = next((c for c in table.c if c.name == type_.source), None)
+    if source is None or not isinstance(source.type, EncryptedType):
+        return op  # the type itself reports the missing source when it is used
+    return AddBlindIndexOp(
+        op.table_name, column.name, BlindIndex(type_.source, type_.size, keyring=type_.keyring),
+        source_type=source.type, schema=op.schema, index=False,
+    )  # fmt: skip
+
+
+@renderers.dispatch_for(AddBlindIndexOp)
+def _render_add_blind_index(autogen_context, op) -> str:
+    from alembic.autogenerate.render import _repr_type
+
+    imports = autogen_context.imports
+    if imports is not None:
+        imports.add("import sealstore.adapters.sqlalchemy")
+        imports.add("import sealstore.migrations.alembic.ops  # noqa: F401  (op.add_blind_index)")
+    args = [
+        repr(op.table_name),
+        repr(op.column_name),
+        _repr_type(op.type_, autogen_context),
+        f"source_type={_repr_type(op.source_type, autogen_context)}",
+    ]
+    if not op.index:
+        args.append("index=False")
+    elif op.unique:
+        args.append("unique=True")
+    if op.schema is not None:
+        args.append(f"schema={op.schema!r}")
+    return f"op.add_blind_index({', '.join(args)})"
+
+
+@renderers.dispatch_for(DropBlindIndexOp)
+def _render_drop_blind_index(autogen_context, op) -> str:
+    args = [repr(op.table_name), repr(op.column_name)]
+    if op.index_name is not None:
+        args.append(f"index_name={op.index_name!r}")
+    if op.schema is not None:
+        args.append(f"schema={op.schema!r}")
+    return f"op.drop_blind_index({', '.join(args)})"

@@ -230,3 +230,72 @@ def test_a_rotation_after_the_fill_keeps_the_unique_index_unique(project, keyrin
         session.add(Member(id=100, email="m1@example.org"))
         with pytest.raises(DuplicateIndexValue):
             session.commit()
+
+
+AUTOGEN_ENV_PY = """
+from alembic import context
+from sqlalchemy import create_engine
+from sealstore.migrations.alembic.ops import rewriter
+
+config = context.config
+engine = create_engine(config.get_main_option("sqlalchemy.url"))
+try:
+    with engine.connect() as conn:
+        context.configure(
+            connection=conn,
+            target_metadata=config.attributes.get("target_metadata"),
+            process_revision_directives=rewriter,
+            transaction_per_migration=True,
+        )
+        with context.begin_transaction():
+            context.run_migrations()
+finally:
+    engine.dispose()
+"""
+
+
+def test_autogenerate_writes_add_blind_index_for_a_new_index_on_an_existing_table(
+    tmp_path, sql_engine, keyrings
+):
+    from pathlib import Path
+
+    from sealstore.migrations import schema
+
+    engine = sql_engine
+    with alembic_project(tmp_path, engine, AUTOGEN_ENV_PY, {"app_0001.py": MEMBERS_REV}) as (
+        cfg,
+        _,
+    ):
+        command.upgrade(cfg, "heads")
+        _seed(engine, range(1, 31))
+        target = sa.MetaData()
+        sa.Table(  # the model: a named UNIQUE index (an unnamed constraint cannot be dropped)
+            "members", target,
+            sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+            sa.Column("email", EncryptedString(120)),
+            sa.Column("email_index", BlindIndex("email"), index=True, unique=True),
+        )  # fmt: skip
+        for t in schema.metadata.tables.values():
+            t.to_metadata(target)
+        cfg.attributes["target_metadata"] = target
+        script = command.revision(
+            cfg, "index email", autogenerate=True, head="app@head", rev_id="app_0002"
+        )
+        text = Path(script.path).read_text()
+        upgrade = text.split("def upgrade")[1].split("def downgrade")[0]
+        assert (
+            "op.add_blind_index('members', 'email_index', "
+            "sealstore.adapters.sqlalchemy.BlindIndex('email'), "
+            "source_type=sealstore.adapters.sqlalchemy.EncryptedString(120), index=False)"
+        ) in upgrade
+        assert "add_column" not in upgrade
+        assert upgrade.index("add_blind_index") < upgrade.index(
+            "op.create_index(op.f('ix_members_email_index'), 'members', ['email_index'], unique=True)"
+        )
+        assert "import sealstore.migrations.alembic.ops" in text
+        command.upgrade(cfg, "app@head")  # the generated file runs: filled, then indexed
+        assert _nulls(engine) == 0
+        assert _ids(engine, "m1@example.org") == [1]
+        command.downgrade(cfg, "app_0001")
+        assert "email_index" not in {c["name"] for c in sa.inspect(engine).get_columns("members")}
+        command.downgrade(cfg, "base")
