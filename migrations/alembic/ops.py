@@ -60,6 +60,7 @@ from sqlalchemy import (
 from ...adapters.sqlalchemy.read_errors import with_primary_key  # read errors name the row
 from ...errors import ColumnBindingError, InternalError, SealstoreError
 from . import inplace, ownership
+from .names import shadow_name
 from ..cursor import after
 from ..transient import RetryPolicy, scrubbed
 
@@ -81,14 +82,7 @@ __all__ = [
 log: logging.Logger = logging.getLogger("sealstore.migrations")
 
 DEFAULT_BATCH_SIZE = 1000
-_PREFIX = "_ss_"
-_MAX_NAME = 63  # PostgreSQL's identifier limit, the smallest of the common databases
 _PASSES = 5  # backfill passes before the final one (each catches the rows written meanwhile)
-
-
-def shadow_name(column: str) -> str:
-    """The temporary column a conversion fills: ``_ss_<column>`` (cut to 63 characters)."""
-    return (_PREFIX + column)[:_MAX_NAME]
 
 
 def _encrypted(type_):
