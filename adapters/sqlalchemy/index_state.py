@@ -12,7 +12,8 @@ after :data:`INCOMPLETE_TTL`; meanwhile each lookup through an incomplete index 
 :class:`~sealstore.errors.IndexIncomplete`, naming the fix.  Between checks a lookup costs a
 dictionary look-up.  The execution option ``sealstore_partial_index=True`` (on the statement,
 the connection, the engine or ``Session.execute``) accepts partial results: no check, no error.
-:func:`forget` drops what is known (the re-index run calls it when it finishes).
+:func:`forget` drops what is known (a re-index run calls it for its whole process when it
+finishes; other processes see the filled index at their next check).
 
 **Uniqueness.**  A UNIQUE constraint on an index column compares stored bytes; during an
 index-key rotation a row still under the older key and a new row under the primary key hold

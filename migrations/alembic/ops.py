@@ -725,7 +725,7 @@ def _fill_index(operations, op: AddBlindIndexOp) -> None:
                 op.index_name, op.table_name, [op.column_name], unique=op.unique,
                 schema=op.schema,
             )  # fmt: skip
-    forget(engine)
+    forget()  # this process's lookups (every engine) ask again
     if left:
         log.warning(
             "add_blind_index %s.%s: %d rows written meanwhile have no index value yet (writers "

@@ -169,5 +169,5 @@ def reindex(
         batch_size=batch_size, worker_id=worker_id, progress=progress, on_event=on_event,
         retry=retry, sqlite_yield=sqlite_yield,
     )  # fmt: skip
-    forget(engine)  # this process's lookups ask again whether the indexes are complete
+    forget()  # this process's lookups (every engine) ask again whether the indexes are complete
     return results
