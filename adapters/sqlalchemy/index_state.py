@@ -121,7 +121,8 @@ def require_complete(conn: Any, itypes: Any, options: Any) -> None:
             raise IndexIncomplete(
                 f"the blind index {_where(itype)} is incomplete: some rows have "
                 f"{itype.source} set and no index value (an index added to existing rows), so "
-                f"this lookup would miss them. Fill it: `sealstore reindex --table {table.name}` "
+                f"this lookup would miss them. Fill it: `sealstore reindex --models <your models> "
+                f"--table {table.name}` "
                 "(or op.add_blind_index in a revision); to accept partial results meanwhile, "
                 f"pass the execution option {PARTIAL_OPTION}=True"
             )

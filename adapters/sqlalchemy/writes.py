@@ -345,6 +345,8 @@ def _before_execute(conn, elem, multiparams, params, execution_options):
     elem, derived, plan = _rewrite(elem, lambda itype, value: guard(itype, value, None))
     if isinstance(elem, Insert) and plan is not None and plan.indexes:
         _guard_inserted(plan, multiparams or [params or {}], guard)
+        if elem._multi_values:
+            _guard_multi_values(elem.table, plan, elem, guard)
     if not derived and (plan is None or not plan.indexes or isinstance(elem, Insert)):
         return elem, multiparams, params
     written = {
@@ -370,6 +372,23 @@ def _guard_inserted(plan, rows, guard) -> None:
             for row in rows:
                 if src.key in row and index.key not in row:
                     guard(index.type, row[src.key], row)
+
+
+def _guard_multi_values(table, plan, elem, guard) -> None:
+    """The same for the rows of a multi-row ``values([...])`` (its plain and bound values)."""
+    for rows in elem._multi_values:
+        for row in rows:
+            given = {}
+            for key, value in row.items():
+                col = _column(table, plan, key)
+                if col is not None:
+                    given[col.key] = value.value if isinstance(value, BindParameter) else value
+            for src, index in plan.indexes:
+                value = given.get(src.key)
+                if index.key in given or value is None or isinstance(value, ClauseElement):
+                    continue
+                if is_unique(index.type):
+                    guard(index.type, value, None)
 
 
 def _guard(conn, elem, multiparams, params):

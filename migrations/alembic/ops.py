@@ -730,13 +730,14 @@ def _fill_index(operations, op: AddBlindIndexOp) -> None:
         log.warning(
             "add_blind_index %s.%s: %d rows written meanwhile have no index value yet (writers "
             "whose models lack the BlindIndex); lookups through it raise IndexIncomplete until "
-            "`sealstore reindex --table %s` fills them",
+            "`sealstore reindex --models <your models> --table %s` fills them",
             op.table_name, op.column_name, left, op.table_name,
         )  # fmt: skip
         print(
             f"sealstore: {op.table_name}.{op.column_name}: {left} rows have no index value "
             f"yet; once every process runs the models with the BlindIndex, run `sealstore "
-            f"reindex --table {op.table_name}` (lookups raise IndexIncomplete until then)"
+            f"reindex --models <your models> --table {op.table_name}` (lookups raise "
+            "IndexIncomplete until then)"
         )
 
 

@@ -209,7 +209,10 @@ def test_rows_old_writers_add_during_the_fill_are_reported_and_refused_at_lookup
     command.upgrade(cfg, "app@head")
     monkeypatch.undo()
     out = capsys.readouterr().out
-    assert "rows have no index value yet" in out and "sealstore reindex --table members" in out
+    assert (
+        "rows have no index value yet" in out
+        and "sealstore reindex --models <your models> --table members" in out
+    )
     assert _nulls(engine) > 0
     with pytest.raises(IndexIncomplete):
         _ids(engine, "m1@example.org")
