@@ -36,7 +36,7 @@ from typing import Any
 from sqlalchemy import UniqueConstraint, case, literal_column, select
 
 from ...errors import DuplicateIndexValue, IndexIncomplete
-from ...keyring import KeyState
+from ...keyring import KeyState, get_keyring
 from .rows import PreSealed
 
 __all__ = [
@@ -150,45 +150,40 @@ def is_unique(itype: Any) -> bool:
     return unique
 
 
-def _older_values(itype: Any, value: Any) -> list[bytes]:
-    """The index values of ``value`` under the index keyring's active (non-primary) keys."""
-    source_type = itype.source_column.type
-    keyring = itype._keyring(source_type)
-    if not any(k.state is KeyState.ACTIVE for k in keyring.keys):
-        return []
-    if type(value) is PreSealed:
-        value = value.plaintext
-    return itype.candidates(value)[1:]
+def _rotating(itype: Any) -> bool:
+    """Whether the index keyring has active keys besides the primary (cheap: no sorting)."""
+    keyring = get_keyring(itype.keyring)
+    return any(k.state is KeyState.ACTIVE for k in keyring._keys.values())
 
 
 def guard_unique(
     conn: Any,
     itype: Any,
-    value: Any,
+    values: list[Any],
     *,
     exclude: tuple[Any, ...] | None = None,
     where: Any = None,
     params: dict[str, Any] | None = None,
 ) -> None:
-    """Before ``value`` is written to the UNIQUE index ``itype``: raise DuplicateIndexValue when
-    another row holds it under an older active index key.  ``exclude``: the primary key of the
-    row being written (an ORM update); ``where``: an UPDATE's WHERE clause (the rows it
-    rewrites are not duplicates), bound with ``params``."""
-    if value is None or not is_unique(itype):
+    """Before ``values`` are written to the UNIQUE index ``itype``: raise DuplicateIndexValue
+    when another row holds one of them under an older active index key (one ``SELECT`` per 500
+    values).  ``exclude``: the primary key of the row being written (an ORM update); ``where``:
+    an UPDATE's WHERE clause (the rows it rewrites are not duplicates), bound with ``params``."""
+    values = [v.plaintext if type(v) is PreSealed else v for v in values if v is not None]
+    if not values or not is_unique(itype) or not _rotating(itype):
         return
-    olds = _older_values(itype, value)
-    if not olds:
-        return
+    olds = [c for v in values for c in itype.candidates(v)[1:]]  # [0] is the primary's
     table = itype._table_obj
     pk = list(table.primary_key.columns)
-    q = select(*pk).where(_index_column(itype).in_(olds))
-    if where is not None:  # rows the UPDATE does not rewrite (NULL counts as "not")
-        q = q.where(case((where, 0), else_=1) == 1)
-    rows = conn.execute(q.limit(2), params or {}).all()
-    others = [r for r in rows if exclude is None or tuple(r) != tuple(exclude)]
-    if others:
-        raise DuplicateIndexValue(
-            f"{_where(itype)} is UNIQUE and another row already holds this value under an "
-            "older index key (an index-key rotation is under way, so the database's unique "
-            "constraint cannot see it); run `sealstore reindex` to finish the rotation"
-        )
+    col = _index_column(itype)
+    for start in range(0, len(olds), 500):
+        q = select(*pk).where(col.in_(olds[start : start + 500]))
+        if where is not None:  # rows the UPDATE does not rewrite (NULL counts as "not")
+            q = q.where(case((where, 0), else_=1) == 1)
+        rows = conn.execute(q.limit(2), params or {}).all()
+        if any(exclude is None or tuple(r) != tuple(exclude) for r in rows):
+            raise DuplicateIndexValue(
+                f"{_where(itype)} is UNIQUE and another row already holds this value under an "
+                "older index key (an index-key rotation is under way, so the database's unique "
+                "constraint cannot see it); run `sealstore reindex` to finish the rotation"
+            )

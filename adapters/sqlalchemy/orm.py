@@ -100,7 +100,7 @@ class MapperPlan:
         for src_key, index_key, index_type in self.indexes:
             if state.attrs[src_key].history.has_changes():
                 value = state.dict.get(src_key)
-                guard_unique(connection, index_type, value, exclude=state.identity)
+                guard_unique(connection, index_type, [value], exclude=state.identity)
                 setattr(target, index_key, index_type.compute(value))
         if not self.row_attrs:
             return

@@ -322,14 +322,14 @@ def _fill(rows: list, derived, plan, update: bool, written, guard=None) -> list:
             new = new if new is not None else dict(row)
             value = row[key] if key in row else default
             if guard is not None:
-                guard(itype, value, row)
+                guard(itype, [value], row)
             new[name] = itype.compute(value)
         if update and plan is not None:
             for src, index in plan.indexes:
                 if src.key in row and index.key not in row and src.key not in written:
                     new = new if new is not None else dict(row)
                     if guard is not None:
-                        guard(index.type, row[src.key], row)
+                        guard(index.type, [row[src.key]], row)
                     new[index.key] = index.type.compute(row[src.key])
         out.append(row if new is None else new)
     return out
@@ -342,7 +342,7 @@ def _before_execute(conn, elem, multiparams, params, execution_options):
         return elem, multiparams, params
     original = elem
     guard = _guard(conn, elem, multiparams, params)
-    elem, derived, plan = _rewrite(elem, lambda itype, value: guard(itype, value, None))
+    elem, derived, plan = _rewrite(elem, lambda itype, value: guard(itype, [value], None))
     if isinstance(elem, Insert) and plan is not None and plan.indexes:
         _guard_inserted(plan, multiparams or [params or {}], guard)
         if elem._multi_values:
@@ -369,9 +369,8 @@ def _guard_inserted(plan, rows, guard) -> None:
     sets (ORM flushes, executemany, bulk inserts), checked under older index keys first."""
     for src, index in plan.indexes:
         if is_unique(index.type):
-            for row in rows:
-                if src.key in row and index.key not in row:
-                    guard(index.type, row[src.key], row)
+            values = [r[src.key] for r in rows if src.key in r and index.key not in r]
+            guard(index.type, values, None)
 
 
 def _guard_multi_values(table, plan, elem, guard) -> None:
@@ -388,20 +387,23 @@ def _guard_multi_values(table, plan, elem, guard) -> None:
                 if index.key in given or value is None or isinstance(value, ClauseElement):
                     continue
                 if is_unique(index.type):
-                    guard(index.type, value, None)
+                    guard(index.type, [value], None)
 
 
 def _guard(conn, elem, multiparams, params):
-    """``guard(itype, value, row)``: a UNIQUE index's value checked under older index keys
+    """``guard(itype, values, row)``: a UNIQUE index's values checked under older index keys
     (``index_state.guard_unique``) before ``elem`` runs; an UPDATE's own rows (its WHERE,
     bound with the parameter set ``row``, or each set when ``row`` is None) are not duplicates."""
     where = elem.whereclause if isinstance(elem, Update) else None
 
-    def guard(itype, value, row):
-        if value is None or not is_unique(itype):
+    def guard(itype, values, row):
+        if not values or not is_unique(itype):
+            return
+        if where is None:  # an INSERT: the values, once
+            guard_unique(conn, itype, values)
             return
         for p in [row] if row is not None else (multiparams or [params or {}]):
-            guard_unique(conn, itype, value, where=where, params=p)
+            guard_unique(conn, itype, values, where=where, params=p)
 
     return guard
 
