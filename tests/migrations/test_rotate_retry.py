@@ -288,7 +288,7 @@ def test_real_deadlock_with_the_worker_in_the_cycle(db, keyring, caplog):
             with conn.begin():
                 conn.execute(sa.update(secrets).where(secrets.c.id == victim).values(body="app-B"))
                 fired.set()
-                deadline = time.monotonic() + 10
+                deadline = time.monotonic() + 120  # a hang guard: ends when the worker waits
                 while time.monotonic() < deadline:  # until the worker waits for our row
                     waiting = conn.exec_driver_sql(
                         f"SELECT count(*) FROM pg_locks WHERE pid = {worker_pid} AND NOT granted"
