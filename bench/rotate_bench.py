@@ -112,7 +112,7 @@ def _fairness_run(tmp: Path, journal: str, rows: int, batch_size: int, pause: fl
             while not ready.exists():
                 time.sleep(0.01)
             t0 = time.perf_counter()
-            rotate(engine, ColumnSpec.from_column(secrets.c.body), batch_size=batch_size,
+            rotate(engine, [ColumnSpec.from_column(secrets.c.body)], batch_size=batch_size,
                    sqlite_yield=pause)  # fmt: skip
             seconds = time.perf_counter() - t0
         finally:

@@ -255,8 +255,8 @@ def build_parser(programs: dict[str, EntryPoint] | None = None) -> argparse.Argu
             continue
         register(commands, keys)
     for target, subs in ((parser, commands), (keys_parser, keys)):
-        for word, exc in target.missing.items():
-            _add_missing(subs, word, exc)
+        for word, absent in target.missing.items():
+            _add_missing(subs, word, absent)
     parser.epilog = _epilog(parser, keys_parser, unknown)
     if keys_parser.missing:
         keys_parser.epilog = "not installed here:\n" + _missing_lines(keys_parser.missing, "")
@@ -469,14 +469,16 @@ def main(argv: list[str] | None = None) -> int:
     return run_command(args)
 
 
-def _missing_command(parser: _Parser, rest: list[str]) -> MissingExtra | None:
+def _missing_command(parser: argparse.ArgumentParser, rest: list[str]) -> MissingExtra | None:
+    """The MissingExtra of the command ``rest`` starts with, if its extra is not installed."""
     if not rest:
         return None
-    if rest[0] in parser.missing:
-        return parser.missing[rest[0]]
+    top: dict[str, MissingExtra] = getattr(parser, "missing", {})
+    if rest[0] in top:
+        return top[rest[0]]
     if rest[0] == "keys" and len(rest) > 1:
-        keys: _Parser = _subparsers(parser).choices["keys"]
-        return keys.missing.get(rest[1])
+        keys: dict[str, MissingExtra] = getattr(_subparsers(parser).choices["keys"], "missing", {})
+        return keys.get(rest[1])
     return None
 
 
