@@ -282,3 +282,40 @@ def test_every_module_an_extra_is_checked_for_comes_with_that_extra(extra):
     for module in extras.EXTRAS[extra]:
         dists = {re.sub(r"[-_.]+", "-", d).lower() for d in by_module[module]}
         assert dists & closure, f"{module} ({dists}) is not installed by sealstore[{extra}]"
+
+
+@pytest.mark.parametrize(
+    "wrapping, argv, blocked, extra",
+    [
+        ('type = "aws-kms"\nkms_key_id = "alias/k"', ["keys", "init"], ["boto3"], "kms"),
+        (None, ["keys", "list"], ["sqlalchemy"], "sqlalchemy"),
+    ],
+)
+def test_a_key_source_without_its_extra_is_one_line_and_exit_1(
+    tmp_path, wrapping, argv, blocked, extra
+):
+    """The core's own ``keys`` commands on a configuration that needs an extra: AWS KMS wrapping
+    without boto3, the database key source without SQLAlchemy."""
+    master = tmp_path / "master.key"
+    master.write_bytes(bytes(range(32)))
+    master.chmod(0o600)
+    if wrapping is None:  # the database key source, wrapped with a master key
+        text = '[key_source]\ntype = "database"\nurl = "sqlite:///%s"\n' % (tmp_path / "k.db")
+        text += '[key_source.wrapping]\ntype = "master-key"\npath = "%s"\n' % master
+    else:
+        text = '[key_source]\npath = "%s"\n[key_source.wrapping]\n%s\n' % (
+            tmp_path / "keys.json",
+            wrapping,
+        )
+    cfg = tmp_path / "sealstore.toml"
+    cfg.write_text(text)
+    cfg.chmod(0o600)
+    env_code = (
+        "import os\n"
+        "for k in [k for k in os.environ if k.startswith('SEALSTORE_')]: del os.environ[k]\n"
+    )
+    proc = run_without(blocked, env_code + CLI, "-c", str(cfg), *argv)
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    assert proc.stdout == "" and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.rstrip().endswith(f"pip install 'sealstore[{extra}]'"), proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["master.key", "sealstore.toml"]
