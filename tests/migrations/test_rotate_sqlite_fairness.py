@@ -137,7 +137,7 @@ def _assert_the_writer_kept_up(seen: list[int], report: dict) -> None:
 
 
 @pytest.mark.parametrize("journal", ["delete", "wal"])
-def test_writer_process_beside_a_rotation_gets_the_lock_in_bounded_time(tmp_path, journal):
+def test_writer_process_beside_a_rotation_keeps_getting_the_lock(tmp_path, journal):
     path = tmp_path / "app.db"
     engine = sa.create_engine(f"sqlite:///{path}")
     keyring = use_keyring(Keyring.generate(tag_size=32))
@@ -160,7 +160,7 @@ def test_writer_process_beside_a_rotation_gets_the_lock_in_bounded_time(tmp_path
 
 
 @pytest.mark.parametrize("journal", ["delete", "wal"])
-def test_writer_process_beside_encrypt_column_gets_the_lock_in_bounded_time(tmp_path, journal):
+def test_writer_process_beside_encrypt_column_keeps_getting_the_lock(tmp_path, journal):
     """The same beside ``op.encrypt_column`` (committed batches that yield, then the final pass
     and the table rebuild under the lock: one commit the writer waits through)."""
     from alembic.migration import MigrationContext
