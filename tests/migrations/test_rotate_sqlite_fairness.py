@@ -46,12 +46,13 @@ while not os.path.exists(stop):
 json.dump({"waits": waits, "errors": errors, "n": n}, open(out, "w"))
 """
 
-ROWS = 120000  # 200 batches of 600: a rotation long enough for a starved writer to show
+ROWS = 60000  # 100 batches of 600: enough commits for a starved writer to show (see below)
 #: The longest run of consecutive rotation commits the writer may sit out, as a share of all of
 #: them (a rotation batch is 3 commits: claim, batch, bookkeeping), and the least share of
-#: commits after which it must have moved: generous (measured at load average 6: longest run
-#: 8 of 603 commits, moved after 41% of them in WAL; see the commit message for each mode).
-#: A writer refused the lock until the rotation ends sits out nearly every commit.
+#: commits after which it must have moved: generous.  Measured with 60,000 rows at load average
+#: 5-6: longest run 10 (delete) and 26 (WAL) of 303 commits, moved after 32-35% of them;
+#: encrypt_column 0-1 of 105, moved after 97%.  Without the worker's yield (sqlite_yield=0):
+#: longest run 302 (delete) and 99 (WAL) of 303, moved after 0 and 8: refused.
 LONGEST_SHARE = 0.25
 MOVED_SHARE = 0.1
 
@@ -123,7 +124,7 @@ def _assert_the_writer_kept_up(seen: list[int], report: dict) -> None:
     writer sits out every commit from its first blocked write to the end) and moved forward
     often; it never saw ``database is locked``."""
     assert report["errors"] == []  # no "database is locked"
-    assert len(seen) >= 100, len(seen)  # the batches, each its own transaction
+    assert len(seen) >= 90, len(seen)  # the batches, each its own transaction
     still = [b == a for a, b in zip(seen, seen[1:])]
     longest = run = 0
     for s in still:
