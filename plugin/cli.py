@@ -230,7 +230,11 @@ def build_parser(programs: dict[str, EntryPoint] | None = None) -> argparse.Argu
     keys_parser.missing = {}
     programs = _programs() if programs is None else programs
     for name, ep in sorted(programs.items()):  # main() runs them with their own parser
-        program = ep.load()
+        try:
+            program = ep.load()
+        except MissingExtra as exc:  # its module itself needs the extra
+            parser.missing[name] = exc
+            continue
         absent = _program_missing(name, program)
         if absent is not None:
             parser.missing[name] = absent
