@@ -7,7 +7,9 @@
     sealstore [--config PATH] keys rotate [--suite SUITE] [--json]
 
 The key source comes from the configuration (:func:`sealstore.config.load_config`: the file
-given with ``--config`` or ``$SEALSTORE_CONFIG``, then ``SEALSTORE_*`` variables).  Nothing
+given with ``--config`` or ``$SEALSTORE_CONFIG``, then ``SEALSTORE_*`` variables;
+``--config-name index`` loads the blind-index keyring's: ``--config`` or
+``$SEALSTORE_INDEX_CONFIG``, then ``SEALSTORE_INDEX_*`` variables only).  Nothing
 here ever prints key material.  ``--json`` prints one JSON document on stdout and nothing else
 there (warnings and errors go to stderr).  ``keys init`` warns loudly on stderr (and in the
 JSON ``warning`` field) when it writes plain, unwrapped keys.
@@ -15,11 +17,13 @@ JSON ``warning`` field) when it writes plain, unwrapped keys.
 Every command of every layer runs through :func:`main`, which answers anything that goes wrong
 with one line on stderr and an exit status (:data:`EXIT_STATUSES`, also at the end of
 ``sealstore --help``): 0 ok; 1 the command failed (a sealstore error, a missing extra, a file,
-network or database failure); 2 usage error; 3 an unexpected exception (its type and its
-message's first line, URL passwords masked; ``--debug`` or ``SEALSTORE_DEBUG=1`` prints the
-traceback too); 130 interrupted.  A command whose extra is not installed is not listed among
-the commands; the end of ``--help`` names it and the extra, and running it is one line naming
-``pip install 'sealstore[EXTRA]'``, exit 1.
+network or database failure); 2 usage error; 3 a column not stored as its model declares (the
+migrations commands: ``ColumnNotConverted``, ``ColumnTypeMismatch``); 70 an unexpected
+exception, a bug (its type and its message's first line, URL passwords masked; ``--debug`` or
+``SEALSTORE_DEBUG=1`` prints the traceback too; sysexits' ``EX_SOFTWARE``); 130 interrupted.
+A command whose extra is not installed is not listed among the commands; the end of ``--help``
+names it and the extra, and running it is one line naming ``pip install 'sealstore[EXTRA]'``,
+exit 1.
 """
 
 from __future__ import annotations
@@ -61,7 +65,7 @@ def _age(since: datetime, now: datetime) -> str:
 def _config(args: argparse.Namespace) -> SealstoreConfig:
     from .config import load_config
 
-    return load_config(args.config)
+    return load_config(args.config, name=getattr(args, "config_name", None))
 
 
 def version() -> str:
@@ -185,7 +189,9 @@ EXIT_STATUSES: dict[int, str] = {
     0: "ok",
     1: "failed or refused: a sealstore error, a missing extra, a file, network or database failure",
     2: "usage error: a bad option or argument",
-    3: "unexpected error (a bug): its type and message; --debug or SEALSTORE_DEBUG=1 prints "
+    3: "a column is not stored as its model declares (rotate, status, verify, reindex, "
+    "encrypt-column, decrypt-column, keys retire; docs/ROTATION.md)",
+    70: "unexpected error (a bug): its type and message; --debug or SEALSTORE_DEBUG=1 prints "
     "the traceback",
     130: "interrupted (Ctrl-C)",
 }
@@ -203,6 +209,13 @@ def _add_global_options(parser: argparse.ArgumentParser) -> None:
         "--config",
         metavar="PATH",
         help="config file (.toml/.json); default $SEALSTORE_CONFIG",
+    )
+    parser.add_argument(
+        "--config-name",
+        metavar="NAME",
+        help="whose configuration: 'default' (the column keyring: $SEALSTORE_CONFIG and "
+        "SEALSTORE_* variables) or 'index' (the blind-index keyring: $SEALSTORE_INDEX_CONFIG "
+        "and SEALSTORE_INDEX_* variables only)",
     )
     parser.add_argument(
         "--debug",
@@ -514,7 +527,7 @@ def _log_to_stderr(level: str | None) -> Any:
 
 def run_command(args: argparse.Namespace) -> int:
     """Run a parsed ``sealstore`` command: its exit status, or, when it raises, one line on
-    stderr and the status of :data:`EXIT_STATUSES` (SealstoreError 1, unexpected 3, Ctrl-C 130)."""
+    stderr and the status of :data:`EXIT_STATUSES` (SealstoreError 1, unexpected 70, Ctrl-C 130)."""
     debug = bool(getattr(args, "debug", False)) or _debug_wanted([])
     try:
         with _log_to_stderr(getattr(args, "log_level", None)):
@@ -525,6 +538,10 @@ def run_command(args: argparse.Namespace) -> int:
     except BaseException as exc:  # noqa: BLE001 - every failure is one line and a status
         return _report(exc, debug)
 
+
+#: an unexpected exception's exit status (sysexits.h: internal software error); 3 is taken by
+#: the migrations commands (a column not stored as its model declares)
+EX_SOFTWARE = 70
 
 #: the libraries whose exceptions are the environment failing (a database, the network, a
 #: bad URL in the configuration), not a bug: exit status 1
@@ -572,7 +589,7 @@ def _report(exc: BaseException, debug: bool) -> int:
         f"sealstore: error: unexpected {name}: {_one_line(exc)} (please report it{hint})",
         file=sys.stderr,
     )
-    return 3
+    return EX_SOFTWARE
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -312,10 +312,10 @@ SECRET_MESSAGE = (
 )
 
 
-def test_an_unexpected_exception_is_one_line_exit_3_without_secrets(keyfile, capsys, monkeypatch):
+def test_an_unexpected_exception_is_one_line_exit_70_without_secrets(keyfile, capsys, monkeypatch):
     monkeypatch.delenv("SEALSTORE_DEBUG", raising=False)
     monkeypatch.setattr("sealstore.cli._cmd_list", _boom(SECRET_MESSAGE))
-    assert main(["keys", "list"]) == 3
+    assert main(["keys", "list"]) == 70
     captured = capsys.readouterr()
     assert captured.out == "" and captured.err.count("\n") == 1, captured.err
     assert captured.err.startswith("sealstore: error: unexpected RuntimeError: failed for ")
@@ -334,7 +334,7 @@ def test_debug_prints_the_traceback_before_the_line(keyfile, capsys, monkeypatch
     else:
         monkeypatch.setenv("SEALSTORE_DEBUG", "1")
         argv = ["keys", "list"]
-    assert main(argv) == 3
+    assert main(argv) == 70
     err = capsys.readouterr().err
     assert err.startswith("Traceback (most recent call last):") and "RuntimeError: kaput\n" in err
     assert (
@@ -348,7 +348,7 @@ def test_debug_prints_the_traceback_before_the_line(keyfile, capsys, monkeypatch
     [
         (KeyboardInterrupt, 130, "sealstore: interrupted"),
         (PermissionError, 1, "sealstore: error: PermissionError: kaput"),
-        (MemoryError, 3, "sealstore: error: unexpected MemoryError: kaput"),
+        (MemoryError, 70, "sealstore: error: unexpected MemoryError: kaput"),
     ],
 )
 def test_interrupts_and_os_errors_have_their_status(
@@ -363,7 +363,7 @@ def test_interrupts_and_os_errors_have_their_status(
 
 def test_a_broken_entry_point_is_one_line_not_a_traceback(keyfile, capsys, monkeypatch):
     """An install whose command modules fail to import for another reason than a missing extra
-    (a broken upgrade): every command answers one line, exit 3, even ``keys list``."""
+    (a broken upgrade): every command answers one line, exit 70, even ``keys list``."""
     import sealstore.cli as cli
 
     def broken(group):
@@ -371,6 +371,6 @@ def test_a_broken_entry_point_is_one_line_not_a_traceback(keyfile, capsys, monke
 
     monkeypatch.delenv("SEALSTORE_DEBUG", raising=False)
     monkeypatch.setattr(cli, "_entry_points", broken)
-    assert main(["keys", "list"]) == 3
+    assert main(["keys", "list"]) == 70
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "unexpected ImportError: cannot import name" in err
