@@ -285,7 +285,12 @@ class _Converter:
         if op.commit_batches and _can_autocommit(ctx):
             with ctx.autocommit_block():
                 live = operations.get_bind()
-                inplace.create_tracking(live, op.table_name, op.schema, name, shadow, pk)
+                self.retry.call(  # DDL: may meet a deadlock with the application
+                    lambda: inplace.create_tracking(
+                        live, op.table_name, op.schema, name, shadow, pk
+                    ),
+                    f"{type(op).__name__} {op.table_name}.{name} write tracking",
+                )
                 self._backfill(live, table, pk, per_batch_commit=True)
 
                 # the final pass and the swap: one transaction of their own, run again after
