@@ -19,13 +19,19 @@ application writes meanwhile, each batch guards on the value it read, the backfi
 until a pass finds nothing, and the last pass, dropping the triggers and the swap run under a
 lock that blocks writers.  After ``encrypt_column`` a CHECK on the sealed-value header refuses
 plaintext (PostgreSQL, MySQL/MariaDB).  With ``commit_batches=True`` (the default, online
-migrations only) every batch is committed on its own, so a migration that is interrupted
-resumes where it stopped when it runs again: the shadow column and the values already in it
-are kept.
+migrations only) every batch, and the final pass with the swap, is committed on its own and
+run again after a deadlock or lock timeout; a batch locks its rows in primary-key order with
+``SKIP LOCKED``, so it never waits on the application.  Running an operation again after an
+interruption at any point finishes it: it finds the shadow column half filled (and carries
+on), or the column already converted (and does nothing); it never seals a value twice.  A
+column covered by an index, a UNIQUE / FOREIGN KEY constraint or a CHECK is refused before any
+write (drop it first).
 
 Autogenerate: pass :data:`rewriter` as ``process_revision_directives`` in ``env.py`` and a
 change from ``String`` to an encrypted type is written as ``op.encrypt_column`` (and the
-downgrade as ``op.decrypt_column``) instead of an ``alter_column`` that would fail, and
+downgrade as ``op.decrypt_column``) instead of an ``alter_column`` that would fail, one
+conversion per revision, indexes on a converted column dropped before it and created after the
+reverse one, every sealstore type imported (:mod:`sealstore.migrations.alembic.splitting`), and
 operations on sealstore's own tables are removed (:mod:`sealstore.migrations.alembic.ownership`);
 :func:`sealstore.migrations.alembic.autogen.alembic_options` sets it with the other hooks.
 """
