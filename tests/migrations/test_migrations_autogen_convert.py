@@ -328,3 +328,95 @@ def test_conversion_refuses_a_column_an_index_still_covers(project, keyring):
     assert "_ss_email" not in _columns(engine)
     assert _read(engine, False) == rows
     command.downgrade(cfg, "base")
+
+
+KILLED_ENV_PY = """
+import json, os, time
+from alembic import context
+from sqlalchemy import create_engine
+from sealstore.keyring import Key, Keyring, use_keyring
+from sealstore.migrations.alembic import ops as conv_ops
+from sealstore.migrations.alembic.autogen import alembic_options
+
+keys = [Key(k["id"], k["suite"], bytes.fromhex(k["material"]), state=k["state"])
+        for k in json.load(open(os.environ["KEYS_JSON"]))]
+use_keyring(Keyring(keys))
+if os.environ.get("SLOW_BATCHES"):  # time for the test to kill us in the middle of a backfill
+    real = conv_ops._seal_rows
+
+    def slow(bound, items):
+        time.sleep(float(os.environ["SLOW_BATCHES"]))
+        return real(bound, items)
+
+    conv_ops._seal_rows = slow
+config = context.config
+engine = create_engine(config.get_main_option("sqlalchemy.url"))
+try:
+    with engine.connect() as conn:
+        context.configure(connection=conn, target_metadata=None,
+                          transaction_per_migration=True, **alembic_options())
+        with context.begin_transaction():
+            context.run_migrations()
+finally:
+    engine.dispose()
+"""
+
+
+def test_upgrade_killed_mid_backfill_completes_when_run_again(
+    project, keyring, tmp_path, monkeypatch
+):
+    """SIGKILL an ``alembic upgrade`` process while it fills ``_ss_ssn`` (batches of email
+    and of ssn committed), then run the same command again: it completes."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    cfg, engine, versions = project
+    command.upgrade(cfg, "heads")
+    rows = _fill(engine)
+    _generate(cfg)
+    root = Path(cfg.get_main_option("script_location"))
+    (root / "env.py").write_text(KILLED_ENV_PY)
+    keys = tmp_path / "keys.json"
+    keys.write_text(json.dumps([
+        {"id": k.key_id, "suite": str(k.suite), "state": k.state.value,
+         "material": k.reveal_material().hex()} for k in keyring.keys
+    ]))  # fmt: skip
+    monkeypatch.setenv("KEYS_JSON", str(keys))  # the env.py, in this process too
+    ini = tmp_path / "alembic.ini"
+    ini.write_text("[alembic]\n" + "".join(
+        f"{k} = {cfg.get_main_option(k)}\n"
+        for k in ("script_location", "path_separator", "version_locations")
+    ) + f"sqlalchemy.url = {cfg.get_main_option('sqlalchemy.url').replace('%', '%%')}\n")  # fmt: skip
+    cmd = [sys.executable, "-m", "alembic", "-c", str(ini), "upgrade", "app@head"]
+    env = {**os.environ, "KEYS_JSON": str(keys)}
+    proc = subprocess.Popen(cmd, env={**env, "SLOW_BATCHES": "0.3"}, cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+    counted = 0
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and proc.poll() is None:
+            if "_ss_ssn" in _columns(engine):
+                with engine.connect() as conn:
+                    counted = conn.execute(
+                        sa.text("SELECT count(*) FROM users WHERE _ss_ssn IS NOT NULL")
+                    ).scalar_one()
+                if counted:
+                    break
+            time.sleep(0.05)
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(60)
+    assert counted, proc.stdout.read().decode(errors="replace")[-2000:]
+    assert "_ss_ssn" in _columns(engine)  # killed in the middle of ssn's backfill
+    assert _version(engine) >= {"app_0002_2"} and "app_0002_3" not in _version(engine)
+
+    again = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True,
+                           timeout=300)  # fmt: skip
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "DuplicateColumn" not in again.stdout + again.stderr
+    _encrypted_state_ok(engine, rows, "app_0002_4")
+    command.downgrade(cfg, "base")
