@@ -428,3 +428,62 @@ def test_upgrade_killed_mid_backfill_completes_when_run_again(
     assert "DuplicateColumn" not in again.stdout + again.stderr
     _encrypted_state_ok(engine, rows, "app_0002_4")
     command.downgrade(cfg, "base")
+
+
+def test_rewriter_orders_constraints_around_each_conversion():
+    """Without a database: a UNIQUE constraint and a foreign key on converted columns are
+    dropped in the first revision (upgrade) and created in it going down (after the
+    conversions' own revisions are downgraded); an index created on a column decrypted in the
+    same revision comes in a last revision; other changes stay in the first."""
+    from alembic.operations import ops as alembic_ops
+    from sealstore.migrations.alembic.ops import rewriter
+
+    meta = sa.MetaData()
+    sa.Table("orgs", meta, sa.Column("id", sa.String(20), primary_key=True))
+    t = sa.Table(
+        "users", meta, sa.Column("id", sa.Integer, primary_key=True),
+        sa.Column("email", sa.String(80)), sa.Column("org", sa.String(20)),
+        sa.Column("code", EncryptedString(8)),
+        sa.UniqueConstraint("email", name="uq_users_email"),
+        sa.ForeignKeyConstraint(["org"], ["orgs.id"], name="fk_users_org"),
+    )  # fmt: skip
+    uq = next(c for c in t.constraints if c.name == "uq_users_email")
+    fk = next(c for c in t.constraints if c.name == "fk_users_org")
+    ix = sa.Index("ix_users_code", t.c.code)
+
+    def alter(col, old, new):
+        return alembic_ops.AlterColumnOp("users", col, existing_type=old, modify_type=new)
+
+    up = alembic_ops.UpgradeOps(ops=[
+        alembic_ops.AddColumnOp("users", sa.Column("phone", sa.String(20))),
+        alembic_ops.ModifyTableOps("users", [
+            alter("email", sa.String(80), EncryptedString(80)),
+            alembic_ops.DropConstraintOp.from_constraint(uq),
+            alter("org", sa.String(20), EncryptedString(20)),
+            alembic_ops.DropConstraintOp.from_constraint(fk),
+            alter("code", EncryptedString(8), sa.String(8)),
+            alembic_ops.CreateIndexOp.from_index(ix),
+        ]),
+    ])  # fmt: skip
+    script = alembic_ops.MigrationScript("r1", up, up.reverse(), message="m", head="base")
+    directives = [script]
+    rewriter(None, None, directives)
+
+    def names(container):
+        flat = []
+        for op in container.ops:
+            flat += op.ops if isinstance(op, alembic_ops.ModifyTableOps) else [op]
+        return [type(op).__name__ for op in flat]
+
+    out = [names(s.upgrade_ops) for s in directives]
+    down = [names(s.downgrade_ops) for s in directives]
+    assert out == [
+        ["AddColumnOp", "DropConstraintOp", "DropConstraintOp"],
+        ["EncryptColumnOp"], ["EncryptColumnOp"], ["DecryptColumnOp"], ["CreateIndexOp"],
+    ]  # fmt: skip
+    assert down == [
+        ["CreateForeignKeyOp", "CreateUniqueConstraintOp", "DropColumnOp"],
+        ["DecryptColumnOp"], ["DecryptColumnOp"], ["EncryptColumnOp"], ["DropIndexOp"],
+    ]  # fmt: skip
+    assert [s.rev_id for s in directives] == ["r1", "r1_2", "r1_3", "r1_4", "r1_5"]
+    assert [s.head for s in directives] == ["base", "r1", "r1_2", "r1_3", "r1_4"]
