@@ -319,7 +319,6 @@ def test_rewriter_alone_imports_what_the_revision_names(project, keyring):
     command.downgrade(cfg, "base")
 
 
-@pytest.mark.parametrize("db_url", ["sqlite", "postgresql"], indirect=True)
 def test_conversion_refuses_a_column_an_index_still_covers(project, keyring):
     """A hand-written encrypt_column on an indexed column is refused before any write (the
     index would be dropped with the plaintext column on some databases, kept on sealed bytes
@@ -487,3 +486,36 @@ def test_rewriter_orders_constraints_around_each_conversion():
     ]  # fmt: skip
     assert [s.rev_id for s in directives] == ["r1", "r1_2", "r1_3", "r1_4", "r1_5"]
     assert [s.head for s in directives] == ["base", "r1", "r1_2", "r1_3", "r1_4"]
+
+
+@pytest.mark.parametrize(
+    "constraint, named",
+    [
+        (lambda: sa.UniqueConstraint("ssn", name="uq_ref_ssn"), "uq_ref_ssn"),
+        (lambda: sa.CheckConstraint("ssn <> 'x'", name="ck_ref_ssn"), "ck_ref_ssn"),
+        (lambda: sa.ForeignKeyConstraint(["ssn"], ["ref_parent.code"], name="fk_ref_ssn"),
+         "fk_ref_ssn"),
+    ],
+    ids=["unique", "check", "foreign_key"],
+)  # fmt: skip
+def test_conversion_refuses_a_constrained_column(sql_engine, keyring, constraint, named):
+    """A UNIQUE, CHECK or FOREIGN KEY constraint on the column: refused before any write,
+    naming the constraint; the table is as it was."""
+    from alembic.operations import Operations
+
+    meta = sa.MetaData()
+    sa.Table("ref_parent", meta, sa.Column("code", sa.String(11), primary_key=True))
+    ref = sa.Table("ref_users", meta, sa.Column("id", sa.Integer, primary_key=True,
+                   autoincrement=False), sa.Column("ssn", sa.String(11)), constraint())  # fmt: skip
+    meta.create_all(sql_engine)
+    with sql_engine.begin() as conn:
+        conn.execute(sa.insert(meta.tables["ref_parent"]), [{"code": "123-45-6789"}])
+        conn.execute(sa.insert(ref), [{"id": 1, "ssn": "123-45-6789"}])
+    with sql_engine.begin() as conn:
+        op = Operations(MigrationContext.configure(conn))
+        with pytest.raises(ColumnBindingError, match=named):
+            op.encrypt_column("ref_users", "ssn", EncryptedString(11))
+    cols = {c["name"] for c in sa.inspect(sql_engine).get_columns("ref_users")}
+    assert cols == {"id", "ssn"}
+    with sql_engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT ssn FROM ref_users")).scalar_one() == "123-45-6789"
