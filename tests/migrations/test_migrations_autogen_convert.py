@@ -167,6 +167,9 @@ def _encrypted_state_ok(engine, rows, head) -> None:
     assert not any(n.startswith("_ss_") for n in cols), cols
     assert cols["email"]["nullable"] is False
     assert _read(engine, True) == rows
+    if engine.dialect.name != "sqlite":  # the header CHECK of every converted column
+        checks = {c["name"] for c in sa.inspect(engine).get_check_constraints("users")}
+        assert {f"ck_ss_users_{c}" for c in ("email", "ssn", "notes")} <= checks, checks
     with engine.connect() as conn:  # sealed on the medium of SQL: no plaintext value left
         raw = conn.execute(sa.text("SELECT email, ssn, notes FROM users")).all()
     for values in raw:
@@ -260,7 +263,8 @@ def _fail_in_batch(monkeypatch, column, skip):
 
 
 @pytest.mark.parametrize(
-    "where", ["mid_backfill", "final_pass", "after_commit", "after_commit_downgrade"]
+    "where",
+    ["mid_backfill", "final_pass", "after_swap", "after_commit", "after_commit_downgrade"],
 )
 def test_failed_upgrade_completes_when_run_again(project, keyring, monkeypatch, where):
     cfg, engine, versions = project
@@ -271,6 +275,8 @@ def test_failed_upgrade_completes_when_run_again(project, keyring, monkeypatch, 
         state = _fail_in_batch(monkeypatch, "ssn", skip=2)
     elif where == "final_pass":  # ssn backfilled; the swap's transaction fails
         state = _fail_once(monkeypatch, conv_ops._Converter, "_swap", "ssn")
+    elif where == "after_swap":  # swapped (committed on MariaDB), no CHECK yet
+        state = _fail_once(monkeypatch, conv_ops._Converter, "_swap", "ssn", after=True)
     else:  # ssn converted and committed; the failure comes before alembic_version moves
         state = _fail_once(monkeypatch, conv_ops._Converter, "run", "ssn", after=True)
     if where == "after_commit_downgrade":
@@ -519,3 +525,29 @@ def test_conversion_refuses_a_constrained_column(sql_engine, keyring, constraint
     assert cols == {"id", "ssn"}
     with sql_engine.connect() as conn:
         assert conn.execute(sa.text("SELECT ssn FROM ref_users")).scalar_one() == "123-45-6789"
+
+
+def test_a_transient_error_in_the_final_pass_is_retried(project, keyring, monkeypatch):
+    """A deadlock-like error in the final pass (here SQLite's "database is locked", which
+    the retry policy treats as transient on every database) is retried in the same run: the
+    upgrade completes the first time."""
+    import sqlite3
+
+    cfg, engine, versions = project
+    command.upgrade(cfg, "heads")
+    rows = _fill(engine)
+    _generate(cfg)
+    real = conv_ops._Converter._swap
+    seen = []
+
+    def swap(self, nullable):
+        if self.op.column_name == "ssn" and not seen:
+            seen.append(1)
+            raise sqlite3.OperationalError("database is locked")
+        return real(self, nullable)
+
+    monkeypatch.setattr(conv_ops._Converter, "_swap", swap)
+    command.upgrade(cfg, "app@head")
+    assert seen
+    _encrypted_state_ok(engine, rows, "app_0002_4")
+    command.downgrade(cfg, "base")
