@@ -79,7 +79,7 @@ def _columns_of(op) -> set[str]:
 
 def _flatten(container) -> list[tuple[Any, Any]]:
     """[(ModifyTableOps or None, op)] in order."""
-    out = []
+    out: list[tuple[Any, Any]] = []
     for op in container.ops:
         if isinstance(op, alembic_ops.ModifyTableOps):
             out += [(op, sub) for sub in op.ops]
@@ -182,7 +182,7 @@ def _in_alembic_check() -> bool:
     from alembic import command
 
     code = getattr(command.check, "__code__", None)
-    frame = sys._getframe(1)
+    frame: Any = sys._getframe(1)
     while frame is not None:
         if frame.f_code is code:
             return True
@@ -190,7 +190,7 @@ def _in_alembic_check() -> bool:
     return False
 
 
-def arrange(context, revision, directives: list, conv_cls: type) -> None:
+def arrange(context: Any, revision: Any, directives: list[Any], conv_cls: Any) -> None:
     """The ``process_revision_directives`` step described in the module docstring;
     ``conv_cls`` is the class of the conversion operations (each has ``column_name`` and
     ``diff_name``)."""
@@ -232,7 +232,7 @@ def arrange(context, revision, directives: list, conv_cls: type) -> None:
                                         alembic_ops.DowngradeOps)  # fmt: skip
         return
     base_id, message = script.rev_id, script.message or ""
-    scripts = []
+    scripts: list[alembic_ops.MigrationScript] = []
     for n, (ups, downs, what) in enumerate(pieces):
         first = n == 0
         rev_id = base_id if first else f"{base_id}_{n + 1}"
