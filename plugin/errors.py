@@ -18,6 +18,7 @@ __all__ = [
     "ConcurrentKeyChange",
     "ConfigError",
     "DatabaseOperationFailed",
+    "InsecureConfig",
     "InsecureKeyFile",
     "InternalError",
     "InvalidKeyring",
@@ -127,7 +128,17 @@ class ConfigError(SealstoreError, ValueError):
 
 
 class InsecureKeyFile(SealstoreError, PermissionError):
-    """A key file is readable or writable by group or others and was refused."""
+    """A key file (or a master key file, a rotation checkpoint, a lock file beside one) was
+    refused: a symbolic link, not a regular file, owned by another user, readable or writable
+    by group or others, or in a directory others can write into (the directory itself, or one
+    above it without the sticky bit)."""
+
+
+class InsecureConfig(ConfigError, PermissionError):
+    """A configuration file others could have written (writable by group or others, owned by
+    another user, or below a directory that lets others replace it) sets where keys come from
+    (``key_source``: path, URL, wrapping, KMS ``endpoint_url``) or what opening accepts
+    (``allow_retired``, ``accept_short_tags``, ``tag_size``); nothing was loaded."""
 
 
 class KeySourceError(SealstoreError):

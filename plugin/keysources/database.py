@@ -140,38 +140,64 @@ class DatabaseKeySource(KeySource):
         in_tx = getattr(self._tx, "conn", None) is not None
         if not in_tx and not inspect(self.engine).has_table(TABLE_NAME):
             raise KeySourceError(f"{self}: table {TABLE_NAME} does not exist; run the migration")
-        with self._connection() as conn:
-            rows = conn.execute(select(sealstore_keys).order_by(sealstore_keys.c.created_at)).all()
+        try:
+            with self._connection() as conn:
+                rows = conn.execute(
+                    select(sealstore_keys).order_by(sealstore_keys.c.created_at)
+                ).all()
+        except _CONVERSION_ERRORS as exc:  # a driver or SQLAlchemy converter refused a value
+            raise KeySourceError(
+                f"{self}: a row of {TABLE_NAME} holds a value its column's type cannot hold "
+                f"({type(exc).__name__}); the table was edited outside sealstore"
+            ) from None
         if not rows:
             raise KeySourceError(f"{self}: no keys; run `sealstore keys init` first")
-        meta = [r for r in rows if r.key_id == METADATA_ROW]
-        rows = [r for r in rows if r.key_id != METADATA_ROW]
+        meta = [r for r in rows if _is_int(r.key_id) and r.key_id == METADATA_ROW]
+        rows = [r for r in rows if not (_is_int(r.key_id) and r.key_id == METADATA_ROW)]
         if not rows:
             raise KeySourceError(f"{self}: no keys; run `sealstore keys init` first")
+        if len(meta) > 1:
+            raise KeySourceError(f"{self}: {len(meta)} metadata rows (key_id -1); expected one")
         fmt = 2 if meta else 1
         if meta:
-            blob = bytes(meta[0].wrapped_key or b"")
+            blob = meta[0].wrapped_key
+            if not isinstance(blob, (bytes, bytearray, memoryview)):
+                raise KeySourceError(
+                    f"{self}: the metadata row (key_id -1) has no wrapped_key bytes "
+                    f"({type(blob).__name__}); the table was edited outside sealstore"
+                )
+            blob = bytes(blob)
             self._stored_meta = StoreMeta(2, blob[:-_TAG_SIZE] or None, blob[-_TAG_SIZE:])
         else:
             self._stored_meta = StoreMeta(1)
-        out = []
-        for row in rows:
-            try:
-                out.append(
-                    KeyRecord(
-                        key_id=row.key_id,
-                        suite=Suite.parse(row.suite),
-                        state=KeyState(row.state),
-                        created_at=row.created_at,
-                        rotated_at=row.rotated_at,
-                        wrapped=bytes(row.wrapped_key) if row.wrapped_key is not None else None,
-                        wrap_format=fmt,
-                    )
-                )
-            except ValueError as exc:
-                raise KeySourceError(f"{self}: key {row.key_id:08x}: {exc}") from None
+        out = [self._record(row, fmt) for row in rows]
         log.debug("read %d key rows from %s (store format %d)", len(out), self, fmt)
         return out
+
+    def _record(self, row: Any, fmt: int) -> KeyRecord:
+        """One row as a KeyRecord; any value of the wrong type or range is a KeySourceError
+        naming the row and the column, never the value of ``wrapped_key``."""
+        kid = row.key_id
+        where = f"key {kid:08x}" if _is_int(kid) and 0 <= kid <= 0xFFFFFFFF else "a row"
+        try:
+            if not isinstance(row.suite, str):
+                raise ValueError(f"suite: must be text, not {type(row.suite).__name__}")
+            if not isinstance(row.state, str):
+                raise ValueError(f"state: must be text, not {type(row.state).__name__}")
+            wrapped = row.wrapped_key
+            if wrapped is not None and not isinstance(wrapped, (bytes, bytearray, memoryview)):
+                raise ValueError(f"wrapped_key: must be bytes, not {type(wrapped).__name__}")
+            return KeyRecord(
+                key_id=kid,
+                suite=Suite.parse(row.suite),
+                state=KeyState(row.state),
+                created_at=row.created_at,
+                rotated_at=row.rotated_at,
+                wrapped=bytes(wrapped) if wrapped is not None else None,
+                wrap_format=fmt,
+            )
+        except _CONVERSION_ERRORS as exc:
+            raise KeySourceError(f"{self}: {where} of {TABLE_NAME}: {_short(exc)}") from None
 
     def _write(self, records: list[KeyRecord], *, create: bool, meta: StoreMeta) -> None:
         t = sealstore_keys
@@ -202,6 +228,20 @@ class DatabaseKeySource(KeySource):
                     "refresh the keyring and retry"
                 )
         log.debug("wrote %d key rows to %s (store format %d)", len(records), self, meta.fmt)
+
+
+# what converting a stored value can raise when it is not of its column's type (SQLite keeps
+# any value in any column): the date parser's ValueError, TypeError on a number, ...
+_CONVERSION_ERRORS = (ValueError, TypeError, AttributeError, OverflowError, UnicodeError)
+
+
+def _is_int(value: object) -> bool:
+    return type(value) is int
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc)
+    return text if len(text) <= 200 else text[:200] + "..."
 
 
 def _put_metadata(conn: Connection, meta: StoreMeta, exists: bool) -> None:
