@@ -4,6 +4,29 @@ One base class, :class:`SealstoreError`, then one class per condition, so caller
 exactly what they mean.  Argument errors also inherit from the matching built-in
 (``ValueError``, ``TypeError``, ``LookupError``, ``PermissionError``) so generic handlers keep
 working.  No exception message ever contains key material or plaintext.
+
+What the entry points that read stored input raise, whatever the bytes (fuzzed in CI:
+``tests/fuzz/``, ``tools/fuzz.sh``; and ``tests/test_hardening_stores.py``):
+
+* ``load_config`` (a JSON or TOML file): :class:`ConfigError`, or :class:`InsecureConfig`
+  (a ConfigError) for a file others could have written that says where keys come from;
+* ``KeyFile.load``/``refresh``/``rotate``/``save``/``rewrap`` (the key file):
+  :class:`ConfigError` (malformed, nested too deeply, too large), :class:`InsecureKeyFile`
+  (link, not a regular file, owner, mode, directories), :class:`KeySourceError` (missing,
+  unreadable, wrapping mismatch; :class:`KeyMetadataTampered`), :class:`InvalidKeyring`
+  (the keys break an invariant, e.g. no primary);
+* ``MasterKeyWrapper.from_file``: :class:`ConfigError`, :class:`InsecureKeyFile`,
+  :class:`KeySourceError`;
+* ``DatabaseKeySource`` (the ``sealstore_keys`` rows, its URL): :class:`KeySourceError`
+  (any row value of the wrong type or range, a URL that cannot be used;
+  :class:`KeyMetadataTampered`), :class:`InvalidKeyring`;
+* ``sealstore.adapters.s3.rotate`` (its checkpoint file): :class:`InsecureKeyFile`,
+  :class:`ConfigError`, :class:`KeySourceError`;
+* sealed values (``Keyring.open``): :class:`MalformedCiphertext`, :class:`UnknownKeyId`,
+  :class:`KeyNotUsable`, :class:`ShortTagRefused`, :class:`InvalidTag`;
+* object headers and streams (``parse_object_header``, ``open_stream``):
+  :class:`NotSealedObject`, :class:`MalformedObject`, :class:`KeyCommitmentMismatch`,
+  :class:`TruncatedObject`, :class:`InvalidTag`, and the sealed values' errors.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -35,7 +36,7 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, OperationalError
 
 from ..errors import InvalidKeyring, KeySourceError
 from ..format import Suite
@@ -84,7 +85,7 @@ class DatabaseKeySource(KeySource):
         if wrapper is None:
             raise ValueError("the database registry stores wrapped keys only: give a wrapper")
         super().__init__(wrapper)
-        self.engine: Engine = create_engine(engine) if isinstance(engine, str) else engine
+        self.engine: Engine = _engine(engine) if isinstance(engine, str) else engine
         self._tx = threading.local()  # .conn: the locked transaction of this thread, if any
 
     def __repr__(self) -> str:
@@ -161,6 +162,12 @@ class DatabaseKeySource(KeySource):
         fmt = 2 if meta else 1
         if meta:
             blob = meta[0].wrapped_key
+            if (meta[0].suite, meta[0].state) != ("metadata", "format-2"):
+                raise KeySourceError(
+                    f"{self}: the metadata row (key_id -1) is not one sealstore wrote (its suite "
+                    "and state must be 'metadata' and 'format-2'); the table was edited outside "
+                    "sealstore"
+                )
             if not isinstance(blob, (bytes, bytearray, memoryview)):
                 raise KeySourceError(
                     f"{self}: the metadata row (key_id -1) has no wrapped_key bytes "
@@ -242,6 +249,28 @@ def _is_int(value: object) -> bool:
 def _short(exc: BaseException) -> str:
     text = str(exc)
     return text if len(text) <= 200 else text[:200] + "..."
+
+
+def _engine(url: str) -> Engine:
+    """``create_engine(url)``; a URL that cannot be used is a KeySourceError whose message
+    holds no part of the URL (it may carry a password)."""
+    try:
+        return create_engine(url)
+    except NoSuchModuleError:
+        dialect = url.partition("://")[0]
+        dialect = dialect if re.fullmatch(r"[A-Za-z0-9_.+-]{1,40}", dialect) else "?"
+        raise KeySourceError(
+            f"database key source: no SQLAlchemy dialect or driver {dialect!r} is installed"
+        ) from None
+    except ImportError as exc:
+        raise KeySourceError(
+            f"database key source: the URL's database driver is not installed (module {exc.name})"
+        ) from None
+    except (ArgumentError, ValueError, TypeError) as exc:
+        raise KeySourceError(
+            f"database key source: not a usable SQLAlchemy URL ({type(exc).__name__}; the URL "
+            "is not shown, it may hold a password): dialect+driver://user:password@host:port/db"
+        ) from None
 
 
 def _put_metadata(conn: Connection, meta: StoreMeta, exists: bool) -> None:
