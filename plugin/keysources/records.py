@@ -40,9 +40,13 @@ class KeyRecord(HoldsKey):
         if type(k) is not int or not 0 <= k <= 0xFFFFFFFF:
             raise ValueError("key_id: must be an integer in 0..0xffffffff")
         if not isinstance(self.suite, Suite):
-            raise ValueError("suite: not a suite")
+            if not isinstance(self.suite, (str, int)) or isinstance(self.suite, bool):
+                raise ValueError(f"suite: must be a suite name, not {type(self.suite).__name__}")
+            self.suite = Suite.parse(self.suite)  # ValueError naming the unknown suite
         if not isinstance(self.state, KeyState):
-            raise ValueError("state: not a key state")
+            if not isinstance(self.state, str):
+                raise ValueError(f"state: must be a key state, not {type(self.state).__name__}")
+            self.state = KeyState(self.state)
         for name in ("created_at", "rotated_at"):
             value = getattr(self, name)
             if value is None and name == "rotated_at":
