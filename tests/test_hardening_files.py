@@ -444,3 +444,24 @@ def test_a_checkpoint_others_can_read_or_write_is_refused(private):
     os.chmod(path, 0o644)
     with pytest.raises(InsecureKeyFile, match="chmod 600"):
         read(path)
+
+
+def test_concurrent_writers_leave_one_whole_version_and_no_temp_file(private):
+    """Processes replacing one checkpoint at once: every read sees one writer's whole file."""
+    path = private / "cp.json"
+    securefile.write_secret_file(path, json.dumps({"writer": -1, "pad": "x" * 50_000}).encode())
+    code = (
+        "import json, sys\n"
+        "from sealstore import securefile\n"
+        "w = int(sys.argv[2])\n"
+        "for i in range(40):\n"
+        "    doc = {'writer': w, 'i': i, 'pad': str(w) * 50_000}\n"
+        "    securefile.write_secret_file(sys.argv[1], json.dumps(doc).encode())\n"
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(path), str(w)]) for w in range(4)]
+    while any(p.poll() is None for p in procs):
+        doc = json.loads(securefile.read_secret_file(path, what="checkpoint"))
+        assert doc["pad"] in ("x" * 50_000, str(doc["writer"]) * 50_000)  # never mixed
+    assert all(p.wait(timeout=120) == 0 for p in procs)
+    assert json.loads(path.read_bytes())["i"] == 39 and mode(path) == 0o600
+    assert [p.name for p in private.iterdir()] == ["cp.json"]

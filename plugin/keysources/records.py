@@ -36,17 +36,19 @@ class KeyRecord(HoldsKey):
     def __post_init__(self) -> None:
         """Check the types a store handed back (ValueError naming the field, which the key
         sources turn into their documented errors); naive datetimes (SQLite) are UTC."""
-        k = self.key_id
+        k: object = self.key_id  # (stores hand back whatever a column holds)
         if type(k) is not int or not 0 <= k <= 0xFFFFFFFF:
             raise ValueError("key_id: must be an integer in 0..0xffffffff")
-        if not isinstance(self.suite, Suite):
-            if not isinstance(self.suite, (str, int)) or isinstance(self.suite, bool):
-                raise ValueError(f"suite: must be a suite name, not {type(self.suite).__name__}")
-            self.suite = Suite.parse(self.suite)  # ValueError naming the unknown suite
-        if not isinstance(self.state, KeyState):
-            if not isinstance(self.state, str):
-                raise ValueError(f"state: must be a key state, not {type(self.state).__name__}")
-            self.state = KeyState(self.state)
+        suite: object = self.suite
+        if not isinstance(suite, Suite):
+            if not isinstance(suite, (str, int)) or isinstance(suite, bool):
+                raise ValueError(f"suite: must be a suite name, not {type(suite).__name__}")
+            self.suite = Suite.parse(suite)  # ValueError naming the unknown suite
+        state: object = self.state
+        if not isinstance(state, KeyState):
+            if not isinstance(state, str):
+                raise ValueError(f"state: must be a key state, not {type(state).__name__}")
+            self.state = KeyState(state)
         for name in ("created_at", "rotated_at"):
             value = getattr(self, name)
             if value is None and name == "rotated_at":
