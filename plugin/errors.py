@@ -18,8 +18,9 @@ What the entry points that read stored input raise, whatever the bytes (fuzzed i
 * ``MasterKeyWrapper.from_file``: :class:`ConfigError`, :class:`InsecureKeyFile`,
   :class:`KeySourceError`;
 * ``DatabaseKeySource`` (the ``sealstore_keys`` rows, its URL): :class:`KeySourceError`
-  (any row value of the wrong type or range, a URL that cannot be used;
-  :class:`KeyMetadataTampered`), :class:`InvalidKeyring`;
+  (any row value of the wrong type or range, a URL that cannot be used, a database that
+  cannot be reached or refuses a statement; :class:`KeyMetadataTampered`),
+  :class:`InvalidKeyring`;
 * ``sealstore.adapters.s3.rotate`` (its checkpoint file): :class:`InsecureKeyFile`,
   :class:`ConfigError`, :class:`KeySourceError`;
 * sealed values (``Keyring.open``): :class:`MalformedCiphertext`, :class:`UnknownKeyId`,

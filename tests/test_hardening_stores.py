@@ -354,3 +354,26 @@ def test_registry_rows_raise_only_documented_errors(data, untyped):
         c = data.draw(st.integers(0, 5))
         rows[r][c] = data.draw(_sqlite_value)
     mod.check(mod.encode([tuple(r) for r in rows], untyped=untyped))
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "sqlite:////nonexistent-dir-for-sealstore/keys.db",  # the file cannot be opened
+        "postgresql+psycopg://app:hunter2@127.0.0.1:1/app",  # nothing listens on port 1
+    ],
+    ids=["sqlite-cannot-open", "postgresql-refused"],
+)
+def test_a_database_that_cannot_be_reached_is_a_key_source_error(url):
+    from sealstore.keysources.database import DatabaseKeySource
+    from sealstore.wrapping import MasterKeyWrapper
+
+    if "psycopg" in url:
+        pytest.importorskip("psycopg")
+    src = DatabaseKeySource(url, MasterKeyWrapper(bytes(32)))
+    for op in (src.exists, src.load, src.init):
+        with pytest.raises(KeySourceError, match="the database failed: .*Error") as err:
+            op()
+        text = f"{err.value} {err.value!r}"
+        assert "hunter2" not in text and "Traceback" not in text
+        assert err.value.__cause__ is None and err.value.__suppress_context__
