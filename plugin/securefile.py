@@ -20,9 +20,9 @@ descriptor, so a file swapped in after the check is never the one read:
 
 Each refusal is an :class:`~sealstore.errors.InsecureKeyFile` naming the fix (a file too large
 is a :class:`~sealstore.errors.ConfigError`).  Configuration files are read by
-:func:`read_config_file` with the same descriptor checks but links followed and group/other
-read access allowed; :func:`untrusted_reason` tells whether anyone but the owner could have written
-one.  On non-POSIX systems only the read itself (and the size bound) is done.
+:func:`read_config_file` with the same descriptor checks, but links followed and group/other
+read access allowed; it also says whether anyone but its owner could have written the file.
+On non-POSIX systems only the read itself (and the size bound) is done.
 
 Writing (:func:`write_secret_file`) checks the directory as above, creates a temp file with a
 random name (``O_CREAT | O_EXCL | O_NOFOLLOW``, mode 0600; never a fixed name, never through a
@@ -56,7 +56,6 @@ __all__ = [
     "SECRET_FILE_LIMIT",
     "check_directory",
     "exclusive_lock",
-    "untrusted_reason",
     "private_directory",
     "read_config_file",
     "read_secret_file",
@@ -207,7 +206,8 @@ def read_config_file(
     mounted configuration works; ``O_NONBLOCK`` so a FIFO cannot hang the open), refused unless
     the opened descriptor is a regular file of at most ``limit`` bytes (ConfigError).
     ``untrusted``: None when only its owner (the current user or root) can write it and no
-    directory above it lets others replace it, else why not (see :func:`untrusted_reason`)."""
+    directory above it lets others replace it (the file's directory and those above it, as
+    written and resolved, may be sticky), else why not."""
     path = Path(path)
     try:
         fd = os.open(path, os.O_RDONLY | _CLOEXEC | _NONBLOCK)
@@ -245,13 +245,6 @@ def _untrusted_reason(path: Path, st: os.stat_result) -> str | None:
             if problem is not None:
                 return f"directory {a} {problem}"
     return None
-
-
-def untrusted_reason(path: str | os.PathLike[str]) -> str | None:
-    """None when only the owner (the current user or root) can have written ``path``; else
-    why not (it is writable by group or others, owned by another user, or a directory above it
-    lets others replace it)."""
-    return _untrusted_reason(Path(path), os.stat(path))
 
 
 def _fsync_directory(directory: Path) -> None:
