@@ -377,3 +377,37 @@ def test_a_database_that_cannot_be_reached_is_a_key_source_error(url):
         text = f"{err.value} {err.value!r}"
         assert "hunter2" not in text and "Traceback" not in text
         assert err.value.__cause__ is None and err.value.__suppress_context__
+
+
+@pytest.fixture(scope="module")
+def wrapped_key_file(tmp_path_factory):
+    """A real format 2 key file (three keys, wrapped by a master key): its JSON and wrapper."""
+    from sealstore.wrapping import MasterKeyWrapper
+
+    wrapper = MasterKeyWrapper(bytes(range(32)))
+    d = tmp_path_factory.mktemp("wrapped")
+    src = KeyFile(d / "keys.json", wrapper)
+    ring = src.init()
+    src.rotate(ring)
+    src.rotate(ring)
+    ring.close()
+    return json.loads((d / "keys.json").read_bytes()), wrapper
+
+
+@PROPERTY
+@given(data=st.data())
+def test_wrapped_key_files_raise_only_documented_errors(data, wrapped_key_file, tmp_path):
+    """A real wrapped (format 2, tagged) key file with a few values replaced by any JSON value:
+    the metadata tag, the unwrapping and the checks answer only with documented errors."""
+    doc, wrapper = json.loads(json.dumps(wrapped_key_file[0])), wrapped_key_file[1]
+    for _ in range(data.draw(st.integers(1, 3))):
+        path = data.draw(st.sampled_from([p for p in _paths(doc) if p]))
+        node = doc
+        for part in path[:-1]:
+            node = node[part]
+        node[path[-1]] = data.draw(_json)
+    file = write_private(tmp_path / "keys.json", json.dumps(doc).encode())
+    try:
+        KeyFile(file, wrapper).load().close()
+    except (ConfigError, KeySourceError, InvalidKeyring):
+        pass
