@@ -35,7 +35,7 @@ import sys
 import json
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
@@ -50,6 +50,7 @@ from pydantic import (
 from .errors import ConfigError, InsecureConfig
 from .fields import SuiteName
 from .format import Suite
+from .redact import mask_url
 from .securefile import read_config_file
 
 if TYPE_CHECKING:
@@ -82,7 +83,17 @@ DEFAULT_KEY_FILE = "sealstore-keys.json"
 
 
 class _Model(BaseModel):
-    model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid", frozen=True)
+    # no input value in a ValidationError's text (a URL with its password, say)
+    model_config: ClassVar[ConfigDict] = ConfigDict(
+        extra="forbid", frozen=True, hide_input_in_errors=True
+    )
+    #: fields shown through :func:`~sealstore.redact.mask_url` by ``repr``/``str``
+    _urls: ClassVar[tuple[str, ...]] = ()
+
+    def __repr_args__(self) -> Iterator[tuple[str | None, Any]]:
+        # repr() and str() of every model: URL passwords masked (model_dump keeps the values)
+        for name, value in super().__repr_args__():
+            yield name, mask_url(value) if name in self._urls and value is not None else value
 
 
 class NoWrapping(_Model):
@@ -93,6 +104,8 @@ class NoWrapping(_Model):
 
 class KmsWrapping(_Model):
     """AWS KMS envelope: material from GenerateDataKey, stored wrapped under ``kms_key_id``."""
+
+    _urls: ClassVar[tuple[str, ...]] = ("endpoint_url",)
 
     type: Literal["aws-kms"]
     kms_key_id: str = Field(min_length=1)
@@ -120,7 +133,12 @@ class FileKeySourceConfig(_Model):
 
 
 class DatabaseKeySourceConfig(_Model):
-    """The ``sealstore_keys`` table behind a SQLAlchemy URL; keys are always wrapped."""
+    """The ``sealstore_keys`` table behind a SQLAlchemy URL; keys are always wrapped.
+
+    ``repr``/``str`` show the URL with its password masked (:func:`sealstore.redact.mask_url`);
+    ``model_dump``/``model_dump_json`` return it as configured: do not log those."""
+
+    _urls: ClassVar[tuple[str, ...]] = ("url",)
 
     type: Literal["database"]
     url: str = Field(min_length=1)

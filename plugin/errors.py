@@ -59,6 +59,7 @@ __all__ = [
     "NonceReuseRefused",
     "NotSealedObject",
     "OverlappingBuffers",
+    "ReservedDerivation",
     "RetryBudgetExhausted",
     "SealstoreError",
     "ShortTagRefused",
@@ -141,6 +142,12 @@ class ShortTagRefused(SealstoreError, ValueError):
 
 class InvalidKeyring(SealstoreError, ValueError):
     """A keyring operation would break an invariant (one primary, unique ids, legal state change)."""
+
+
+class ReservedDerivation(SealstoreError, ValueError):
+    """A :meth:`~sealstore.keyring.Keyring.keyed_hash` ``info`` lies in sealstore's reserved
+    derivation domain (it starts with ``sealstore/`` but not with the blind-index prefix
+    ``sealstore/v1/blind-index``): it could name an internal subkey, so it is refused."""
 
 
 class UnknownKeyring(SealstoreError, LookupError):

@@ -40,6 +40,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, Operati
 
 from ..errors import InvalidKeyring, KeySourceError
 from ..format import Suite
+from ..redact import mask_url
 from .metadata import StoreMeta
 from ..keyring import KeyState
 from .base import KeyRecord, KeySource
@@ -89,7 +90,9 @@ class DatabaseKeySource(KeySource):
         self._tx = threading.local()  # .conn: the locked transaction of this thread, if any
 
     def __repr__(self) -> str:
-        return f"DatabaseKeySource({self.engine.url.render_as_string(hide_password=True)!r})"
+        # SQLAlchemy's hide_password masks the user-info password only, not ?password=...
+        url = mask_url(self.engine.url.render_as_string(hide_password=False))
+        return f"DatabaseKeySource({url!r})"
 
     __str__ = __repr__
 
