@@ -7,6 +7,17 @@ path in upper case joined with ``__``, e.g. ``SEALSTORE_SUITE``, ``SEALSTORE_TAG
 raises :class:`~sealstore.errors.ConfigError` naming the file or variable, the field and the
 problem.  Relative paths are relative to the working directory.
 
+Named configurations keep a second keyring's configuration apart from the column keyring's:
+``load_config(path, name="index")`` (the blind-index keyring) reads ``$SEALSTORE_INDEX_CONFIG``
+when no path is given and only the variables scoped to its name, ``SEALSTORE_INDEX_<FIELD>``
+(``SEALSTORE_INDEX_KEY_SOURCE__PATH``, ...); the unscoped ``SEALSTORE_<FIELD>`` variables
+never apply to it, and the scoped ones never apply to the default configuration; it must name
+its key store (the default key file is the column keyring's).  A call
+without a name is the default configuration's, except that a file given explicitly that is not
+``$SEALSTORE_CONFIG`` while ``SEALSTORE_KEY_SOURCE__TYPE``/``__PATH``/``__URL`` is set raises
+ConfigError: those variables choose *which* keyring is loaded, and applied to another keyring's
+file they would silently make both keyrings one (pass ``name="default"`` or ``name="index"``).
+
 The file is opened once and checked on the descriptor (``sealstore.securefile``): a regular
 file (a FIFO, a device such as ``/dev/zero``, a directory is refused, also behind a link) of at
 most 1 MiB (``CONFIG_FILE_LIMIT``), nested at most as deep as the parser allows.  A file others
@@ -35,6 +46,7 @@ import sys
 import json
 import logging
 import os
+import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
@@ -65,6 +77,7 @@ else:  # Python 3.10: the tomli backport (a dependency there)
 
 __all__ = [
     "DEFAULT_KEY_FILE",
+    "DEFAULT_NAME",
     "ENV_PREFIX",
     "SuiteName",
     "DatabaseKeySourceConfig",
@@ -73,6 +86,8 @@ __all__ = [
     "MasterKeyWrapping",
     "NoWrapping",
     "SealstoreConfig",
+    "config_present",
+    "env_prefix",
     "load_config",
 ]
 
@@ -80,6 +95,10 @@ log: logging.Logger = logging.getLogger(__name__)
 
 ENV_PREFIX = "SEALSTORE_"
 DEFAULT_KEY_FILE = "sealstore-keys.json"
+#: The name of the column keyring's configuration (unscoped ``SEALSTORE_<FIELD>`` variables).
+DEFAULT_NAME = "default"
+# unscoped variables that choose which key store (so which keyring) a configuration loads
+_KEY_SOURCE_IDENTITY = ("KEY_SOURCE__TYPE", "KEY_SOURCE__PATH", "KEY_SOURCE__URL")
 
 
 class _Model(BaseModel):
@@ -242,22 +261,54 @@ def _short(exc: BaseException) -> str:
     return text if len(text) <= 200 else text[:200] + "..."
 
 
-def _env_overrides(env: Mapping[str, str]) -> tuple[dict[str, Any], set[str]]:
-    """Nested dict from ``SEALSTORE_<FIELD>[__<SUB>...]`` variables naming a config field."""
+def env_prefix(name: str = DEFAULT_NAME) -> str:
+    """The prefix of the environment variables of the configuration ``name``: ``SEALSTORE_``
+    for the default one, ``SEALSTORE_INDEX_`` for ``"index"`` (ConfigError for a name that is
+    not lowercase letters and digits, or whose variables would read as a default field's)."""
+    if name == DEFAULT_NAME:
+        return ENV_PREFIX
+    if not isinstance(name, str) or not re.fullmatch(r"[a-z][a-z0-9]*", name):
+        raise ConfigError(
+            f"configuration name {name!r}: use lowercase letters and digits (e.g. 'index')"
+        )
+    upper = name.upper()
+    fields = [f.upper() for f in SealstoreConfig.model_fields]
+    if upper == "CONFIG" or any(f.startswith(upper + "_") or f == upper for f in fields):
+        raise ConfigError(
+            f"configuration name {name!r}: its variables (SEALSTORE_{upper}_...) would read as "
+            "the default configuration's; choose another name"
+        )
+    return f"{ENV_PREFIX}{upper}_"
+
+
+def config_present(name: str, env: Mapping[str, str] | None = None) -> bool:
+    """Whether the environment configures ``name``: its ``SEALSTORE_<NAME>_CONFIG`` file or any
+    of its scoped ``SEALSTORE_<NAME>_<FIELD>`` variables is set (always True for the default)."""
+    env = os.environ if env is None else env
+    prefix = env_prefix(name)
+    if name == DEFAULT_NAME:
+        return True
+    return bool(env.get(prefix + "CONFIG")) or bool(_env_overrides(env, prefix)[1])
+
+
+def _env_overrides(
+    env: Mapping[str, str], prefix: str = ENV_PREFIX
+) -> tuple[dict[str, Any], set[str]]:
+    """Nested dict from ``<prefix><FIELD>[__<SUB>...]`` variables naming a config field."""
     out: dict[str, Any] = {}
     used = set()
     fields = {name.upper() for name in SealstoreConfig.model_fields}
     for name, value in env.items():
-        if not name.startswith(ENV_PREFIX):
+        if not name.startswith(prefix):
             continue
-        path = name[len(ENV_PREFIX) :].split("__")
+        path = name[len(prefix) :].split("__")
         if path[0] not in fields:
             continue  # SEALSTORE_CONFIG, SEALSTORE_KERNEL, ...: not config fields
         node = out
         for part in path[:-1]:
             node = node.setdefault(part.lower(), {})
             if not isinstance(node, dict):
-                raise ConfigError(f"{name}: conflicts with another SEALSTORE_ variable")
+                raise ConfigError(f"{name}: conflicts with another {prefix} variable")
         node[path[-1].lower()] = value
         used.add(name)
     return out, used
@@ -273,18 +324,56 @@ def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+def _same_file(a: str | os.PathLike[str], b: str | os.PathLike[str]) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return Path(a).resolve() == Path(b).resolve()
+
+
+def _check_unnamed(path: str | os.PathLike[str], env: Mapping[str, str]) -> None:
+    """An unnamed load of an explicit file that is not ``$SEALSTORE_CONFIG``: refuse the
+    variables that choose the key store, which may belong to another keyring's file."""
+    chosen = env.get(ENV_PREFIX + "CONFIG")
+    if chosen and _same_file(path, chosen):
+        return
+    set_vars = [ENV_PREFIX + v for v in _KEY_SOURCE_IDENTITY if env.get(ENV_PREFIX + v)]
+    if not set_vars:
+        return
+    scoped = ", ".join(env_prefix("index") + v.removeprefix(ENV_PREFIX) for v in set_vars)
+    raise ConfigError(
+        f"{', '.join(set_vars)} set, and config file {path} is not $SEALSTORE_CONFIG: the "
+        "variable chooses which key store is loaded, and applied to another keyring's file "
+        "it would make both keyrings one. Name the configuration: load_config(path, "
+        "name='default') for the column keyring (or set SEALSTORE_CONFIG to this file), "
+        f"load_config(path, name='index') for the blind-index keyring, whose variables are "
+        f"{scoped} (on the command line: --config-name default|index)"
+    )
+
+
 def load_config(
-    path: str | os.PathLike[str] | None = None, *, env: Mapping[str, str] | None = None
+    path: str | os.PathLike[str] | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    name: str | None = None,
 ) -> SealstoreConfig:
     """Configuration from ``path`` (or ``$SEALSTORE_CONFIG``, if set), then the environment.
 
     With neither, the defaults apply: a plain local key file ``sealstore-keys.json``.
+    ``name`` names the configuration (module docstring): ``"index"`` reads
+    ``$SEALSTORE_INDEX_CONFIG`` and only ``SEALSTORE_INDEX_<FIELD>`` variables; ``"default"``
+    (and no name) ``$SEALSTORE_CONFIG`` and the unscoped ``SEALSTORE_<FIELD>`` ones.  Without a
+    name, an explicit ``path`` other than ``$SEALSTORE_CONFIG`` while a variable choosing the
+    key store (``SEALSTORE_KEY_SOURCE__TYPE``/``__PATH``/``__URL``) is set raises ConfigError.
     """
     env = os.environ if env is None else env
-    if path is None and env.get(ENV_PREFIX + "CONFIG"):
-        path = env[ENV_PREFIX + "CONFIG"]
+    prefix = env_prefix(DEFAULT_NAME if name is None else name)
+    if path is None and env.get(prefix + "CONFIG"):
+        path = env[prefix + "CONFIG"]
+    elif path is not None and name is None:
+        _check_unnamed(path, env)
     data = _read_file(Path(path)) if path is not None else {}
-    overrides, used = _env_overrides(env)
+    overrides, used = _env_overrides(env, prefix)
     merged = _merge(data, overrides)
     source = merged.get("key_source")
     if isinstance(source, dict):  # the discriminators default like the fields do
@@ -292,7 +381,7 @@ def load_config(
         if source["type"] == "file" and isinstance(source.get("wrapping"), dict):
             source["wrapping"].setdefault("type", "none")
     try:
-        return SealstoreConfig.model_validate(merged)
+        config = SealstoreConfig.model_validate(merged)
     except ValidationError as exc:
         lines = []
         for e in exc.errors():
@@ -302,8 +391,18 @@ def load_config(
                 for i, p in enumerate(loc)
                 if not (i and loc[i - 1] in ("key_source", "wrapping") and p in _TAGS)
             ]
-            env_name = ENV_PREFIX + "__".join(loc).upper()
+            env_name = prefix + "__".join(loc).upper()
             where = env_name if env_name in used else (f"config file {path}" if path else "config")
             msg = e["msg"].removeprefix("Value error, ")
             lines.append(f"{where}: {'.'.join(loc) or '(top level)'}: {msg}")
         raise ConfigError("\n".join(lines)) from None
+    if name not in (None, DEFAULT_NAME) and not (
+        isinstance(source, dict) and ("path" in source or source.get("type") != "file")
+    ):  # the default key file is the column keyring's: a named one must say where its keys are
+        where = f"config file {path}" if path is not None else f"${prefix}CONFIG (not set)"
+        raise ConfigError(
+            f"configuration {name!r} ({where}) names no key store; the default key file "
+            f"{DEFAULT_KEY_FILE} is the column keyring's: set key_source.path (or a database "
+            f"key_source) in its file, or {prefix}KEY_SOURCE__PATH"
+        )
+    return config

@@ -39,6 +39,8 @@ from cryptography.exceptions import InvalidTag as _CryptoInvalidTag
 __all__ = [
     "BlindIndexError",
     "ColumnBindingError",
+    "ColumnNotConverted",
+    "ColumnTypeMismatch",
     "ConcurrentKeyChange",
     "ConfigError",
     "DatabaseOperationFailed",
@@ -62,6 +64,7 @@ __all__ = [
     "ReservedDerivation",
     "RetryBudgetExhausted",
     "SealstoreError",
+    "SharedIndexKey",
     "ShortTagRefused",
     "SourceChanged",
     "TruncatedObject",
@@ -200,6 +203,34 @@ class ColumnBindingError(SealstoreError, ValueError):
     """An encrypted column cannot build its context (no table/column, or row binding without the row)."""
 
 
+class ColumnTypeMismatch(ColumnBindingError):
+    """A column's stored type or contents is not what its model declares: a text column that
+    holds sealed bytes, a plain model column whose values are sealed, values sealed under keys
+    the keyring does not hold where a conversion expects plaintext.  Raised before anything is
+    read or written; the message names ``table.column``, the stored and the expected type and
+    the fix (``.column``, ``.stored``, ``.expected`` hold the first three).  The CLI prints it
+    as one line and exits 3."""
+
+    def __init__(
+        self, message: str, *, column: str = "", stored: str = "", expected: str = ""
+    ) -> None:
+        super().__init__(message)
+        self.column, self.stored, self.expected = column, stored, expected
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_mismatch, (type(self), str(self), self.column, self.stored, self.expected))
+
+
+class ColumnNotConverted(ColumnTypeMismatch):
+    """A column the model declares encrypted still has a plaintext type in the database (the
+    conversion has not run): run ``op.encrypt_column`` in a revision or ``sealstore
+    encrypt-column``, or declare the column's plaintext type in the model."""
+
+
+def _rebuild_mismatch(cls: Any, message: str, column: str, stored: str, expected: str) -> Any:
+    return cls(message, column=column, stored=stored, expected=expected)
+
+
 class ValueTooLong(SealstoreError, ValueError):
     """A value is longer than the encrypted column's declared length."""
 
@@ -225,6 +256,13 @@ class UndecodableValue(SealstoreError, ValueError):
 
 class BlindIndexError(SealstoreError, ValueError):
     """A blind index cannot be computed (missing source, shared key with the encryption keyring)."""
+
+
+class SharedIndexKey(BlindIndexError):
+    """A blind index's keyring shares a key id or key material with an encryption keyring it
+    can see (its source column's, or the ``"default"`` keyring): refused before any index value
+    is computed, so none is written.  Material is compared by one-way fingerprints; the message
+    names the keyrings and key ids only."""
 
 
 class NotSealedObject(SealstoreError, ValueError):

@@ -408,7 +408,8 @@ def test_environment_variables_still_set_the_key_source(tmp_path):
     path = tmp_path / "sealstore.toml"
     path.write_text('suite = "AEGIS-128L"\n')
     os.chmod(path, 0o666)
-    cfg = load_config(str(path), env={"SEALSTORE_KEY_SOURCE__PATH": str(tmp_path / "k.json")})
+    env = {"SEALSTORE_CONFIG": str(path), "SEALSTORE_KEY_SOURCE__PATH": str(tmp_path / "k.json")}
+    cfg = load_config(env=env)
     assert cfg.key_source.path == tmp_path / "k.json"
 
 

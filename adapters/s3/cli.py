@@ -41,7 +41,9 @@ def _cmd_rotate(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"sealstore: error: {exc}", file=sys.stderr)
         return 2
-    keyring = load_config(getattr(args, "config", None)).load_keyring()
+    keyring = load_config(
+        getattr(args, "config", None), name=getattr(args, "config_name", None)
+    ).load_keyring()
     checkpoint = args.checkpoint or default_checkpoint(args.url)
     started, progress = time.monotonic(), None
     try:
