@@ -466,3 +466,23 @@ def test_concurrent_writers_leave_one_whole_version_and_no_temp_file(private):
     assert all(p.wait(timeout=120) == 0 for p in procs)
     assert json.loads(path.read_bytes())["i"] == 39 and mode(path) == 0o600
     assert [p.name for p in private.iterdir()] == ["cp.json"]
+
+
+@pytest.mark.parametrize("where", ["missing", "world-writable"])
+def test_a_checkpoint_that_cannot_be_written_is_refused_before_any_object(tmp_path, where):
+    """Checked before the listing: no object is re-sealed and then left without its position."""
+    pytest.importorskip("boto3")
+    from sealstore.adapters.s3.rotate import rotate_objects
+
+    class Untouchable:  # any S3 call would be an error of the test
+        class sealstore:
+            class keyring:
+                class primary:
+                    id_hex = "00000001"
+
+    d = tmp_path / "d"
+    if where == "world-writable":
+        d.mkdir()
+        os.chmod(d, 0o777)
+    with pytest.raises((KeySourceError, InsecureKeyFile)):
+        rotate_objects(Untouchable(), "bucket", "p/", checkpoint=str(d / "cp.json"))

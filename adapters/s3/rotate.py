@@ -38,6 +38,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 from sealstore.errors import ConfigError, NotSealedObject, SealstoreError
 from sealstore.securefile import (
+    check_directory,
     private_directory,
     read_secret_file,
     state_directory,
@@ -183,6 +184,8 @@ def rotate_objects(
     primary = sealing.keyring.primary
     report = RotationReport(bucket, prefix, primary.id_hex, dry_run=dry_run)
     report.after = _load_checkpoint(checkpoint, bucket, prefix, primary.id_hex)
+    if checkpoint and not dry_run:  # a checkpoint that cannot be written: refused before any object
+        check_directory(os.path.dirname(os.path.abspath(checkpoint)), what="rotation checkpoint")
     report.last_key = report.after
     args = {"Bucket": bucket, "Prefix": prefix}
     if report.after:
