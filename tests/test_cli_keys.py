@@ -272,12 +272,12 @@ def _closed_port() -> int:
 @pytest.mark.parametrize(
     "url, says",
     [
-        ("not a url", "sealstore: error: sqlalchemy.ArgumentError: Could not parse"),
-        ("nosuchdialect://u:hunter2@h/db", "sealstore: error: sqlalchemy.NoSuchModuleError:"),
-        ("sqlite:///{tmp}/no/such/dir/keys.db", "database (sqlite3.OperationalError): unable"),
-        ("sqlite:///{tmp}", "database (sqlite3.OperationalError): unable to open"),  # a directory
-        ("postgresql+psycopg://u:hunter2@127.0.0.1:{port}/db", "database (psycopg.Operational"),
-        ("mysql+pymysql://u:hunter2@127.0.0.1:{port}/db", "database (pymysql.OperationalError)"),
+        ("not a url", "URL"),
+        ("nosuchdialect://u:hunter2@h/db", "nosuchdialect"),
+        ("sqlite:///{tmp}/no/such/dir/keys.db", "unable to open database file"),
+        ("sqlite:///{tmp}", "unable to open database file"),  # a directory
+        ("postgresql+psycopg://u:hunter2@127.0.0.1:{port}/db", "refused"),
+        ("mysql+pymysql://u:hunter2@127.0.0.1:{port}/db", "refused"),
     ],
 )
 def test_keys_list_with_a_bad_database_key_source_is_one_line_and_exit_1(
@@ -295,7 +295,7 @@ def test_keys_list_with_a_bad_database_key_source_is_one_line_and_exit_1(
     )
     assert proc.returncode == 1, proc.stderr
     assert proc.stdout == "" and proc.stderr.count("\n") == 1, proc.stderr
-    assert says in proc.stderr
+    assert proc.stderr.startswith("sealstore: error: ") and says in proc.stderr, proc.stderr
     assert "hunter2" not in proc.stderr and "Traceback" not in proc.stderr
 
 
