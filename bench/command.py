@@ -24,3 +24,5 @@ def bench(argv: list[str]) -> int:
 
 
 setattr(bench, "help", "the at-rest throughput benchmark (sealstore bench --help)")
+# what it cannot run without: the console script lists it only where it is installed
+setattr(bench, "needs", ("bench", ("rich",)))

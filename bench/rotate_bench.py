@@ -3,6 +3,8 @@
     python bench/rotate_bench.py [--db URL] [--rows N] [--batch-size N] [--workers 1,2,4]
                                  [--runs 3] [--fsync on|off] [--value-size BYTES] [--quick]
                                  [--app-writers N] [--json PATH]
+    python bench/rotate_bench.py --fairness [--rows N] [--batch-size N] [--sqlite-yield F]
+                                 [--json PATH]
 
 The default database is a throwaway PostgreSQL server (started like the test fixture, from
 the binaries on this machine) when the repository's ``tests/fixtures_pg.py`` is available;
@@ -22,6 +24,16 @@ rows among the first 5,000 (sleeping 0.5 ms between its updates), while one work
 table, once with writers that lock their rows in primary-key order and once in random order;
 it prints the deadlocks the writers saw per transaction (docs/ROTATION.md, "Deadlocks with the
 application").
+
+``--fairness``: SQLite's writers beside a rotation (docs/ROTATION.md, "SQLite: writers beside a
+worker").  A writer process inserts a row every 2 ms into a temporary SQLite database (each
+journal mode in turn: delete, then WAL) while one worker rotates ``--rows`` values (default
+120,000, batches of ``--batch-size`` 600); printed: the writer's waits for the lock (median,
+99th percentile, worst), its rows and errors (``database is locked``), and the rotation's
+seconds.  Target: a worst wait under 1.5 s (a report, not a failure; on a loaded machine every
+wait stretches).  ``--sqlite-yield 0`` shows the starvation the worker's yield prevents.
+tests/migrations/test_rotate_sqlite_fairness.py asserts the ordering property (the writer moves
+between the rotation's commits all along), never a time.
 """
 
 from __future__ import annotations
@@ -43,6 +55,108 @@ if TYPE_CHECKING:
 
 TARGET = 40_000
 TABLE = "sealstore_bench_rotate"
+#: --fairness: the worst wait for the lock an application writer should see beside a rotation
+FAIR_WAIT_TARGET = 1.5
+
+#: --fairness: the application writer (its own process): a row every 2 ms, each write's wait
+_WRITER = r"""
+import json, os, sqlite3, sys, time
+path, ready, stop, out = sys.argv[1:5]
+conn = sqlite3.connect(path, timeout=10, isolation_level=None)
+waits, errors, n = [], [], 0
+open(ready, "w").close()
+while not os.path.exists(stop):
+    t0 = time.monotonic()
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("INSERT INTO app_events (body) VALUES (?)", (f"event {n}",))
+        conn.execute("COMMIT")
+    except sqlite3.OperationalError as exc:
+        errors.append(str(exc))
+        conn.execute("ROLLBACK") if conn.in_transaction else None
+    waits.append(time.monotonic() - t0)
+    n += 1
+    time.sleep(0.002)
+json.dump({"waits": waits, "errors": errors, "n": n}, open(out, "w"))
+"""
+
+
+def _fairness_run(tmp: Path, journal: str, rows: int, batch_size: int, pause: float) -> dict:
+    """One rotation of ``rows`` values beside the writer process, in ``journal`` mode."""
+    import subprocess
+
+    import sqlalchemy as sa
+    from sealstore.adapters.sqlalchemy import EncryptedString
+    from sealstore.keyring import Keyring, forget_keyring, use_keyring
+    from sealstore.migrations.rotation.reseal import rotate
+    from sealstore.migrations.rotation.spec import ColumnSpec
+    from sealstore.migrations.schema import create_tables
+
+    path = tmp / f"{journal}.db"
+    engine = sa.create_engine(f"sqlite:///{path}")
+    md = sa.MetaData()
+    secrets = sa.Table("secrets", md, sa.Column("id", sa.Integer, primary_key=True,
+                       autoincrement=False), sa.Column("body", EncryptedString(200)))  # fmt: skip
+    sa.Table("app_events", md, sa.Column("id", sa.Integer, primary_key=True),
+             sa.Column("body", sa.String(40)))  # fmt: skip
+    keyring = use_keyring(Keyring.generate(tag_size=32))
+    script, ready, stop, out = (
+        tmp / f"{journal}-{n}" for n in ("writer.py", "ready", "stop", "out")
+    )
+    try:
+        with engine.begin() as conn:
+            conn.exec_driver_sql(f"PRAGMA journal_mode={journal}")
+        create_tables(engine)
+        md.create_all(engine)
+        with engine.begin() as conn:
+            conn.execute(sa.insert(secrets), [{"id": i, "body": "v" * 150} for i in range(rows)])
+        keyring.rotate()
+        script.write_text(_WRITER)
+        proc = subprocess.Popen([sys.executable, str(script), str(path), str(ready), str(stop),
+                                 str(out)])  # fmt: skip
+        try:
+            while not ready.exists():
+                time.sleep(0.01)
+            t0 = time.perf_counter()
+            rotate(engine, [ColumnSpec.from_column(secrets.c.body)], batch_size=batch_size,
+                   sqlite_yield=pause)  # fmt: skip
+            seconds = time.perf_counter() - t0
+        finally:
+            stop.touch()
+            proc.wait(300)
+        writer = json.loads(out.read_text())
+    finally:
+        forget_keyring()
+        engine.dispose()
+    waits = sorted(writer["waits"]) or [0.0]
+    return {"journal": journal, "rotation_seconds": seconds, "writes": writer["n"],
+            "errors": len(writer["errors"]), "wait_median": waits[len(waits) // 2],
+            "wait_p99": waits[min(len(waits) - 1, int(len(waits) * 0.99))],
+            "wait_max": waits[-1]}  # fmt: skip
+
+
+def _fairness(args) -> int:
+    import tempfile
+
+    rows = args.rows or 120_000
+    batch = args.batch_size if args.batch_size != 2000 else 600
+    print(f"sqlite: {rows:,} rows, batches of {batch}, sqlite_yield={args.sqlite_yield}; "
+          "a writer process inserts a row every 2 ms beside the rotation")  # fmt: skip
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for journal in ("delete", "wal"):
+            r = _fairness_run(Path(tmp), journal, rows, batch, args.sqlite_yield)
+            results.append(r)
+            met = "met" if r["wait_max"] < FAIR_WAIT_TARGET and not r["errors"] else "NOT met"
+            print(f"  {journal:<6} rotation {r['rotation_seconds']:6.2f} s; writer: {r['writes']} "
+                  f"rows, {r['errors']} errors, wait median {r['wait_median'] * 1e3:.1f} ms, "
+                  f"p99 {r['wait_p99'] * 1e3:.0f} ms, worst {r['wait_max']:.2f} s "
+                  f"(target < {FAIR_WAIT_TARGET} s: {met}; a report, not a failure)")  # fmt: skip
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump({"fairness": results, "rows": rows, "batch_size": batch,
+                       "sqlite_yield": args.sqlite_yield}, fh, indent=1)  # fmt: skip
+    return 0
 
 
 def _table():
@@ -248,6 +362,17 @@ def _parser() -> argparse.ArgumentParser:
         help="also count the deadlocks N application writers see during a rotation (default 0)",
     )
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    p.add_argument(
+        "--fairness",
+        action="store_true",
+        help="SQLite: an application writer's waits beside a rotation (not the throughput)",
+    )
+    p.add_argument(
+        "--sqlite-yield",
+        type=float,
+        default=1.0,
+        help="--fairness: the worker's yield factor (default 1.0; 0: none)",
+    )
     return p
 
 
@@ -385,6 +510,8 @@ def _measure(engine, url, args, rows: int, report: dict[str, Any]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.fairness:
+        return _fairness(args)
     rows = args.rows or (50_000 if args.quick else 200_000)
 
     import sealstore.native

@@ -1,7 +1,7 @@
 """The ``sealstore`` console script.  This module adds the ``keys`` commands:
 
     sealstore --version
-    sealstore [--log-level debug|info|warning] COMMAND ...
+    sealstore [--log-level debug|info|warning] [--debug] COMMAND ...
     sealstore [--config PATH] keys init [--suite SUITE] [--tag-size 16|32] [--json]
     sealstore [--config PATH] keys list [--json]
     sealstore [--config PATH] keys rotate [--suite SUITE] [--json]
@@ -12,8 +12,18 @@ given with ``--config`` or ``$SEALSTORE_CONFIG``, then ``SEALSTORE_*`` variables
 ``$SEALSTORE_INDEX_CONFIG``, then ``SEALSTORE_INDEX_*`` variables only).  Nothing
 here ever prints key material.  ``--json`` prints one JSON document on stdout and nothing else
 there (warnings and errors go to stderr).  ``keys init`` warns loudly on stderr (and in the
-JSON ``warning`` field) when it writes plain, unwrapped keys.  Exit status: 0 ok, 1 sealstore
-error, 2 usage error.
+JSON ``warning`` field) when it writes plain, unwrapped keys.
+
+Every command of every layer runs through :func:`main`, which answers anything that goes wrong
+with one line on stderr and an exit status (:data:`EXIT_STATUSES`, also at the end of
+``sealstore --help``): 0 ok; 1 the command failed (a sealstore error, a missing extra, a file,
+network or database failure); 2 usage error; 3 a column not stored as its model declares (the
+migrations commands: ``ColumnNotConverted``, ``ColumnTypeMismatch``); 70 an unexpected
+exception, a bug (its type and its message's first line, URL passwords masked; ``--debug`` or
+``SEALSTORE_DEBUG=1`` prints the traceback too; sysexits' ``EX_SOFTWARE``); 130 interrupted.
+A command whose extra is not installed is not listed among the commands; the end of ``--help``
+names it and the extra, and running it is one line naming ``pip install 'sealstore[EXTRA]'``,
+exit 1.
 """
 
 from __future__ import annotations
@@ -21,9 +31,14 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
+import re
 import sys
+import textwrap
+import traceback
+from contextlib import contextmanager
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, Callable, NoReturn
 
 from .errors import MissingExtra, SealstoreError
 from .format import Suite
@@ -155,13 +170,34 @@ def _cmd_rotate(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser(programs: dict[str, EntryPoint] | None = None) -> argparse.ArgumentParser:
-    """The console script's parser; ``programs`` are the ``sealstore.programs`` entry points
-    (looked up when not given)."""
-    parser = argparse.ArgumentParser(
-        prog="sealstore",
-        description="sealstore administration: keys, column and object rotation, checks",
-    )
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose usage errors are one line (``PROG: error: ...``, exit 2)
+    instead of the usage text and the error.  Sub-parsers are of the same class (argparse's
+    ``add_subparsers`` takes the parent's class), so every layer's commands answer alike."""
+
+    #: the commands of this parser (sealstore's top level, ``keys``) whose extra is missing
+    missing: dict[str, MissingExtra]
+
+    def error(self, message: str) -> NoReturn:
+        first = message.splitlines()[0] if message else "bad arguments"
+        self.exit(2, f"{self.prog}: error: {first} (see {self.prog} --help)\n")
+
+
+#: The exit statuses of every ``sealstore`` command (also at the end of ``sealstore --help``);
+#: a command may say more about its 1 (``status``: values left under an old key).
+EXIT_STATUSES: dict[int, str] = {
+    0: "ok",
+    1: "failed or refused: a sealstore error, a missing extra, a file, network or database failure",
+    2: "usage error: a bad option or argument",
+    3: "a column is not stored as its model declares (rotate, status, verify, reindex, "
+    "encrypt-column, decrypt-column, keys retire; docs/ROTATION.md)",
+    70: "unexpected error (a bug): its type and message; --debug or SEALSTORE_DEBUG=1 prints "
+    "the traceback",
+    130: "interrupted (Ctrl-C)",
+}
+
+
+def _add_global_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--version", action="version", version=f"sealstore {version()}")
     parser.add_argument(
         "--log-level",
@@ -181,15 +217,122 @@ def build_parser(programs: dict[str, EntryPoint] | None = None) -> argparse.Argu
         "SEALSTORE_* variables) or 'index' (the blind-index keyring: $SEALSTORE_INDEX_CONFIG "
         "and SEALSTORE_INDEX_* variables only)",
     )
+    parser.add_argument(
+        "--debug",
+        action="store_true",
+        help="print an error's traceback before its line (or SEALSTORE_DEBUG=1); for bug "
+        "reports: it shows file paths and library messages",
+    )
+
+
+def build_parser(programs: dict[str, EntryPoint] | None = None) -> argparse.ArgumentParser:
+    """The console script's parser; ``programs`` are the ``sealstore.programs`` entry points
+    (looked up when not given).  The commands of an entry point whose extra is not installed
+    (:data:`ENTRY_POINT_COMMANDS`) are not listed; the end of the help names them and the
+    extra, and running one raises its :class:`~sealstore.errors.MissingExtra`."""
+    parser = _Parser(
+        prog="sealstore",
+        description="sealstore administration: keys, column and object rotation, checks",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.missing = {}
+    _add_global_options(parser)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     keys = _add_keys_commands(commands)
+    keys_parser: _Parser = commands.choices["keys"]
+    keys_parser.missing = {}
     programs = _programs() if programs is None else programs
-    for name, program in sorted(programs.items()):  # listed for --help; main() runs them
-        text = program.load().help
-        commands.add_parser(name, help=text, description=text)
-    for register in _registered(COMMANDS):
+    for name, ep in sorted(programs.items()):  # main() runs them with their own parser
+        try:
+            program = ep.load()
+        except MissingExtra as exc:  # its module itself needs the extra
+            parser.missing[name] = exc
+            continue
+        absent = _program_missing(name, program)
+        if absent is not None:
+            parser.missing[name] = absent
+            continue
+        p = commands.add_parser(name, help=program.help, description=program.help)
+        p.add_argument("args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+        p.set_defaults(func=_program_runner(program))
+    unknown: list[str] = []
+    for ep in _entry_points(COMMANDS):
+        try:
+            register = ep.load()
+        except MissingExtra as exc:
+            names = ENTRY_POINT_COMMANDS.get(ep.name)
+            if names is None:  # not in the table: say so, name no command that may not exist
+                unknown.append(f"  the commands of {ep.name!r}: {exc}")
+                continue
+            for name in names:
+                if name.startswith("keys "):
+                    keys_parser.missing[name.split()[1]] = exc
+                else:
+                    parser.missing[name] = exc
+            continue
         register(commands, keys)
+    for target, subs in ((parser, commands), (keys_parser, keys)):
+        for word, absent in target.missing.items():
+            _add_missing(subs, word, absent)
+    parser.epilog = _epilog(parser, keys_parser, unknown)
+    if keys_parser.missing:
+        keys_parser.epilog = "not installed here:\n" + _missing_lines(keys_parser.missing, "")
     return parser
+
+
+def _program_missing(name: str, program: Any) -> MissingExtra | None:
+    """The MissingExtra of a program whose ``needs`` (``(extra, modules)``) are not installed."""
+    needs = getattr(program, "needs", None)
+    if needs is None:
+        return None
+    from .extras import missing
+
+    extra, modules = needs
+    absent = missing(extra, modules)
+    return MissingExtra(f"sealstore {name}", extra, absent) if absent else None
+
+
+def _program_runner(program: Callable[[list[str]], int]) -> Callable[[argparse.Namespace], int]:
+    def run(args: argparse.Namespace) -> int:
+        return int(program(list(args.args)))
+
+    return run
+
+
+def _add_missing(subs: Any, word: str, exc: MissingExtra) -> None:
+    """A command that is not listed (no help line) and whose run raises ``exc``; it takes any
+    argument (--help included), so whatever follows, the answer is the one line."""
+    p = subs.add_parser(word, add_help=False, description=f"not installed: {exc}")
+    p.add_argument("args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
+    p.set_defaults(func=lambda args: _raise(exc))
+
+
+def _missing_lines(missing: dict[str, MissingExtra], prefix: str) -> str:
+    by_extra: dict[str, list[str]] = {}
+    for word, exc in missing.items():
+        by_extra.setdefault(exc.extra, []).append(prefix + word)
+    return "".join(
+        f"  {', '.join(words)}: pip install 'sealstore[{extra}]'\n"
+        for extra, words in sorted(by_extra.items())
+    )
+
+
+def _epilog(parser: _Parser, keys_parser: _Parser, unknown: list[str]) -> str:
+    parts = []
+    if parser.missing or keys_parser.missing or unknown:
+        parts.append(
+            "not installed here (each needs an extra):\n"
+            + _missing_lines(
+                {**parser.missing, **{f"keys {w}": e for w, e in keys_parser.missing.items()}}, ""
+            )
+            + "".join(line + "\n" for line in unknown)
+        )
+    statuses = "".join(
+        textwrap.fill(text, 78, initial_indent=f"  {code:<5}", subsequent_indent=" " * 7) + "\n"
+        for code, text in EXIT_STATUSES.items()
+    )
+    parts.append("exit status (an error is one line on stderr):\n" + statuses)
+    return "\n".join(parts)
 
 
 def _add_keys_commands(commands: Any) -> Any:
@@ -198,8 +341,12 @@ def _add_keys_commands(commands: Any) -> Any:
     keys = commands.add_parser(
         "keys",
         help="manage the keyring",
-        description="Create, list, rotate (and, with the migrations commands, retire or "
-        "destroy) the keys of the configured key source; never prints key material.",
+        description=textwrap.fill(
+            "Create, list, rotate (and, with the migrations commands, retire or destroy) the "
+            "keys of the configured key source; never prints key material.",
+            width=78,
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,  # the epilog's lines as written
     ).add_subparsers(dest="keys_command", required=True, metavar="ACTION")
 
     p = keys.add_parser(
@@ -239,15 +386,36 @@ def _add_keys_commands(commands: Any) -> Any:
 #: ``keys``; the core CLI imports none of them.
 COMMANDS = "sealstore.commands"
 #: entry-point group of programs with a parser of their own: ``sealstore NAME ARGS...`` is
-#: ``program(ARGS)``, an exit status; ``program.help`` is its line in ``sealstore --help``
-#: (``sealstore bench``: sealstore.bench.command)
+#: ``program(ARGS)``, an exit status; ``program.help`` is its line in ``sealstore --help``, and
+#: ``program.needs``, if set, ``(extra, modules)`` it cannot run without (``sealstore bench``:
+#: sealstore.bench.command)
 PROGRAMS = "sealstore.programs"
 
+#: The commands each ``sealstore.commands`` entry point adds, by entry-point name (``"keys X"``:
+#: an action of ``sealstore keys``).  When an entry point cannot load because its extra is not
+#: installed, these are the commands that answer one line naming the extra (and that the end of
+#: ``--help`` lists as not installed).  tests/test_cli_help.py checks this table against what
+#: each entry point registers: a layer that adds a command adds its name here.
+ENTRY_POINT_COMMANDS: dict[str, tuple[str, ...]] = {
+    "migrations": (
+        "rotate",
+        "reindex",
+        "status",
+        "verify",
+        "encrypt-column",
+        "decrypt-column",
+        "db",
+        "keys retire",
+        "keys destroy",
+    ),
+    "s3": ("s3",),
+}
 
-def _registered(group: str) -> list[Any]:
-    """The objects of the entry points of ``group``, ordered by entry-point name.  A missing
-    one is an error, not a command that silently vanishes: the package's own metadata names
-    them, so an install that lacks them is broken."""
+
+def _entry_points(group: str) -> list[EntryPoint]:
+    """The entry points of ``group``, ordered by name.  None at all is an error, not commands
+    that silently vanish: the package's own metadata names them, so an install that lacks them
+    is broken."""
     from importlib.metadata import entry_points
 
     found = sorted(entry_points(group=group), key=lambda ep: ep.name)
@@ -255,24 +423,7 @@ def _registered(group: str) -> list[Any]:
         raise SealstoreError(
             f"no {group} entry points: sealstore's install is incomplete (reinstall it)"
         )
-    return [_load(ep) for ep in found]
-
-
-def _load(ep: EntryPoint) -> Any:
-    """An entry point's object; for sub-commands whose extra is not installed, a register
-    function that adds one command, the entry point's name, which says what to install (so
-    ``sealstore --help`` lists it and running it is one line naming the extra, exit 1)."""
-    try:
-        return ep.load()
-    except MissingExtra as exc:
-        missing = exc
-
-    def register(commands: Any, keys: Any) -> None:
-        p = commands.add_parser(ep.name, help=f"not available: {missing}")
-        p.add_argument("args", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
-        p.set_defaults(func=lambda args: _raise(missing))
-
-    return register
+    return found
 
 
 def _raise(exc: Exception) -> NoReturn:
@@ -285,45 +436,160 @@ def _programs() -> dict[str, EntryPoint]:
     return {ep.name: ep for ep in entry_points(group=PROGRAMS)}
 
 
+def _split_global(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``argv`` cut before the command word: (the global options, the command and the rest).
+    An option the top level does not know (``-h``, a typo) ends the global part there."""
+    probe = _Parser(add_help=False)
+    _add_global_options(probe)
+    takes_value = {o: a.nargs != 0 for a in probe._actions for o in a.option_strings}
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        name = word.split("=", 1)[0]
+        if not word.startswith("-") or name not in takes_value:
+            break
+        i += 1 if ("=" in word or not takes_value[name]) else 2
+    return argv[:i], argv[i:]
+
+
+def _debug_wanted(head: list[str]) -> bool:
+    return "--debug" in head or os.environ.get("SEALSTORE_DEBUG", "") not in ("", "0")
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run ``sealstore ARGV``; the exit status (:data:`EXIT_STATUSES`).  Usage errors and
+    ``--help``/``--version`` raise SystemExit (2 and 0), as argparse does."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    programs = _programs()
-    if argv[:1] and argv[0] in programs:  # its own parser: every option after the word is its
-        status: int = programs[argv[0]].load()(argv[1:])
-        return status
+    head, rest = _split_global(argv)
+    debug = _debug_wanted(head)
     try:
+        programs = _programs()
+        if rest[:1] and rest[0] in programs:  # its own parser: every option after the word is its
+            options = _Parser(prog="sealstore")
+            _add_global_options(options)
+            opts = options.parse_args(head)
+            program = programs[rest[0]].load()
+            absent = _program_missing(rest[0], program)
+            if absent is not None:
+                raise absent
+            with _log_to_stderr(opts.log_level):
+                return int(program(rest[1:]))
         parser = build_parser(programs)
-    except SealstoreError as exc:
-        print(f"sealstore: error: {exc}", file=sys.stderr)
-        return 1
-    return run_command(parser.parse_args(argv))
+        absent = _missing_command(parser, rest)
+        if absent is not None:  # whatever its arguments (even --help): the one line
+            raise absent
+        args = parser.parse_args(argv)
+    except SystemExit:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - every failure is one line and a status
+        return _report(exc, debug)
+    return run_command(args)
+
+
+def _missing_command(parser: argparse.ArgumentParser, rest: list[str]) -> MissingExtra | None:
+    """The MissingExtra of the command ``rest`` starts with, if its extra is not installed."""
+    if not rest:
+        return None
+    top: dict[str, MissingExtra] = getattr(parser, "missing", {})
+    if rest[0] in top:
+        return top[rest[0]]
+    if rest[0] == "keys" and len(rest) > 1:
+        keys: dict[str, MissingExtra] = getattr(_subparsers(parser).choices["keys"], "missing", {})
+        return keys.get(rest[1])
+    return None
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> Any:
+    return next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
 
 
 _LOG_LEVELS = ("debug", "info", "warning")
 
 
-def run_command(args: argparse.Namespace) -> int:
-    """Run a parsed ``sealstore`` command; a SealstoreError is one line on stderr and exit 1.
-    ``--log-level``: the ``sealstore`` loggers' records go to stderr meanwhile (never stdout,
+@contextmanager
+def _log_to_stderr(level: str | None) -> Any:
+    """``--log-level``: the ``sealstore`` loggers' records go to stderr meanwhile (never stdout,
     which ``--json`` keeps for its document)."""
+    if level is None:
+        yield
+        return
     logger = logging.getLogger("sealstore")
-    level = getattr(args, "log_level", None)
-    handler, before = None, logger.level
-    if level is not None:
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-        logger.addHandler(handler)
-        logger.setLevel(level.upper())
+    handler, before = logging.StreamHandler(sys.stderr), logger.level
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(level.upper())
     try:
-        status: int = args.func(args)
-        return status
-    except SealstoreError as exc:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(before)
+
+
+def run_command(args: argparse.Namespace) -> int:
+    """Run a parsed ``sealstore`` command: its exit status, or, when it raises, one line on
+    stderr and the status of :data:`EXIT_STATUSES` (SealstoreError 1, unexpected 70, Ctrl-C 130)."""
+    debug = bool(getattr(args, "debug", False)) or _debug_wanted([])
+    try:
+        with _log_to_stderr(getattr(args, "log_level", None)):
+            status: int = args.func(args)
+            return status
+    except SystemExit:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - every failure is one line and a status
+        return _report(exc, debug)
+
+
+#: an unexpected exception's exit status (sysexits.h: internal software error); 3 is taken by
+#: the migrations commands (a column not stored as its model declares)
+EX_SOFTWARE = 70
+
+#: the libraries whose exceptions are the environment failing (a database, the network, a
+#: bad URL in the configuration), not a bug: exit status 1
+_ENVIRONMENT = frozenset(
+    "sqlalchemy alembic botocore boto3 s3transfer psycopg psycopg2 pymysql asyncpg sqlite3 "
+    "_sqlite3 urllib3".split()
+)
+#: a URL's password (``scheme://user:PASSWORD@``) and a DSN's (``password=...``)
+_URL_PASSWORD = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*:)[^\s@]*@")
+_DSN_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('[^']*'|\S+)", re.IGNORECASE)
+
+
+def _one_line(exc: BaseException) -> str:
+    """The first line of ``exc``'s message, URL and DSN passwords masked, at most 300
+    characters.  A database error wrapped by SQLAlchemy shows its driver's message: never the
+    statement or its parameters."""
+    orig = getattr(exc, "orig", None)
+    shown = orig if isinstance(orig, BaseException) else exc
+    lines = str(shown).strip().splitlines()
+    text = lines[0].strip() if lines else ""
+    text = _DSN_PASSWORD.sub(r"\1***", _URL_PASSWORD.sub(r"\1***@", text))
+    return text if len(text) <= 300 else text[:300] + "..."
+
+
+def _report(exc: BaseException, debug: bool) -> int:
+    """Print ``exc`` as one line on stderr (after its traceback with ``debug``); its status."""
+    if isinstance(exc, KeyboardInterrupt):
+        print("sealstore: interrupted", file=sys.stderr)
+        return 130
+    if debug:
+        traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+    if isinstance(exc, SealstoreError):
         print(f"sealstore: error: {exc}", file=sys.stderr)
         return 1
-    finally:
-        if handler is not None:
-            logger.removeHandler(handler)
-            logger.setLevel(before)
+    lib = type(exc).__module__.split(".")[0]
+    name = type(exc).__name__ if lib in ("builtins", "sealstore") else f"{lib}.{type(exc).__name__}"
+    orig = getattr(exc, "orig", None)
+    if isinstance(orig, BaseException):  # a database driver's error, wrapped by SQLAlchemy
+        name = f"database ({type(orig).__module__.split('.')[0]}.{type(orig).__name__})"
+    if isinstance(exc, OSError) or lib in _ENVIRONMENT:
+        print(f"sealstore: error: {name}: {_one_line(exc)}", file=sys.stderr)
+        return 1
+    hint = "" if debug else "; --debug prints the traceback"
+    print(
+        f"sealstore: error: unexpected {name}: {_one_line(exc)} (please report it{hint})",
+        file=sys.stderr,
+    )
+    return EX_SOFTWARE
 
 
 if __name__ == "__main__":  # pragma: no cover

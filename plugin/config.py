@@ -18,6 +18,15 @@ without a name is the default configuration's, except that a file given explicit
 ConfigError: those variables choose *which* keyring is loaded, and applied to another keyring's
 file they would silently make both keyrings one (pass ``name="default"`` or ``name="index"``).
 
+The file is opened once and checked on the descriptor (``sealstore.securefile``): a regular
+file (a FIFO, a device such as ``/dev/zero``, a directory is refused, also behind a link) of at
+most 1 MiB (``CONFIG_FILE_LIMIT``), nested at most as deep as the parser allows.  A file others
+could have written (writable by group or others, owned by another user, or below a directory
+that lets others replace it) is refused with :class:`~sealstore.errors.InsecureConfig` when it
+sets ``key_source`` (anything under it: path, URL, wrapping, KMS key id and ``endpoint_url``),
+``allow_retired``, ``accept_short_tags`` or ``tag_size``; for other settings a warning is
+logged.
+
 Example (TOML)::
 
     suite = "AEGIS-128X4"
@@ -35,6 +44,7 @@ from __future__ import annotations
 import sys
 
 import json
+import logging
 import os
 import re
 from collections.abc import Iterator, Mapping
@@ -49,10 +59,11 @@ from pydantic import (
     field_validator,
 )
 
-from .errors import ConfigError
+from .errors import ConfigError, InsecureConfig
 from .fields import SuiteName
 from .format import Suite
 from .redact import mask_url
+from .securefile import read_config_file
 
 if TYPE_CHECKING:
     from .keyring import Keyring
@@ -79,6 +90,8 @@ __all__ = [
     "env_prefix",
     "load_config",
 ]
+
+log: logging.Logger = logging.getLogger(__name__)
 
 ENV_PREFIX = "SEALSTORE_"
 DEFAULT_KEY_FILE = "sealstore-keys.json"
@@ -212,21 +225,40 @@ class SealstoreConfig(_Model):
 _TAGS = {"file", "database", "none", "aws-kms", "master-key"}
 
 
+# Settings a file others could have written may not make: where keys come from (the key
+# source, its path or URL, the wrapping, KMS's key id and endpoint) and what opening accepts.
+_GUARDED = ("key_source", "allow_retired", "accept_short_tags", "tag_size")
+
+
 def _read_file(path: Path) -> dict[str, Any]:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise ConfigError(f"config file {path} does not exist") from None
     if path.suffix not in (".toml", ".json"):
         raise ConfigError(f"config file {path}: use a .toml or .json file")
+    raw, untrusted = read_config_file(path)  # regular file, CONFIG_FILE_LIMIT bytes at most
     try:
         text = raw.decode("utf-8")
         data = tomllib.loads(text) if path.suffix == ".toml" else json.loads(text)
-    except ValueError as exc:  # UnicodeDecodeError, JSONDecodeError, TOMLDecodeError
-        raise ConfigError(f"config file {path}: cannot parse ({exc})") from None
+    except ValueError as exc:  # UnicodeDecodeError, JSONDecodeError, TOMLDecodeError, int digits
+        raise ConfigError(f"config file {path}: cannot parse ({_short(exc)})") from None
+    except RecursionError:
+        raise ConfigError(f"config file {path}: cannot parse (nested too deeply)") from None
     if not isinstance(data, dict):
         raise ConfigError(f"config file {path}: the top level must be a table/object")
+    if untrusted is not None:
+        guarded = [k for k in _GUARDED if k in data]
+        if guarded:
+            raise InsecureConfig(
+                f"config file {path}: refused: {untrusted}, so others could have set "
+                f"{', '.join(guarded)} (where keys come from, or what opening accepts); "
+                f"run `chmod go-w {path}` and make sure only you or root can write its "
+                "directories, or set these through SEALSTORE_ environment variables"
+            )
+        log.warning("config file %s could have been written by others: %s", path, untrusted)
     return data
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc)
+    return text if len(text) <= 200 else text[:200] + "..."
 
 
 def env_prefix(name: str = DEFAULT_NAME) -> str:

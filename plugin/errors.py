@@ -4,6 +4,30 @@ One base class, :class:`SealstoreError`, then one class per condition, so caller
 exactly what they mean.  Argument errors also inherit from the matching built-in
 (``ValueError``, ``TypeError``, ``LookupError``, ``PermissionError``) so generic handlers keep
 working.  No exception message ever contains key material or plaintext.
+
+What the entry points that read stored input raise, whatever the bytes (fuzzed in CI:
+``tests/fuzz/``, ``tools/fuzz.sh``; and ``tests/test_hardening_stores.py``):
+
+* ``load_config`` (a JSON or TOML file): :class:`ConfigError`, or :class:`InsecureConfig`
+  (a ConfigError) for a file others could have written that says where keys come from;
+* ``KeyFile.load``/``refresh``/``rotate``/``save``/``rewrap`` (the key file):
+  :class:`ConfigError` (malformed, nested too deeply, too large), :class:`InsecureKeyFile`
+  (link, not a regular file, owner, mode, directories), :class:`KeySourceError` (missing,
+  unreadable, wrapping mismatch; :class:`KeyMetadataTampered`), :class:`InvalidKeyring`
+  (the keys break an invariant, e.g. no primary);
+* ``MasterKeyWrapper.from_file``: :class:`ConfigError`, :class:`InsecureKeyFile`,
+  :class:`KeySourceError`;
+* ``DatabaseKeySource`` (the ``sealstore_keys`` rows, its URL): :class:`KeySourceError`
+  (any row value of the wrong type or range, a URL that cannot be used, a database that
+  cannot be reached or refuses a statement; :class:`KeyMetadataTampered`),
+  :class:`InvalidKeyring`;
+* ``sealstore.adapters.s3.rotate`` (its checkpoint file): :class:`InsecureKeyFile`,
+  :class:`ConfigError`, :class:`KeySourceError`;
+* sealed values (``Keyring.open``): :class:`MalformedCiphertext`, :class:`UnknownKeyId`,
+  :class:`KeyNotUsable`, :class:`ShortTagRefused`, :class:`InvalidTag`;
+* object headers and streams (``parse_object_header``, ``open_stream``):
+  :class:`NotSealedObject`, :class:`MalformedObject`, :class:`KeyCommitmentMismatch`,
+  :class:`TruncatedObject`, :class:`InvalidTag`, and the sealed values' errors.
 """
 
 from __future__ import annotations
@@ -22,6 +46,7 @@ __all__ = [
     "DatabaseOperationFailed",
     "DuplicateIndexValue",
     "IndexIncomplete",
+    "InsecureConfig",
     "InsecureKeyFile",
     "InternalError",
     "InvalidKeyring",
@@ -139,7 +164,17 @@ class ConfigError(SealstoreError, ValueError):
 
 
 class InsecureKeyFile(SealstoreError, PermissionError):
-    """A key file is readable or writable by group or others and was refused."""
+    """A key file (or a master key file, a rotation checkpoint, a lock file beside one) was
+    refused: a symbolic link, not a regular file, owned by another user, readable or writable
+    by group or others, or in a directory others can write into (the directory itself, or one
+    above it without the sticky bit)."""
+
+
+class InsecureConfig(ConfigError, PermissionError):
+    """A configuration file others could have written (writable by group or others, owned by
+    another user, or below a directory that lets others replace it) sets where keys come from
+    (``key_source``: path, URL, wrapping, KMS ``endpoint_url``) or what opening accepts
+    (``allow_retired``, ``accept_short_tags``, ``tag_size``); nothing was loaded."""
 
 
 class KeySourceError(SealstoreError):

@@ -243,3 +243,134 @@ def test_log_level_goes_to_stderr_and_leaves_json_alone(keyfile, capsys):
     assert (
         "sealstore.keysources.file" not in capsys.readouterr().err
     )  # off again without the option
+
+
+# ---- every failure is one line and a documented status -----------------------------------------
+
+
+def _database_config(tmp_path, url: str):
+    master = tmp_path / "master.key"
+    master.write_text(base64.b64encode(os.urandom(32)).decode())
+    master.chmod(0o600)
+    cfg = tmp_path / "db.toml"
+    cfg.write_text(
+        f'[key_source]\ntype = "database"\nurl = "{url}"\n'
+        f'[key_source.wrapping]\ntype = "master-key"\npath = "{master}"\n'
+    )
+    cfg.chmod(0o600)
+    return cfg
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:  # bound, never listening: connections are refused
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.parametrize(
+    "url, says",
+    [
+        ("not a url", "URL"),
+        ("nosuchdialect://u:hunter2@h/db", "nosuchdialect"),
+        ("sqlite:///{tmp}/no/such/dir/keys.db", "unable to open database file"),
+        ("sqlite:///{tmp}", "unable to open database file"),  # a directory
+        ("postgresql+psycopg://u:hunter2@127.0.0.1:{port}/db", "refused"),
+        ("mysql+pymysql://u:hunter2@127.0.0.1:{port}/db", "refused"),
+    ],
+)
+def test_keys_list_with_a_bad_database_key_source_is_one_line_and_exit_1(
+    tmp_path, keyfile, monkeypatch, url, says
+):
+    """The issue's 32- and 137-line tracebacks: a bad URL, a SQLite file that cannot be opened,
+    a server that refuses; the password never shows."""
+    monkeypatch.delenv("SEALSTORE_KEY_SOURCE__PATH")
+    cfg = _database_config(tmp_path, url.format(tmp=tmp_path, port=_closed_port()))
+    proc = subprocess.run(
+        [sys.executable, "-m", "sealstore", "-c", str(cfg), "keys", "list"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout == "" and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.startswith("sealstore: error: ") and says in proc.stderr, proc.stderr
+    assert "hunter2" not in proc.stderr and "Traceback" not in proc.stderr
+
+
+def _boom(message: str, kind: type[BaseException] = RuntimeError):
+    def run(args):
+        raise kind(message)
+
+    return run
+
+
+SECRET_MESSAGE = (
+    "failed for postgresql://app:hunter2@db.example/x with password=hunter3 and more\n"
+    "second line: the statement [SQL: INSERT ...] [parameters: ('plaintext',)]"
+)
+
+
+def test_an_unexpected_exception_is_one_line_exit_70_without_secrets(keyfile, capsys, monkeypatch):
+    monkeypatch.delenv("SEALSTORE_DEBUG", raising=False)
+    monkeypatch.setattr("sealstore.cli._cmd_list", _boom(SECRET_MESSAGE))
+    assert main(["keys", "list"]) == 70
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.count("\n") == 1, captured.err
+    assert captured.err.startswith("sealstore: error: unexpected RuntimeError: failed for ")
+    assert "postgresql://app:***@db.example/x" in captured.err and "password=***" in captured.err
+    for secret in ("hunter2", "hunter3", "plaintext", "parameters"):
+        assert secret not in captured.err
+    assert "--debug prints the traceback" in captured.err
+
+
+@pytest.mark.parametrize("how", ["option", "environment"])
+def test_debug_prints_the_traceback_before_the_line(keyfile, capsys, monkeypatch, how):
+    monkeypatch.setattr("sealstore.cli._cmd_list", _boom("kaput"))
+    if how == "option":
+        monkeypatch.delenv("SEALSTORE_DEBUG", raising=False)
+        argv = ["--debug", "keys", "list"]
+    else:
+        monkeypatch.setenv("SEALSTORE_DEBUG", "1")
+        argv = ["keys", "list"]
+    assert main(argv) == 70
+    err = capsys.readouterr().err
+    assert err.startswith("Traceback (most recent call last):") and "RuntimeError: kaput\n" in err
+    assert (
+        err.splitlines()[-1]
+        == "sealstore: error: unexpected RuntimeError: kaput (please report it)"
+    )
+
+
+@pytest.mark.parametrize(
+    "kind, status, line",
+    [
+        (KeyboardInterrupt, 130, "sealstore: interrupted"),
+        (PermissionError, 1, "sealstore: error: PermissionError: kaput"),
+        (MemoryError, 70, "sealstore: error: unexpected MemoryError: kaput"),
+    ],
+)
+def test_interrupts_and_os_errors_have_their_status(
+    keyfile, capsys, monkeypatch, kind, status, line
+):
+    monkeypatch.delenv("SEALSTORE_DEBUG", raising=False)
+    monkeypatch.setattr("sealstore.cli._cmd_list", _boom("kaput", kind))
+    assert main(["keys", "list"]) == status
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(line), err
+
+
+def test_a_broken_entry_point_is_one_line_not_a_traceback(keyfile, capsys, monkeypatch):
+    """An install whose command modules fail to import for another reason than a missing extra
+    (a broken upgrade): every command answers one line, exit 70, even ``keys list``."""
+    import sealstore.cli as cli
+
+    def broken(group):
+        raise ImportError("cannot import name 'x' from 'sealstore.migrations.rotation'")
+
+    monkeypatch.delenv("SEALSTORE_DEBUG", raising=False)
+    monkeypatch.setattr(cli, "_entry_points", broken)
+    assert main(["keys", "list"]) == 70
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "unexpected ImportError: cannot import name" in err

@@ -166,15 +166,29 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-def test_help_lists_the_commands_whose_extra_is_missing():
+def listed(help_text: str) -> set[str]:
+    """The command names of ``sealstore --help``'s list (between COMMAND and options:)."""
+    block = help_text.split("  COMMAND\n", 1)[1].split("\noptions:", 1)[0]
+    return {line.split()[0] for line in block.splitlines() if line.startswith("    ") and
+            not line.startswith("     ")}  # fmt: skip
+
+
+def test_help_lists_only_installed_commands_and_names_the_extra_of_the_others():
     proc = run_without(["boto3", "sqlalchemy"], CLI, "--help")
     assert proc.returncode == 0, proc.stderr
-    out = " ".join(proc.stdout.split())  # argparse wraps the help lines
-    assert re.search(r"\bkeys\b", out) and re.search(r"\bbench\b", out)
-    assert "s3 not available: sealstore.adapters.s3 needs the 's3' extra" in out
-    assert "pip install 'sealstore[s3]'" in out
-    assert "migrations not available: sealstore.migrations needs the 'sqlalchemy' extra" in out
-    assert "pip install 'sealstore[sqlalchemy]'" in out
+    assert listed(proc.stdout) == {"keys", "bench"}  # bench needs only rich, not blocked here
+    assert "not available" not in proc.stdout and "migrations" not in proc.stdout
+    tail = " ".join(proc.stdout.split("not installed here")[1].split())
+    assert "s3: pip install 'sealstore[s3]'" in tail
+    assert (
+        "rotate, reindex, status, verify, encrypt-column, decrypt-column, db, keys retire, "
+        "keys destroy: pip install 'sealstore[sqlalchemy]'"
+    ) in tail
+    assert "exit status" in tail and "130 interrupted" in tail
+    keys = run_without(["sqlalchemy"], CLI, "keys", "--help")
+    assert keys.returncode == 0, keys.stderr
+    assert "retire, destroy: pip install 'sealstore[sqlalchemy]'" in keys.stdout
+    assert "    retire " not in keys.stdout
 
 
 def test_help_lists_the_real_commands_when_the_extras_are_installed():
@@ -190,8 +204,15 @@ def test_help_lists_the_real_commands_when_the_extras_are_installed():
     "blocked, argv, extra",
     [
         (["boto3"], ["s3", "rotate", "s3://bucket/p", "--dry-run"], "s3"),
-        (["alembic"], ["migrations", "rotate"], "sqlalchemy"),
+        (["boto3"], ["s3", "--help"], "s3"),
+        (["alembic"], ["rotate"], "sqlalchemy"),
+        (["sqlalchemy"], ["--config", "x.toml", "status", "--json"], "sqlalchemy"),
+        (["sqlalchemy"], ["rotate", "--help"], "sqlalchemy"),
+        (["sqlalchemy"], ["db", "init", "--db", "sqlite:///x.db"], "sqlalchemy"),
+        (["sqlalchemy"], ["keys", "retire", "0a0b0c0d", "--force"], "sqlalchemy"),
+        (["rich"], ["keys", "destroy", "--bogus"], "sqlalchemy"),
         (["rich"], ["bench", "--quick"], "bench"),
+        (["rich"], ["--log-level", "debug", "bench", "--help"], "bench"),
     ],
 )
 def test_a_command_without_its_extra_is_one_line_and_exit_1(blocked, argv, extra, tmp_path):
@@ -204,8 +225,16 @@ def test_a_command_without_its_extra_is_one_line_and_exit_1(blocked, argv, extra
     )
     assert proc.returncode == 1, (proc.stdout, proc.stderr)
     assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
-    assert f"pip install 'sealstore[{extra}]'" in proc.stderr
+    assert proc.stderr.startswith("sealstore: error: ")
+    assert proc.stderr.rstrip().endswith(f"pip install 'sealstore[{extra}]'")
+    assert proc.stdout == ""
     assert list(tmp_path.iterdir()) == []  # nothing written (no checkpoint, no output)
+
+
+def test_an_unknown_command_is_a_one_line_usage_error_in_a_core_install():
+    proc = run_without(["sqlalchemy", "boto3"], CLI, "rotat")
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert "invalid choice: 'rotat'" in proc.stderr
 
 
 def test_keys_commands_work_without_any_extra(tmp_path):
@@ -253,3 +282,40 @@ def test_every_module_an_extra_is_checked_for_comes_with_that_extra(extra):
     for module in extras.EXTRAS[extra]:
         dists = {re.sub(r"[-_.]+", "-", d).lower() for d in by_module[module]}
         assert dists & closure, f"{module} ({dists}) is not installed by sealstore[{extra}]"
+
+
+@pytest.mark.parametrize(
+    "wrapping, argv, blocked, extra",
+    [
+        ('type = "aws-kms"\nkms_key_id = "alias/k"', ["keys", "init"], ["boto3"], "kms"),
+        (None, ["keys", "list"], ["sqlalchemy"], "sqlalchemy"),
+    ],
+)
+def test_a_key_source_without_its_extra_is_one_line_and_exit_1(
+    tmp_path, wrapping, argv, blocked, extra
+):
+    """The core's own ``keys`` commands on a configuration that needs an extra: AWS KMS wrapping
+    without boto3, the database key source without SQLAlchemy."""
+    master = tmp_path / "master.key"
+    master.write_bytes(bytes(range(32)))
+    master.chmod(0o600)
+    if wrapping is None:  # the database key source, wrapped with a master key
+        text = '[key_source]\ntype = "database"\nurl = "sqlite:///%s"\n' % (tmp_path / "k.db")
+        text += '[key_source.wrapping]\ntype = "master-key"\npath = "%s"\n' % master
+    else:
+        text = '[key_source]\npath = "%s"\n[key_source.wrapping]\n%s\n' % (
+            tmp_path / "keys.json",
+            wrapping,
+        )
+    cfg = tmp_path / "sealstore.toml"
+    cfg.write_text(text)
+    cfg.chmod(0o600)
+    env_code = (
+        "import os\n"
+        "for k in [k for k in os.environ if k.startswith('SEALSTORE_')]: del os.environ[k]\n"
+    )
+    proc = run_without(blocked, env_code + CLI, "-c", str(cfg), *argv)
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    assert proc.stdout == "" and proc.stderr.count("\n") == 1, proc.stderr
+    assert proc.stderr.rstrip().endswith(f"pip install 'sealstore[{extra}]'"), proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["master.key", "sealstore.toml"]

@@ -112,9 +112,9 @@ def test_swapping_a_0600_and_a_0644_file_never_serves_the_0644_keys(tmp_path):
     swapper = threading.Thread(target=swap)
     swapper.start()
     loaded = refused = 0
-    deadline = time.monotonic() + 3
+    deadline = time.monotonic() + 300  # a hang guard: the loop ends on counts, not on time
     try:
-        while time.monotonic() < deadline:
+        while (loaded < 200 or refused < 200) and time.monotonic() < deadline:
             try:
                 ring = KeyFile(path).load()
             except InsecureKeyFile:
@@ -125,7 +125,7 @@ def test_swapping_a_0600_and_a_0644_file_never_serves_the_0644_keys(tmp_path):
     finally:
         stop.set()
         swapper.join()
-    assert loaded and refused  # both states were really seen
+    assert loaded >= 200 and refused >= 200  # both states were really seen, many times
 
 
 def test_master_key_creation_never_replaces_a_concurrently_created_one(tmp_path, monkeypatch):

@@ -153,13 +153,15 @@ def test_registry_processes_rotating_lose_no_key_sqlite(tmp_path):
     assert set(made) <= {k.key_id for k in stored.keys} and len(stored.keys) == 61
 
 
-def _hold_sqlite_lock(path, seconds: float, started) -> None:
+def _hold_sqlite_lock(path, seconds: float, started, releasing=None) -> None:
     import sqlite3
 
     con = sqlite3.connect(path, isolation_level=None)
     con.execute("BEGIN IMMEDIATE")
     started.set()
     time.sleep(seconds)
+    if releasing is not None:
+        releasing.set()  # before the lock goes: whoever gets it next sees this set
     con.execute("ROLLBACK")
     con.close()
 
@@ -177,14 +179,15 @@ def test_registry_sqlite_writer_outwaits_the_busy_timeout(tmp_path):
     of failing with 'database is locked': a loaded machine's rotations must all land."""
     path, source = _sqlite_source(tmp_path, busy_timeout=0.1)
     ring = source.load()
-    started = threading.Event()
-    holder = threading.Thread(target=_hold_sqlite_lock, args=(path, 1.0, started))
+    started, releasing = threading.Event(), threading.Event()
+    holder = threading.Thread(target=_hold_sqlite_lock, args=(path, 1.0, started, releasing))
     holder.start()
     started.wait()
-    t0 = time.monotonic()
     new = source.rotate(ring)
+    # an ordering, not a time: the rotation could only commit once the holder let go (10 times
+    # the driver's busy timeout after it took the lock)
+    assert releasing.is_set()
     holder.join()
-    assert time.monotonic() - t0 >= 0.8
     assert new.key_id in {k.key_id for k in source.load().keys}
 
 

@@ -288,7 +288,7 @@ def test_real_deadlock_with_the_worker_in_the_cycle(db, keyring, caplog):
             with conn.begin():
                 conn.execute(sa.update(secrets).where(secrets.c.id == victim).values(body="app-B"))
                 fired.set()
-                deadline = time.monotonic() + 10
+                deadline = time.monotonic() + 120  # a hang guard: ends when the worker waits
                 while time.monotonic() < deadline:  # until the worker waits for our row
                     waiting = conn.exec_driver_sql(
                         f"SELECT count(*) FROM pg_locks WHERE pid = {worker_pid} AND NOT granted"
@@ -305,7 +305,7 @@ def test_real_deadlock_with_the_worker_in_the_cycle(db, keyring, caplog):
     def hook(name, **info):
         if name == "sealed" and not fired.is_set():
             threading.Thread(target=app_transaction, args=(worker_pid[0],), daemon=True).start()
-            fired.wait(5)
+            fired.wait(120)  # a hang guard: returns as soon as the app transaction holds its row
 
     worker_pid = [None]
 

@@ -1,6 +1,13 @@
-"""SQLite fairness: an application writer in another process, beside a rotation, gets the
-database lock within a bounded time and never sees ``database is locked`` (the worker sleeps
-after each commit as long as it held the lock, so the busy handler's polls find it free)."""
+"""SQLite fairness: an application writer in another process, beside a rotation, keeps getting
+the database lock all along the rotation and never sees ``database is locked`` (the worker
+sleeps after each commit as long as it held the lock, so the busy handler's polls find it free).
+
+No clock is compared with a bound (a loaded machine stretches every wait: CI failed on a 2.0 s
+wait against 1.5 s).  The property is an ordering one, observed in the test process: at each
+commit of the rotation, how many rows the writer has committed so far; the writer must have
+moved forward between most consecutive commits, and never stood still for a long run of them
+(a starved writer stands still from its first blocked write to the end of the rotation).  The
+wait figures are measured in bench/rotate_bench.py (``--fairness``)."""
 
 from __future__ import annotations
 
@@ -39,14 +46,15 @@ while not os.path.exists(stop):
 json.dump({"waits": waits, "errors": errors, "n": n}, open(out, "w"))
 """
 
-#: The worst wait a writer may see: generous for a loaded 2-core machine (CI runs the tests
-#: beside the sanitizers), yet under the 2.8-4.6 s writers waited before workers yielded, and
-#: under pysqlite's 5 s default timeout.
-WORST_WAIT = 1.5
-#: the shortest wait seen when workers did not yield: a rotation shorter than this could not
-#: show a starved writer
-STARVED = 2.8
-ROWS = 120000  # a rotation of several seconds even on an idle machine: longer than STARVED, or the bound means nothing
+ROWS = 60000  # 100 batches of 600: enough commits for a starved writer to show (see below)
+#: The longest run of consecutive rotation commits the writer may sit out, as a share of all of
+#: them (a rotation batch is 3 commits: claim, batch, bookkeeping), and the least share of
+#: commits after which it must have moved: generous.  Measured with 60,000 rows at load average
+#: 5-6: longest run 10 (delete) and 26 (WAL) of 303 commits, moved after 32-35% of them;
+#: encrypt_column 0-1 of 105, moved after 97%.  Without the worker's yield (sqlite_yield=0):
+#: longest run 302 (delete) and 99 (WAL) of 303, moved after 0 and 8: refused.
+LONGEST_SHARE = 0.25
+MOVED_SHARE = 0.1
 
 metadata = sa.MetaData()
 secrets = sa.Table(
@@ -76,18 +84,61 @@ def _writer_process(tmp_path, path):
     )
     report: dict = {}
     try:
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 120  # a hang guard, not a bound
         while not ready.exists() and time.monotonic() < deadline:
             time.sleep(0.01)
+        assert ready.exists(), "the writer process did not start"
         yield report
     finally:
         stop.touch()
-        proc.wait(60)
+        proc.wait(300)
     report.update(json.loads(out.read_text()))
 
 
+@contextmanager
+def _writer_progress_at_each_commit(engine):
+    """The number of rows of ``app_events`` (the writer's) at each commit on ``engine`` (a
+    transaction's, or a ``COMMIT`` statement on an autocommit connection, as encrypt_column's
+    batches), read inside the committing transaction on the same connection: in commit order."""
+    seen: list[int] = []
+
+    def sample(conn):
+        raw = conn.connection.driver_connection
+        seen.append(raw.execute("SELECT count(*) FROM app_events").fetchone()[0])
+
+    def before_execute(conn, cursor, statement, parameters, context, executemany):
+        if statement.strip().upper() == "COMMIT":
+            sample(conn)
+
+    sa.event.listen(engine, "commit", sample)
+    sa.event.listen(engine, "before_cursor_execute", before_execute)
+    try:
+        yield seen
+    finally:
+        sa.event.remove(engine, "commit", sample)
+        sa.event.remove(engine, "before_cursor_execute", before_execute)
+
+
+def _assert_the_writer_kept_up(seen: list[int], report: dict) -> None:
+    """Along the rotation's commits the writer never sat out a long run of them (a starved
+    writer sits out every commit from its first blocked write to the end) and moved forward
+    often; it never saw ``database is locked``."""
+    assert report["errors"] == []  # no "database is locked"
+    assert len(seen) >= 90, len(seen)  # the batches, each its own transaction
+    still = [b == a for a, b in zip(seen, seen[1:])]
+    longest = run = 0
+    for s in still:
+        run = run + 1 if s else 0
+        longest = max(longest, run)
+    summary = (f"{len(seen)} commits, writer moved in {still.count(False)}, longest still run "
+               f"{longest}, writer rows {seen[0]}..{seen[-1]} of {report['n']}")  # fmt: skip
+    print(summary)
+    assert longest <= LONGEST_SHARE * len(seen), summary
+    assert still.count(False) >= MOVED_SHARE * len(seen), summary
+
+
 @pytest.mark.parametrize("journal", ["delete", "wal"])
-def test_writer_process_beside_a_rotation_gets_the_lock_in_bounded_time(tmp_path, journal):
+def test_writer_process_beside_a_rotation_keeps_getting_the_lock(tmp_path, journal):
     path = tmp_path / "app.db"
     engine = sa.create_engine(f"sqlite:///{path}")
     keyring = use_keyring(Keyring.generate(tag_size=32))
@@ -100,23 +151,19 @@ def test_writer_process_beside_a_rotation_gets_the_lock_in_bounded_time(tmp_path
             conn.execute(sa.insert(secrets), [{"id": i, "body": "v" * 150} for i in range(ROWS)])
         keyring.rotate()
         with _writer_process(tmp_path, path) as report:
-            t0 = time.monotonic()
-            result = rotate(engine, ColumnSpec.from_column(secrets.c.body), batch_size=600)[0]
-            took = time.monotonic() - t0
+            with _writer_progress_at_each_commit(engine) as seen:
+                result = rotate(engine, ColumnSpec.from_column(secrets.c.body), batch_size=600)[0]
     finally:
         forget_keyring()
         engine.dispose()
     assert result.status == "done" and result.remaining == 0 and result.resealed == ROWS
-    assert report["errors"] == []  # no "database is locked"
-    assert max(report["waits"]) < WORST_WAIT, (max(report["waits"]), took)
-    assert took > STARVED  # the writer was beside the rotation long enough to starve
-    assert report["n"] >= took / WORST_WAIT  # it kept writing all along
+    _assert_the_writer_kept_up(seen, report)
 
 
 @pytest.mark.parametrize("journal", ["delete", "wal"])
-def test_writer_process_beside_encrypt_column_gets_the_lock_in_bounded_time(tmp_path, journal):
-    """The same bound beside ``op.encrypt_column`` (committed batches that yield, then the final
-    pass and the table rebuild under the lock)."""
+def test_writer_process_beside_encrypt_column_keeps_getting_the_lock(tmp_path, journal):
+    """The same beside ``op.encrypt_column`` (committed batches that yield, then the final pass
+    and the table rebuild under the lock: one commit the writer waits through)."""
     from alembic.migration import MigrationContext
     from alembic.operations import Operations
 
@@ -135,16 +182,12 @@ def test_writer_process_beside_encrypt_column_gets_the_lock_in_bounded_time(tmp_
         with engine.begin() as conn:
             conn.execute(sa.insert(plain), [{"id": i, "body": "v" * 150} for i in range(ROWS)])
         with _writer_process(tmp_path, path) as report:
-            t0 = time.monotonic()
-            with engine.connect() as conn:
+            with _writer_progress_at_each_commit(engine) as seen, engine.connect() as conn:
                 ctx = MigrationContext.configure(conn, opts={"transaction_per_migration": True})
                 with ctx.begin_transaction(_per_migration=True):
                     Operations(ctx).encrypt_column("secrets", "body", EncryptedString(200),
                                                    batch_size=600)  # fmt: skip
-            took = time.monotonic() - t0
     finally:
         forget_keyring()
         engine.dispose()
-    assert report["errors"] == []
-    assert max(report["waits"]) < WORST_WAIT, (max(report["waits"]), took)
-    assert took > STARVED and report["n"] >= took / WORST_WAIT
+    _assert_the_writer_kept_up(seen, report)

@@ -11,6 +11,7 @@ installed package carries the kernel sources the bench's C harness compiles.
 import email
 import json
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -181,9 +182,85 @@ PROBE = textwrap.dedent(
     script = os.path.join(os.path.dirname(sys.executable), "sealstore")
     help = subprocess.run([script, "--help"], capture_output=True, text=True)
     out["help"] = [help.returncode, " ".join(help.stdout.split()), help.stderr]
+    out["commands"] = {}
+    for argv in json.loads(os.environ["PROBE_COMMANDS"]):  # each command's answer, in a cwd
+        proc = subprocess.run([script, *argv], capture_output=True, text=True, cwd=os.getcwd())
+        out["commands"][" ".join(argv)] = [proc.returncode, proc.stdout, proc.stderr]
     print(json.dumps(out))
     """
 )
+
+#: Every ``sealstore`` command and the extra it needs (None: the core).  Each install runs each
+#: one with ``--help``: where it runs, its help page (exit 0); where its extra is missing, one
+#: line ending in ``pip install 'sealstore[EXTRA]'``, exit 1.  ``bench`` starts where rich is
+#: (the sqlalchemy extra brings it; its sections say what else they lack).  A new command is
+#: added here (test_the_table_names_every_command checks it against a full install).
+COMMAND_TABLE: dict[str, str | None] = {
+    "keys init": None,
+    "keys list": None,
+    "keys rotate": None,
+    "rotate": "sqlalchemy",
+    "reindex": "sqlalchemy",
+    "status": "sqlalchemy",
+    "verify": "sqlalchemy",
+    "encrypt-column": "sqlalchemy",
+    "decrypt-column": "sqlalchemy",
+    "db init": "sqlalchemy",
+    "keys retire": "sqlalchemy",
+    "keys destroy": "sqlalchemy",
+    "s3 rotate": "s3",
+    "bench": "bench",
+}
+#: and bad input, the same in every install: (argv, exit status, what its one line says)
+BAD_INPUT = [
+    (["rotat"], 2, "invalid choice: 'rotat'"),
+    (["keys", "list", "--bogus"], 2, "unrecognized arguments: --bogus"),
+    (["-c", "missing.toml", "keys", "list"], 1, "missing.toml"),
+]
+
+
+def runs_in(extra: str | None, installed: set[str]) -> bool:
+    return extra is None or extra in installed or (extra == "bench" and "sqlalchemy" in installed)
+
+
+def probe_commands() -> list[list[str]]:
+    return [[*name.split(), "--help"] for name in COMMAND_TABLE] + [a for a, _, _ in BAD_INPUT]
+
+
+def check_commands(result: dict, installed: set[str]) -> None:
+    """Every command of COMMAND_TABLE and BAD_INPUT answered as it must in this install."""
+    got = result["commands"]
+    for name, extra in COMMAND_TABLE.items():
+        code, out, err = got[f"{name} --help"]
+        if runs_in(extra, installed):
+            assert code == 0 and err == "" and out.startswith("usage: "), (name, code, err)
+        else:
+            assert code == 1 and out == "" and err.count("\n") == 1, (name, code, out, err)
+            assert err.startswith("sealstore: error: ") and "Traceback" not in err, (name, err)
+            assert err.rstrip().endswith(f"pip install 'sealstore[{extra}]'"), (name, err)
+    for argv, status, says in BAD_INPUT:
+        code, out, err = got[" ".join(argv)]
+        assert (code, out, err.count("\n")) == (status, "", 1) and says in err, (argv, code, err)
+    code, help_text, _ = result["help"]
+    listed_part, _, tail = help_text.partition("not installed here (each needs an extra):")
+    named = {
+        name.strip(): extra
+        for names, extra in re.findall(r"([\w\-, ]+?): pip install 'sealstore\[(\w+)\]'", tail)
+        for name in names.split(",")
+    }
+    for name, extra in COMMAND_TABLE.items():
+        word = name.split()[0]
+        here = runs_in(extra, installed)
+        if word != "keys":  # the top-level list: only what runs here
+            assert (f" {word} " in listed_part) == here, (name, help_text)
+        if extra is not None:  # the end of the help names what does not, and its extra
+            assert named.get(name if word == "keys" else word) == (None if here else extra), (
+                name,
+                named,
+            )
+    assert "exit status" in help_text and "migrations" not in help_text
+
+
 MODULES = [
     "sealstore",
     "sealstore.config",
@@ -215,7 +292,11 @@ def probe_install(tmp_path: Path, wheelhouse, extras: str) -> dict:
     python = venv / "bin" / "python"
     run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-index",
          "--find-links", str(house), f"{wheel}{extras}"])  # fmt: skip
-    proc = run([str(python), "-I", "-c", PROBE, *MODULES], cwd=tmp_path)  # -I: not the tree
+    env = {**os.environ, "PROBE_COMMANDS": json.dumps(probe_commands())}
+    env = {k: v for k, v in env.items() if not k.startswith("SEALSTORE_")}
+    proc = run(
+        [str(python), "-I", "-c", PROBE, *MODULES], cwd=tmp_path, env=env
+    )  # -I: not the tree
     result = json.loads(proc.stdout)
     result["size"] = sum(f.stat().st_size for f in venv.rglob("*") if f.is_file())
     return result
@@ -244,8 +325,9 @@ def test_core_install_has_the_core_and_no_adapter_dependency(core):
     assert refused(core, "sealstore.keysources.database", "sqlalchemy")
     code, out, err = core["help"]
     assert code == 0, err
-    assert "s3 not available: sealstore.adapters.s3 needs the 's3' extra" in out
-    assert "migrations not available: sealstore.migrations needs the 'sqlalchemy' extra" in out
+    assert "s3: pip install 'sealstore[s3]'" in out
+    assert "keys retire, keys destroy: pip install 'sealstore[sqlalchemy]'" in out
+    check_commands(core, set())
 
 
 def test_s3_install_imports_the_s3_adapter_only(core, wheelhouse, tmp_path):
@@ -257,7 +339,8 @@ def test_s3_install_imports_the_s3_adapter_only(core, wheelhouse, tmp_path):
     assert refused(s3, "sealstore.adapters.sqlalchemy", "sqlalchemy")
     assert refused(s3, "sealstore.migrations", "sqlalchemy")
     code, out, err = s3["help"]
-    assert code == 0 and "s3 not available" not in out and "migrations not available" in out
+    assert code == 0 and "keys destroy: pip install 'sealstore[sqlalchemy]'" in out
+    check_commands(s3, {"s3"})
     assert core["size"] < s3["size"]
     print(f"\ninstall size: core {core['size'] / 1e6:.1f} MB, core+s3 {s3['size'] / 1e6:.1f} MB")
 
@@ -273,9 +356,29 @@ def test_sqlalchemy_install_imports_the_columns_and_migrations_only(core, wheelh
         assert sa["imports"][module] == "ok", sa["imports"][module]
     assert refused(sa, "sealstore.adapters.s3", "s3")
     code, out, err = sa["help"]
-    assert code == 0 and "migrations not available" not in out and "s3 not available" in out
+    assert code == 0 and "s3: pip install 'sealstore[s3]'" in out and "retire," not in out
     assert "rotate" in out and "encrypt-column" in out
+    check_commands(sa, {"sqlalchemy"})
     assert core["size"] < sa["size"]
     print(
         f"\ninstall size: core {core['size'] / 1e6:.1f} MB, core+sqlalchemy {sa['size'] / 1e6:.1f} MB"
     )
+
+
+def test_the_table_names_every_command():
+    """COMMAND_TABLE is every command of a full install (the test extra installs every extra)."""
+    import argparse
+
+    from sealstore.cli import build_parser
+
+    def names(parser, path=()):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    subs = [a for a in sub._actions if isinstance(a, argparse._SubParsersAction)]
+                    if subs:
+                        yield from names(sub, (*path, name))
+                    else:
+                        yield " ".join((*path, name))
+
+    assert set(names(build_parser())) == set(COMMAND_TABLE)
