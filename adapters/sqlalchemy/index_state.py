@@ -89,7 +89,7 @@ def forget(engine: Any = None) -> None:
 
 def _is_complete(conn: Any, itype: Any) -> bool:
     idx, src = _index_column(itype), itype.source_column
-    q = (
+    q: Any = (
         select(literal_column("1"))
         .select_from(itype._table_obj)
         .where(idx.is_(None), src.is_not(None))
