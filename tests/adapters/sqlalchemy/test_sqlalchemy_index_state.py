@@ -374,3 +374,72 @@ def test_no_lookup_query_once_an_index_is_known_complete(jobs):
         event.remove(engine, "before_cursor_execute", count)
     checks = [s for s in seen if "IS NULL" in s and "LIMIT" in s.upper()]
     assert len(checks) == 1 and len(seen) == 21
+
+
+@pytest.mark.parametrize("driver", ["aiosqlite", "psycopg_async", "asyncpg"])
+def test_the_asyncio_engine_checks_and_guards_too(driver, tmp_path, keyrings, request):
+    """An AsyncEngine runs the same hooks: the completeness check on its own connection, the
+    partial-results option, the UNIQUE guard."""
+    import asyncio
+
+    from sqlalchemy import create_engine
+    from sqlalchemy.ext.asyncio import create_async_engine
+
+    if driver == "aiosqlite":
+        pytest.importorskip("aiosqlite")
+        sync_url = f"sqlite:///{tmp_path / 'a.db'}"
+        url = f"sqlite+aiosqlite:///{tmp_path / 'a.db'}"
+    else:
+        pytest.importorskip(driver.replace("psycopg_async", "psycopg"))
+        sync_url = request.getfixturevalue("pg_url")
+        url = sync_url.replace("+psycopg", f"+{driver}")
+    engine = create_engine(sync_url)
+    _old_meta.create_all(engine)
+    _UniqueBase.metadata.create_all(engine)
+    try:
+        _old_rows(engine, range(1, 6))
+        _add_index_column(engine)
+        with Session(engine) as session:
+            session.add(Login(id=1, name="ada"))
+            session.commit()
+        keyrings.idx.rotate()
+        index_state.forget()
+
+        async def main():
+            aengine = create_async_engine(url)
+            try:
+                stmt = select(Member.id).where(Member.email == "user1@example.org")
+                async with aengine.connect() as conn:
+                    with pytest.raises(IndexIncomplete):
+                        await conn.execute(stmt)
+                    partial = stmt.execution_options(sealstore_partial_index=True)
+                    assert (await conn.execute(partial)).all() == []
+                async with aengine.begin() as conn:
+                    with pytest.raises(DuplicateIndexValue):
+                        await conn.execute(insert(Login.__table__).values(id=2, name="ada"))
+            finally:
+                await aengine.dispose()
+
+        asyncio.run(main())
+
+        async def after():
+            aengine = create_async_engine(url)
+            try:
+                async with aengine.connect() as conn:
+                    stmt = select(Member.id).where(Member.email == "user1@example.org")
+                    assert (await conn.execute(stmt)).scalars().all() == [1]
+            finally:
+                await aengine.dispose()
+
+        create_tables(engine)
+        try:
+            reindex(engine, Member)
+            asyncio.run(after())
+        finally:
+            drop_tables(engine)
+    finally:
+        with engine.begin() as conn:
+            conn.exec_driver_sql("DROP TABLE ss_members")
+            conn.exec_driver_sql("DROP TABLE ss_logins")
+        engine.dispose()
+        index_state.forget()
