@@ -108,6 +108,7 @@ class _ColumnConversionOp(MigrateOperation):
         commit_batches: bool = True,
         progress: Progress | None = None,
         retry: RetryPolicy | None = None,
+        scrub: bool | None = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
@@ -120,6 +121,9 @@ class _ColumnConversionOp(MigrateOperation):
         self.schema: str | None = schema
         self.batch_size: int = batch_size
         self.commit_batches: bool = commit_batches
+        #: rewrite the table afterwards (sealstore.migrations.medium); None: encrypt_column
+        #: does, decrypt_column does not (what it leaves behind is sealed)
+        self.scrub: bool | None = scrub
 
     def to_diff_tuple(self) -> tuple[Any, ...]:
         """What ``alembic check`` lists for this operation (no values, types by repr)."""
@@ -130,7 +134,7 @@ class _ColumnConversionOp(MigrateOperation):
         return cls(
             self.table_name, self.column_name, self.type_, plain_type=self.plain_type,
             schema=self.schema, batch_size=self.batch_size, commit_batches=self.commit_batches,
-            progress=self.progress, retry=self.retry,
+            progress=self.progress, retry=self.retry, scrub=self.scrub,
         )  # fmt: skip
 
 
@@ -150,8 +154,10 @@ class EncryptColumnOp(_ColumnConversionOp):
         **kw: Any,
     ) -> None:
         """``op.encrypt_column(table, column, EncryptedString(11), plain_type=None,
-        schema=None, batch_size=1000, commit_batches=True)``: seal a plaintext column in place.
-        ``plain_type`` reads the existing values (default: the reflected column type)."""
+        schema=None, batch_size=1000, commit_batches=True, scrub=True)``: seal a plaintext
+        column in place.  ``plain_type`` reads the existing values (default: the reflected
+        column type); ``scrub=False`` skips the table rewrite that removes the old values
+        from the database's files (a warning says what stays; docs/MEDIUM.md)."""
         return operations.invoke(cls(table_name, column_name, type_, **kw))
 
     def reverse(self) -> DecryptColumnOp:
@@ -224,9 +230,13 @@ class _Converter:
         self.write = write  # (bound type, rows [(pk, value)]) -> [new values]
 
     def run(self) -> None:
-        """Convert, with database errors scrubbed of their parameters (plaintext values)."""
+        """Convert, with database errors scrubbed of their parameters (plaintext values), then
+        rewrite the table so its files keep no old row versions (:func:`_medium`)."""
         op = self.op
+        rewrite = self.sealing if op.scrub is None else op.scrub
+        _medium_precheck(self.operations, op, rewrite)
         scrubbed(f"{type(op).__name__} {op.table_name}.{op.column_name}", self._run)
+        _medium(self.operations, op, rewrite, self.retry)
 
     def _run(self) -> None:
         operations, op = self.operations, self.op
@@ -394,6 +404,63 @@ class _Converter:
                 existing_type=_stored_as(self.shadow_type, self.operations.get_bind().dialect),
                 **kw,
             )
+
+
+def _medium_precheck(operations, op, rewrite: bool) -> None:
+    """Before any write: the rewrite needs a connection outside the migration's transaction
+    (PostgreSQL's VACUUM and SQLite's cannot run in one), so it needs the online mode; SQLite
+    zeroes what the conversion frees from the start (``secure_delete``)."""
+    from ...errors import MediumScrubFailed
+
+    ctx = operations.get_context()
+    conn = operations.get_bind()
+    if ctx.as_sql or not rewrite:
+        return
+    if conn.dialect.name in ("postgresql", "sqlite") and not (
+        op.commit_batches and _can_autocommit(ctx)
+    ):
+        raise MediumScrubFailed(
+            f"{op.table_name}.{op.column_name}: nothing was changed; the table rewrite that "
+            "removes the old values from the database's files cannot run inside this "
+            "transaction: use commit_batches=True in an Alembic-managed transaction, or pass "
+            "scrub=False and rewrite the table later (docs/MEDIUM.md)"
+        )
+    if conn.dialect.name == "sqlite":
+        conn.exec_driver_sql("PRAGMA secure_delete = ON")
+
+
+def _medium(operations, op, rewrite: bool, retry: RetryPolicy) -> None:
+    """After the conversion: rewrite the table (default) or warn what stays on the medium; the
+    last log record says what sealstore cannot clean."""
+    from ...errors import MediumScrubFailed
+    from .. import medium
+
+    conn = operations.get_bind()
+    qualified = inplace._qt(conn, op.table_name, op.schema)
+    if not rewrite:
+        if isinstance(op, EncryptColumnOp):
+            log.warning(
+                "%s", medium.leftover_notice(op.table_name, op.column_name, conn.dialect.name,
+                                             qualified)  # fmt: skip
+            )
+        return
+    what = f"rewrite of {op.table_name} after converting {op.column_name}"
+    try:
+        with operations.get_context().autocommit_block():
+            live = operations.get_bind()
+            ran = retry.call(lambda: medium.scrub(live, op.table_name, op.schema), what)
+    except MediumScrubFailed:
+        raise
+    except Exception as exc:
+        from ..transient import describe
+
+        raise MediumScrubFailed(
+            f"{op.table_name}.{op.column_name} is converted and committed, but the {what} "
+            f"failed ({describe(exc)}): the old values stay in the table's files until "
+            f"{'; '.join(medium.scrub_sql(conn.dialect.name, qualified))} runs "
+            "(sealstore medium-check tells when it is clean)"
+        ) from None
+    log.warning("%s", medium.final_notice(op.table_name, op.column_name, conn.dialect.name, ran))
 
 
 def _committed(conn, fn):
