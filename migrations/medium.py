@@ -177,8 +177,9 @@ def leftover_notice(table: str, column: str, dialect: str, qualified: str) -> st
     stays = {
         "postgresql": "the old values stay in the table's file (dead tuples, page free space, "
         "and the dropped column inside every row) and sampled values in pg_statistic",
-        "mysql": "the old values stay in the table's .ibd file (deleted records, and the "
-        "instantly dropped column inside every record)",
+        "mysql": "the old values may stay in the table's .ibd file (deleted records, an "
+        "instantly dropped column inside every record; MariaDB's ALGORITHM=COPY for the header "
+        "CHECK usually rebuilds it) and stay in the undo and redo logs",
         "sqlite": "the old values stay in the database file (freed cells and pages)",
     }.get(_norm(dialect), "the old values stay in the table's files")
     how = "; ".join(scrub_sql(_norm(dialect), qualified)) or "a rewrite of the table"
@@ -412,7 +413,7 @@ def _check_mysql(conn, table: str, schema: str | None, report: MediumReport) -> 
         )
         return
     report.checked.append(path)
-    instant = dirty = garbage = 0
+    instant = dirty = garbage = deleted = 0
     with f:
         while True:
             page = f.read(page_size)
@@ -423,16 +424,21 @@ def _check_mysql(conn, table: str, schema: str | None, report: MediumReport) -> 
                 instant += 1
             if kind in (_FIL_PAGE_INDEX, _FIL_PAGE_TYPE_INSTANT):
                 free, gb = struct.unpack_from(">HH", page, _PAGE_FREE)
-                if free or gb:
+                marked, tail = _innodb_page(page, page_size)
+                if free or gb or marked or tail:
                     dirty += 1
                     garbage += gb
+                    deleted += marked
     if instant:
         report.remnant(
             f"{table}: altered instantly since its last rebuild (dropped columns' values stay "
             "in its records)"
         )
     if dirty:
-        report.remnant(f"{path}: {dirty} pages hold {garbage} bytes of deleted records")
+        report.remnant(
+            f"{path}: {dirty} pages hold deleted records ({deleted} awaiting purge, {garbage} "
+            "bytes purged but not overwritten) or unzeroed free space"
+        )
     if report.status != CLEAN:
         report.findings.append(
             f"rewrite with: ALTER TABLE {table} FORCE, ALGORITHM=INPLACE, LOCK=NONE (online)"
@@ -440,6 +446,24 @@ def _check_mysql(conn, table: str, schema: str | None, report: MediumReport) -> 
     report.findings.append(
         "not checked (cannot be cleaned by sealstore): undo tablespaces, redo log, binary log"
     )
+
+
+def _innodb_page(page: bytes, page_size: int) -> tuple[int, bool]:
+    """(delete-marked records in the page's record list, whether the free space between the
+    heap top and the page directory holds bytes) of a COMPACT/DYNAMIC index page."""
+    n_slots, heap_top, n_heap = struct.unpack_from(">HHH", page, 38)
+    if not n_heap & 0x8000:  # REDUNDANT row format: not walked
+        return 0, not _zero(page[heap_top : page_size - 8 - 2 * n_slots])
+    marked, origin, seen = 0, 99, 0  # the infimum record
+    while seen < page_size // 5:
+        nxt = struct.unpack_from(">h", page, origin - 2)[0]
+        origin = (origin + nxt) % page_size
+        if origin in (0, 112) or origin < 5:  # the supremum, or a broken list
+            break
+        if page[origin - 5] & 0x20:
+            marked += 1
+        seen += 1
+    return marked, not _zero(page[heap_top : page_size - 8 - 2 * n_slots])
 
 
 # SQLite -------------------------------------------------------------------------------------------
