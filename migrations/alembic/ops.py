@@ -229,14 +229,15 @@ class _Converter:
         self.read_type = read_type
         self.write = write  # (bound type, rows [(pk, value)]) -> [new values]
 
-    def run(self) -> None:
+    def run(self) -> str | None:
         """Convert, with database errors scrubbed of their parameters (plaintext values), then
-        rewrite the table so its files keep no old row versions (:func:`_medium`)."""
+        rewrite the table so its files keep no old row versions (:func:`_medium`); returns
+        the final notice (what was rewritten, what sealstore cannot clean)."""
         op = self.op
         rewrite = self.sealing if op.scrub is None else op.scrub
         _medium_precheck(self.operations, op, rewrite)
         scrubbed(f"{type(op).__name__} {op.table_name}.{op.column_name}", self._run)
-        _medium(self.operations, op, rewrite, self.retry)
+        return _medium(self.operations, op, rewrite, self.retry)
 
     def _run(self) -> None:
         operations, op = self.operations, self.op
@@ -416,9 +417,9 @@ def _medium_precheck(operations, op, rewrite: bool) -> None:
     conn = operations.get_bind()
     if ctx.as_sql or not rewrite:
         return
-    if conn.dialect.name in ("postgresql", "sqlite") and not (
-        op.commit_batches and _can_autocommit(ctx)
-    ):
+    # as _run will see it: its first statement begins the caller's transaction if none is open
+    online = op.commit_batches and getattr(ctx, "_transaction", None) is not None
+    if conn.dialect.name in ("postgresql", "sqlite") and not online:
         raise MediumScrubFailed(
             f"{op.table_name}.{op.column_name}: nothing was changed; the table rewrite that "
             "removes the old values from the database's files cannot run inside this "
@@ -429,7 +430,7 @@ def _medium_precheck(operations, op, rewrite: bool) -> None:
         conn.exec_driver_sql("PRAGMA secure_delete = ON")
 
 
-def _medium(operations, op, rewrite: bool, retry: RetryPolicy) -> None:
+def _medium(operations, op, rewrite: bool, retry: RetryPolicy) -> str | None:
     """After the conversion: rewrite the table (default) or warn what stays on the medium; the
     last log record says what sealstore cannot clean."""
     from ...errors import MediumScrubFailed
@@ -438,17 +439,23 @@ def _medium(operations, op, rewrite: bool, retry: RetryPolicy) -> None:
     conn = operations.get_bind()
     qualified = inplace._qt(conn, op.table_name, op.schema)
     if not rewrite:
-        if isinstance(op, EncryptColumnOp):
-            log.warning(
-                "%s", medium.leftover_notice(op.table_name, op.column_name, conn.dialect.name,
-                                             qualified)  # fmt: skip
-            )
-        return
+        if not isinstance(op, EncryptColumnOp):
+            return None  # decrypting: what stays behind is sealed
+        notice = medium.leftover_notice(op.table_name, op.column_name, conn.dialect.name,
+                                        qualified)  # fmt: skip
+        log.warning("%s", notice)
+        return notice
     what = f"rewrite of {op.table_name} after converting {op.column_name}"
+    ctx = operations.get_context()
     try:
-        with operations.get_context().autocommit_block():
-            live = operations.get_bind()
-            ran = retry.call(lambda: medium.scrub(live, op.table_name, op.schema), what)
+        if _can_autocommit(ctx):
+            with ctx.autocommit_block():
+                live = operations.get_bind()
+                ran = retry.call(lambda: medium.scrub(live, op.table_name, op.schema), what)
+        elif conn.dialect.name in ("mysql", "mariadb"):  # its DDL commits anyway
+            ran = retry.call(lambda: medium.scrub(conn, op.table_name, op.schema), what)
+        else:  # _medium_precheck refused this before any write
+            raise InternalError(f"{what}: no connection outside the migration's transaction")
     except MediumScrubFailed:
         raise
     except Exception as exc:
@@ -460,7 +467,9 @@ def _medium(operations, op, rewrite: bool, retry: RetryPolicy) -> None:
             f"{'; '.join(medium.scrub_sql(conn.dialect.name, qualified))} runs "
             "(sealstore medium-check tells when it is clean)"
         ) from None
-    log.warning("%s", medium.final_notice(op.table_name, op.column_name, conn.dialect.name, ran))
+    notice = medium.final_notice(op.table_name, op.column_name, conn.dialect.name, ran)
+    log.warning("%s", notice)
+    return notice
 
 
 def _committed(conn, fn):
@@ -531,8 +540,8 @@ def _open_batch(bound, items):
 
 
 @Operations.implementation_for(EncryptColumnOp)
-def _encrypt_column(operations, op: EncryptColumnOp) -> None:
-    _Converter(
+def _encrypt_column(operations, op: EncryptColumnOp) -> str | None:
+    return _Converter(
         operations,
         op,
         shadow_type=op.type_,
@@ -543,8 +552,8 @@ def _encrypt_column(operations, op: EncryptColumnOp) -> None:
 
 
 @Operations.implementation_for(DecryptColumnOp)
-def _decrypt_column(operations, op: DecryptColumnOp) -> None:
-    _Converter(
+def _decrypt_column(operations, op: DecryptColumnOp) -> str | None:
+    return _Converter(
         operations,
         op,
         shadow_type=op.plain_type,

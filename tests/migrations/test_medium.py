@@ -358,3 +358,91 @@ def test_sqlite_wal_file_is_not_clean(tmp_path, keyring):
         assert any("-wal" in f for f in result.findings)
     eng.dispose()
     assert os.path.exists(path)
+
+
+# ---- the CLI ------------------------------------------------------------------------------------
+
+CLI_MODELS = """
+import sqlalchemy as sa
+from sealstore.adapters.sqlalchemy import EncryptedString
+metadata = sa.MetaData()
+users = sa.Table("med_users", metadata, sa.Column("id", sa.Integer, primary_key=True),
+                 sa.Column("ssn", EncryptedString(11)))
+"""
+
+
+@pytest.mark.parametrize("db_url", ["sqlite", "postgresql", "mariadb"], indirect=True)
+@pytest.mark.parametrize("no_scrub", [False, True])
+def test_cli_encrypt_column_and_medium_check(engine, tmp_path, monkeypatch, capsys, no_scrub):
+    """``sealstore encrypt-column`` rewrites the table by default (``--no-scrub`` warns what
+    stays); ``sealstore medium-check`` answers as the file scan does; ``--scrub`` cleans."""
+    import uuid
+
+    from cli_runner import key_file_project
+    from sealstore.cli import main
+
+    key_file_project(tmp_path, monkeypatch)
+    capsys.readouterr()
+    module = f"med_models_{uuid.uuid4().hex[:8]}"
+    (tmp_path / f"{module}.py").write_text(CLI_MODELS)
+    _create(engine)
+    url = engine.url.render_as_string(hide_password=False)
+    argv = ["--config", "c.json", "encrypt-column", f"{TABLE}.ssn", "--db", url,
+            "--models", module, "--progress", "none", "--json"]  # fmt: skip
+    try:
+        assert main(argv + (["--no-scrub"] if no_scrub else [])) == 0
+    finally:
+        sys.modules.pop(module, None)
+    out = capsys.readouterr()
+    doc = json.loads(out.out)
+    if no_scrub:
+        assert "WITHOUT rewriting" in doc["medium"]
+    else:
+        assert "sealstore cannot clean" in doc["medium"] and "backups" in doc["medium"]
+    assert "SECRET" not in out.err and "-77-" not in out.err
+    ssn = re.compile(rb"\d{3}-\d{2}-\d{4}")
+
+    def ssn_copies() -> int:
+        scan(engine)  # the checkpoint / flush
+        name = engine.dialect.name
+        if name == "sqlite":
+            return len(ssn.findall(Path(engine.url.database).read_bytes()))
+        with engine.connect() as conn:
+            if name == "postgresql":
+                path = conn.exec_driver_sql(
+                    "SELECT current_setting('data_directory') || '/' || "
+                    f"pg_relation_filepath('{TABLE}')"
+                ).scalar()
+            else:
+                d, db = conn.exec_driver_sql("SELECT @@datadir, DATABASE()").one()
+                path = f"{d}/{db}/{TABLE}.ibd"
+        return len(ssn.findall(Path(path).read_bytes()))
+
+    copies = ssn_copies()
+    code = main(["medium-check", "--db", url, "--table", TABLE, "--column", "ssn", "--json"])
+    check_doc = json.loads(capsys.readouterr().out)
+    assert (code == 0) == (check_doc["status"] == "clean")
+    if copies:
+        assert check_doc["status"] == "not clean", (copies, check_doc)
+    if not no_scrub:
+        assert copies == 0 and check_doc["status"] == "clean", check_doc
+    elif engine.dialect.name == "postgresql":  # (MariaDB: rebuilt by the CHECK; SQLite: the
+        assert copies > 0  # CLI's own engine has this machine's secure_delete=ON default)
+    assert main(["medium-check", "--db", url, "--table", TABLE, "--scrub"]) == 0
+    text = capsys.readouterr().out
+    assert f"{TABLE}: clean" in text and "ran: " in text and "backups" in text
+    assert ssn_copies() == 0
+
+
+def test_cli_medium_check_usage_errors(tmp_path, capsys):
+    from sealstore.cli import main
+
+    url = f"sqlite:///{tmp_path / 'u.db'}"
+    sa.create_engine(url).connect().close()
+    assert main(["medium-check", "--db", url, "--table", "nope"]) == 2
+    assert "no table nope" in capsys.readouterr().err
+    with sa.create_engine(url).begin() as conn:
+        conn.exec_driver_sql("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)")
+    assert main(["medium-check", "--db", url, "--table", "t", "--column", "w"]) == 2
+    assert main(["medium-check", "--db", url, "--table", "t", "--column", "v"]) == 1
+    assert "v is of a text type" in capsys.readouterr().out
