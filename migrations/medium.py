@@ -256,7 +256,9 @@ def check(
 
         raise ColumnBindingError(f"the database has no table {table}")
     cols = {c["name"]: c for c in insp.get_columns(table, schema=schema)}
-    from .alembic.ops import shadow_name
+
+    def shadow_name(column: str) -> str:  # as sealstore.migrations.alembic.ops names it
+        return ("_ss_" + column)[:63]
 
     for name in columns or []:
         if name not in cols:
@@ -349,9 +351,12 @@ def _check_postgresql(conn, table: str, schema: str | None, report: MediumReport
                 ).scalar_one()
                 dirty, rows_pages, values = conn.exec_driver_sql(
                     _PG_PAGES,
-                    {"rel": conn.exec_driver_sql(
-                        "SELECT %(o)s::oid::regclass::text", {"o": rel_oid}
-                    ).scalar_one(), "dropped": dropped},
+                    {
+                        "rel": conn.exec_driver_sql(
+                            "SELECT %(o)s::oid::regclass::text", {"o": rel_oid}
+                        ).scalar_one(),
+                        "dropped": dropped,
+                    },
                 ).one()
         except DBAPIError as exc:
             from .transient import describe
@@ -366,8 +371,7 @@ def _check_postgresql(conn, table: str, schema: str | None, report: MediumReport
             report.remnant(f"{name}: {dead} dead tuples (old row versions)")
         if dirty:
             report.remnant(
-                f"{name}: {dirty} pages whose free space is not zeroed (may hold old row "
-                "versions)"
+                f"{name}: {dirty} pages whose free space is not zeroed (may hold old row versions)"
             )
         if values:
             report.remnant(

@@ -77,9 +77,7 @@ def add_medium_commands(commands: Subcommands) -> None:
         "column value or unzeroed free space remains; 'unknown' when it cannot look. Exit 0 "
         "only when clean.",
     )
-    p.add_argument(
-        "--db", metavar="URL", help=f"SQLAlchemy database URL (default ${DB_ENV})"
-    )
+    p.add_argument("--db", metavar="URL", help=f"SQLAlchemy database URL (default ${DB_ENV})")
     p.add_argument("--table", required=True, metavar="T", help="the converted table")
     p.add_argument("--schema", metavar="S", help="its schema (default: the connection's)")
     p.add_argument(

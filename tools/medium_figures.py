@@ -50,7 +50,9 @@ def writer(engine, rows: int, stop: threading.Event, waits: list) -> None:
         t0 = time.perf_counter()
         with engine.begin() as conn:
             if n % 3:
-                conn.exec_driver_sql(f"UPDATE {TABLE} SET hits = hits + 1 WHERE id = {(n * 7919) % rows}")
+                conn.exec_driver_sql(
+                    f"UPDATE {TABLE} SET hits = hits + 1 WHERE id = {(n * 7919) % rows}"
+                )
             else:
                 conn.exec_driver_sql(f"INSERT INTO {TABLE} (id, hits) VALUES ({rows + n}, 0)")
         waits.append(time.perf_counter() - t0)

@@ -38,7 +38,9 @@ ROWS = 3000
 TABLE = "med_users"
 #: every converted plaintext value matches (and nothing sealstore writes can: ciphertext is
 #: random bytes, the chance of 11 bytes in this shape is negligible)
-PLAINTEXT = re.compile(rb"[a-z0-9.-]+@medium-test\.example|\d{3}-\d{2}-\d{4}|allergic to penicillin")
+PLAINTEXT = re.compile(
+    rb"[a-z0-9.-]+@medium-test\.example|\d{3}-\d{2}-\d{4}|allergic to penicillin"
+)
 
 
 def _rows():
@@ -214,7 +216,9 @@ def scan(engine) -> dict[str, int]:
         datadir, db = conn.exec_driver_sql("SELECT @@datadir, DATABASE()").one()
         conn.exec_driver_sql(f"FLUSH TABLES {TABLE} FOR EXPORT")  # its pages on disk
         conn.exec_driver_sql("UNLOCK TABLES")
-    logs = [p for p in Path(datadir).iterdir() if p.name.startswith(("ib_logfile", "undo", "ibdata"))]
+    logs = [
+        p for p in Path(datadir).iterdir() if p.name.startswith(("ib_logfile", "undo", "ibdata"))
+    ]
     return {"own": _count([Path(datadir) / db / f"{TABLE}.ibd"]), "log": _count(logs)}
 
 
@@ -318,7 +322,9 @@ def test_scrub_without_autocommit_refuses_before_writing(engine, keyring):
     with engine.connect() as conn:
         cols = [c["name"] for c in sa.inspect(conn).get_columns(TABLE)]
         assert cols == ["id", "email", "ssn", "notes"]
-        assert conn.exec_driver_sql(f"SELECT ssn FROM {TABLE} WHERE id = 1").scalar() == "101-01-0001"
+        assert (
+            conn.exec_driver_sql(f"SELECT ssn FROM {TABLE} WHERE id = 1").scalar() == "101-01-0001"
+        )
 
 
 def test_check_without_privileges_is_unknown_never_clean(pg_url, keyring):
