@@ -447,6 +447,7 @@ def _medium(operations, op, rewrite: bool, retry: RetryPolicy) -> str | None:
         return notice
     what = f"rewrite of {op.table_name} after converting {op.column_name}"
     ctx = operations.get_context()
+    why = None
     try:
         if _can_autocommit(ctx):
             with ctx.autocommit_block():
@@ -458,15 +459,17 @@ def _medium(operations, op, rewrite: bool, retry: RetryPolicy) -> str | None:
             raise InternalError(f"{what}: no connection outside the migration's transaction")
     except MediumScrubFailed:
         raise
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - re-raised below, without the chain
         from ..transient import describe
 
+        why = str(exc) if isinstance(exc, SealstoreError) else describe(exc)  # no parameters
+    if why is not None:
         raise MediumScrubFailed(
             f"{op.table_name}.{op.column_name} is converted and committed, but the {what} "
-            f"failed ({describe(exc)}): the old values stay in the table's files until "
+            f"failed ({why}): the old values stay in the table's files until "
             f"{'; '.join(medium.scrub_sql(conn.dialect.name, qualified))} runs "
             "(sealstore medium-check tells when it is clean)"
-        ) from None
+        )
     notice = medium.final_notice(op.table_name, op.column_name, conn.dialect.name, ran)
     log.warning("%s", notice)
     return notice
