@@ -196,7 +196,7 @@ def _count(paths) -> int:
     return n
 
 
-def scan(engine) -> dict[str, int]:
+def scan(engine, table: str = TABLE) -> dict[str, int]:
     """Plaintext copies in the database's files after a checkpoint: ``own`` (what the rewrite
     must clean) and, where there is one, ``log`` (WAL/redo/undo: sealstore cannot clean it)."""
     name = engine.dialect.name
@@ -214,12 +214,12 @@ def scan(engine) -> dict[str, int]:
         return {"own": _count(base.iterdir()), "log": _count((Path(data) / "pg_wal").glob("0*"))}
     with engine.connect() as conn:
         datadir, db = conn.exec_driver_sql("SELECT @@datadir, DATABASE()").one()
-        conn.exec_driver_sql(f"FLUSH TABLES {TABLE} FOR EXPORT")  # its pages on disk
+        conn.exec_driver_sql(f"FLUSH TABLES {table} FOR EXPORT")  # its pages on disk
         conn.exec_driver_sql("UNLOCK TABLES")
     logs = [
         p for p in Path(datadir).iterdir() if p.name.startswith(("ib_logfile", "undo", "ibdata"))
     ]
-    return {"own": _count([Path(datadir) / db / f"{TABLE}.ibd"]), "log": _count(logs)}
+    return {"own": _count([Path(datadir) / db / f"{table}.ibd"]), "log": _count(logs)}
 
 
 def _check_rows(engine, expected: dict) -> None:
@@ -500,3 +500,69 @@ def test_a_rewrite_that_cannot_get_its_lock_fails_loudly_after_the_commit(
         with engine.begin() as conn:
             conn.exec_driver_sql(f"DROP TABLE IF EXISTS {TABLE}")
         engine.dispose()
+
+
+ENV_SINGLE_TRANSACTION = """
+from alembic import context
+from sqlalchemy import create_engine
+
+config = context.config
+engine = create_engine(config.get_main_option("sqlalchemy.url"))
+try:
+    with engine.connect() as conn:
+        context.configure(connection=conn)  # Alembic's default: one transaction for all
+        with context.begin_transaction():
+            context.run_migrations()
+finally:
+    engine.dispose()
+"""
+
+USERS_REV = '''
+"""users table"""
+import sqlalchemy as sa
+from alembic import op
+
+revision = "app_0001"
+down_revision = None
+branch_labels = ("app",)
+depends_on = None
+
+
+def upgrade():
+    op.create_table(
+        "users",
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("ssn", sa.String(11), nullable=True),
+    )
+    op.execute(
+        "INSERT INTO users (id, ssn) VALUES "
+        + ", ".join(f"({i}, '{100 + i % 800:03d}-{i % 97:02d}-{i:04d}')" for i in range(2000))
+    )
+
+
+def downgrade():
+    op.drop_table("users")
+'''
+
+
+@pytest.mark.parametrize("db_url", ["sqlite", "postgresql", "mariadb"], indirect=True)
+def test_alembic_upgrade_in_one_transaction_rewrites_the_table(engine, keyring, tmp_path):
+    """A real ``alembic upgrade`` with Alembic's default env.py (one transaction around every
+    revision): the table is created, filled and converted in one run, and no SSN stays in the
+    files."""
+    from alembic import command
+    from alembic_project import alembic_project, encrypt_users_ssn
+
+    with alembic_project(
+        tmp_path,
+        engine,
+        ENV_SINGLE_TRANSACTION,
+        {"app_0001.py": USERS_REV, "app_0002.py": encrypt_users_ssn()},
+    ) as (cfg, _):
+        try:
+            command.upgrade(cfg, "app@head")
+            assert scan(engine, "users")["own"] == 0
+            assert medium.check(engine, "users", columns=["ssn"]).status == "clean"
+        finally:
+            with engine.begin() as conn:
+                conn.exec_driver_sql("DROP TABLE IF EXISTS users")
