@@ -23,6 +23,13 @@ migrations only) every batch is committed on its own, so a migration that is int
 resumes where it stopped when it runs again: the shadow column and the values already in it
 are kept.
 
+Afterwards ``encrypt_column`` rewrites the table so the database's files keep no plaintext
+(:mod:`sealstore.migrations.medium`: ``VACUUM (FULL)``, ``ALTER TABLE ... FORCE``, SQLite's
+``secure_delete`` and ``VACUUM``) and logs what sealstore cannot clean (WAL, replicas,
+backups); ``scrub=False`` skips it with a warning saying what stays.  The rewrite needs the
+online mode on PostgreSQL and SQLite: without it the operation raises
+:class:`~sealstore.errors.MediumScrubFailed` before writing anything.
+
 Autogenerate: pass :data:`rewriter` as ``process_revision_directives`` in ``env.py`` and a
 change from ``String`` to an encrypted type is written as ``op.encrypt_column`` (and the
 downgrade as ``op.decrypt_column``) instead of an ``alter_column`` that would fail, and

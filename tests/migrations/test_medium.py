@@ -279,7 +279,8 @@ def test_opt_out_leaves_plaintext_and_the_check_says_so(engine, keyring, caplog)
         medium.scrub(conn, TABLE)
     assert scan(engine)["own"] == 0
     assert medium.check(engine, TABLE, columns=["ssn", "email", "notes"]).status == "clean"
-    print(json.dumps({"dialect": engine.dialect.name, "opt_out": found}))
+    print(json.dumps({"dialect": engine.dialect.name, "opt_out": found, "check": result.status,
+                      "findings": result.findings}))  # fmt: skip
 
 
 @pytest.mark.parametrize("db_url", ["mariadb"], indirect=True)
