@@ -335,6 +335,11 @@ def _check_postgresql(conn, table: str, schema: str | None, report: MediumReport
     if toast:
         rels.append((f"pg_toast.pg_toast_{oid}", toast))
     rels.append(("pg_catalog.pg_statistic", 2619))
+    stat_toast = conn.exec_driver_sql(
+        "SELECT reltoastrelid FROM pg_class WHERE oid = 2619"
+    ).scalar()
+    if stat_toast:  # large histograms are stored out of line
+        rels.append(("pg_toast.pg_toast_2619", stat_toast))
     for name, rel_oid in rels:
         dropped = [
             r[0]
