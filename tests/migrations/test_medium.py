@@ -567,3 +567,30 @@ def test_alembic_upgrade_in_one_transaction_rewrites_the_table(engine, keyring, 
         finally:
             with engine.begin() as conn:
                 conn.exec_driver_sql("DROP TABLE IF EXISTS users")
+
+
+def test_sqlite_wal_mode_default_conversion_leaves_nothing_in_the_file_or_the_wal(
+    tmp_path, keyring
+):
+    """SQLite in WAL mode, secure_delete OFF, a reader connection open in the pool: after the
+    conversion the database file and its -wal hold no plaintext, and the check says clean."""
+    eng = sa.create_engine(f"sqlite:///{tmp_path / 'wal.db'}")
+
+    @sa.event.listens_for(eng, "connect")
+    def _off(dbapi_conn, _):
+        dbapi_conn.execute("PRAGMA secure_delete = OFF")
+
+    try:
+        with eng.begin() as conn:
+            conn.exec_driver_sql("PRAGMA journal_mode = WAL")
+        _create(eng)
+        reader = eng.connect()  # another connection, between transactions
+        reader.exec_driver_sql(f"SELECT count(*) FROM {TABLE}").all()
+        reader.commit()
+        assert scan(eng)["own"] >= 3 * ROWS
+        _convert(eng)
+        assert scan(eng)["own"] == 0
+        assert medium.check(eng, TABLE, columns=["ssn", "email", "notes"]).status == "clean"
+        reader.close()
+    finally:
+        eng.dispose()
