@@ -464,8 +464,6 @@ def _medium(operations, op, rewrite: bool, retry: RetryPolicy) -> str | None:
             ran = retry.call(lambda: medium.scrub(conn, op.table_name, op.schema), what)
         else:  # _medium_precheck refused this before any write
             raise InternalError(f"{what}: no connection outside the migration's transaction")
-    except MediumScrubFailed:
-        raise
     except Exception as exc:  # noqa: BLE001 - re-raised below, without the chain
         from ..transient import describe
 

@@ -594,3 +594,33 @@ def test_sqlite_wal_mode_default_conversion_leaves_nothing_in_the_file_or_the_wa
         reader.close()
     finally:
         eng.dispose()
+
+
+def test_sqlite_reader_holding_the_wal_makes_the_rewrite_fail_loudly(tmp_path, keyring):
+    """A reader keeps a snapshot open, so the WAL (holding the old pages) cannot be truncated:
+    MediumScrubFailed after the commit, naming what to run; the check says not clean."""
+    eng = sa.create_engine(f"sqlite:///{tmp_path / 'held.db'}", connect_args={"timeout": 0.5})
+    try:
+        with eng.begin() as conn:
+            conn.exec_driver_sql("PRAGMA journal_mode = WAL")
+        _create(eng)
+        reader = eng.connect()
+        reader.exec_driver_sql("BEGIN")
+        reader.exec_driver_sql(f"SELECT count(*) FROM {TABLE}").all()  # holds its snapshot
+        with pytest.raises(MediumScrubFailed) as caught:
+            with eng.connect() as conn:
+                ctx = MigrationContext.configure(conn, opts={"transaction_per_migration": True})
+                with ctx.begin_transaction(_per_migration=True):
+                    Operations(ctx).encrypt_column(TABLE, "ssn", EncryptedString(11))
+        assert "converted and committed" in str(caught.value)
+        assert "wal_checkpoint(TRUNCATE)" in str(caught.value)
+        assert medium.check(eng, TABLE, columns=["ssn"]).status == "not clean"
+        reader.rollback()
+        reader.close()
+        with eng.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            medium.scrub(conn, TABLE)
+        assert scan(eng)["own"] >= 2 * ROWS  # email and notes are still plaintext here
+        assert not PLAINTEXT.search(Path(eng.url.database + "-wal").read_bytes())
+        assert medium.check(eng, TABLE, columns=["ssn"]).status == "clean"
+    finally:
+        eng.dispose()
