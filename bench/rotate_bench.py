@@ -2,7 +2,7 @@
 
     python bench/rotate_bench.py [--db URL] [--rows N] [--batch-size N] [--workers 1,2,4]
                                  [--runs 3] [--fsync on|off] [--value-size BYTES] [--quick]
-                                 [--json PATH]
+                                 [--app-writers N] [--json PATH]
 
 The default database is a throwaway PostgreSQL server (started like the test fixture, from
 the binaries on this machine) when the repository's ``tests/fixtures_pg.py`` is available;
@@ -16,6 +16,12 @@ The throwaway server runs with ``fsync``, ``synchronous_commit`` and ``full_page
 Target (issue 16): at least 40,000 rows/s with one worker (median of ``--runs``).  A missed
 target is reported, not an error: the exit status is 0 whenever the measurement ran (the
 server shares two cores with the workers, so scaling is reported, never asserted).
+
+``--app-writers N`` adds a section: N application threads, each transaction updating 4 random
+rows among the first 5,000 (sleeping 0.5 ms between its updates), while one worker rotates the
+table, once with writers that lock their rows in primary-key order and once in random order;
+it prints the deadlocks the writers saw per transaction (docs/ROTATION.md, "Deadlocks with the
+application").
 """
 
 from __future__ import annotations
@@ -234,6 +240,13 @@ def _parser() -> argparse.ArgumentParser:
         default="on",
         help="durability settings of the throwaway server (default on)",
     )
+    p.add_argument(
+        "--app-writers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also count the deadlocks N application writers see during a rotation (default 0)",
+    )
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     return p
 
@@ -293,6 +306,60 @@ def _measure_parallel(url, engine, keyring, args, rows: int) -> list[dict[str, A
     return parallel
 
 
+def _app_deadlocks(engine, keyring, args, rows: int, ordered: bool) -> dict[str, Any]:
+    """One rotation by one worker while ``--app-writers`` threads update 4 rows per
+    transaction; the writers' deadlocks (40P01 / 1213) per transaction."""
+    import random
+    import threading
+
+    import sqlalchemy as sa
+    from sealstore.format import column_context
+    from sealstore.migrations.rotation.reseal import rotate
+
+    t, ctx = _table(), column_context(TABLE, "v")
+    hot = min(rows, 5000)
+    stop = threading.Event()
+    counts = {"transactions": 0, "deadlocks": 0}
+    lock = threading.Lock()
+
+    def writer(n: int) -> None:
+        rng = random.Random(n)
+        while not stop.is_set():
+            ids = rng.sample(range(hot), 4)
+            ids = sorted(ids) if ordered else ids
+            try:
+                with engine.begin() as conn:
+                    for i in ids:
+                        v = keyring.seal(os.urandom(args.value_size), ctx)
+                        conn.execute(sa.update(t).where(t.c.id == i).values(v=v))
+                        time.sleep(0.0005)
+            except sa.exc.DBAPIError as exc:
+                orig, first = exc.orig, getattr(exc.orig, "args", ()) or (None,)
+                code = getattr(orig, "sqlstate", None) or first[0]
+                if code not in ("40P01", 1213):
+                    raise
+                with lock:
+                    counts["deadlocks"] += 1
+                continue
+            with lock:
+                counts["transactions"] += 1
+
+    keyring.rotate()
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(args.app_writers)]
+    for th in threads:
+        th.start()
+    try:
+        rotate(engine, _spec(keyring), batch_size=args.batch_size)
+    finally:
+        stop.set()
+        for th in threads:
+            th.join()
+    total = counts["transactions"] + counts["deadlocks"]
+    print(f"{args.app_writers} writer(s) locking in {'primary-key' if ordered else 'random'} "
+          f"order during a rotation: {counts['deadlocks']} deadlocks in {total} transactions")  # fmt: skip
+    return {"order": "pk" if ordered else "random", **counts}
+
+
 def _measure(engine, url, args, rows: int, report: dict[str, Any]) -> None:
     """Fill the table, then the one-worker and the parallel runs, into ``report``."""
     from sealstore.keyring import Keyring
@@ -304,6 +371,11 @@ def _measure(engine, url, args, rows: int, report: dict[str, Any]) -> None:
     setup(engine, rows, args.value_size, keyring)
     one = _measure_one_worker(engine, keyring, args, rows, report)
     report["parallel"] = _measure_parallel(url, engine, keyring, args, rows)
+    if args.app_writers:
+        engine.pool.dispose()
+        report["app_writers"] = [
+            _app_deadlocks(engine, keyring, args, rows, o) for o in (True, False)
+        ]
     report["target_met"] = ok = one >= TARGET
     print(
         f"target >= {TARGET:,} rows/s with one worker: {'met' if ok else 'NOT met'} "

@@ -64,8 +64,8 @@ async def main(database_url: str) -> list[dict]:
 
 def load_keyrings(config: str, index_config: str) -> None:
     """At start-up: the column keyring and the blind-index keyring."""
-    sealstore.use_keyring(load_config(config).load_keyring())
-    sealstore.use_keyring(load_config(index_config).load_keyring(), name="index")
+    sealstore.use_keyring(load_config(config, name="default").load_keyring())
+    sealstore.use_keyring(load_config(index_config, name="index").load_keyring(), name="index")
 
 
 if __name__ == "__main__":

@@ -56,8 +56,8 @@ def create_app(database_url: str, config: str, index_config: str) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        sealstore.use_keyring(load_config(config).load_keyring())
-        sealstore.use_keyring(load_config(index_config).load_keyring(), name="index")
+        sealstore.use_keyring(load_config(config, name="default").load_keyring())
+        sealstore.use_keyring(load_config(index_config, name="index").load_keyring(), name="index")
         Base.metadata.create_all(engine)
         try:
             yield

@@ -131,8 +131,17 @@ class _AEGIS:
     def decrypt_into(
         self, nonce: Buffer, data: Buffer, associated_data: Buffer | None, buf: Buffer
     ) -> int:
-        """Write the plaintext into ``buf``; on failure the ``len(data) - tag_size`` bytes it
-        would have written are wiped and InvalidTag is raised.  Overlap: as encrypt_into."""
+        """Write the plaintext into ``buf``; returns its length, ``len(data) - tag_size``.
+
+        What ``buf`` holds: *while the call runs*, its first ``len(data) - tag_size`` bytes
+        receive plaintext as it is decrypted, **before the tag is verified** (the tag is checked
+        at the end); another thread reading ``buf`` meanwhile (the GIL is released from 32 KiB)
+        can see unverified plaintext, which a forger chose the ciphertext of.  *After success*
+        they hold the verified plaintext.  *After a failure* those bytes are wiped (zeros)
+        before InvalidTag is raised; in place (``buf`` starting where ``data`` does) that
+        wipes the ciphertext too.  Bytes of ``buf`` past the output are never touched.  Do not
+        let other threads read ``buf`` until the call has returned.  Overlap: as
+        encrypt_into."""
         return self._fast.decrypt_into(nonce, data, associated_data, buf)
 
     def seal_prefixed(
@@ -285,6 +294,13 @@ class AESGCM:
     def decrypt_into(
         self, nonce: Buffer, data: Buffer, associated_data: Buffer | None, buf: Buffer
     ) -> int:
+        """Write the plaintext into ``buf``; returns its length, ``len(data) - 16``.
+
+        What ``buf`` holds: while the call runs, unverified plaintext may be written into its
+        first ``len(data) - 16`` bytes before the tag is checked (cryptography/OpenSSL; other
+        threads can see it); after success, the verified plaintext; after a failure, zeros
+        (wiped before InvalidTag is raised; in place, the ciphertext is wiped too).  Bytes past
+        the output are never touched.  Overlap: as encrypt_into."""
         dst = _out_view(buf)
         n = memoryview(data).nbytes - self.tag_size
         if n < 0:

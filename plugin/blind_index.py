@@ -5,7 +5,9 @@ The index key is derived by the keyring (:meth:`sealstore.keyring.Keyring.keyed_
 from one of *its* keys with ``info = "sealstore/v1/blind-index" || context``, where the context
 names the index (for a column, :func:`sealstore.format.column_context` of its table and column):
 every index has its own key, and equal values in two indexes do not match each other.  The
-keyring must be a separate one (``"index"`` by default), never the keyring that encrypts the data.
+keyring must be a separate one (``"index"`` by default), never the keyring that encrypts the data:
+:func:`check_separate` refuses (``SharedIndexKey``) an index keyring that shares a key id or key
+material with an encryption keyring.
 
 Writes use the keyring's primary key; lookups try the primary and every active key, so an
 index-key rotation keeps lookups working while values are re-indexed (:func:`is_stale`).
@@ -18,6 +20,9 @@ decrypted values.  The SQLAlchemy ``BlindIndex`` column type is built on this mo
 
 from __future__ import annotations
 
+import hmac
+
+from .errors import SharedIndexKey
 from .keyring import Key, Keyring, KeyState
 
 __all__ = [
@@ -27,6 +32,7 @@ __all__ = [
     "KEY_ID_SIZE",
     "MAX_SIZE",
     "candidates",
+    "check_separate",
     "check_size",
     "index_info",
     "index_value",
@@ -86,3 +92,60 @@ def is_stale(keyring: Keyring, stored: bytes | None) -> bool:
     if stored is None:
         return False
     return key_id_of(stored) != keyring.primary.key_id
+
+
+#: HMAC message of a key's fingerprint (HMAC-SHA256 under the key's material): compares two
+#: keys' material without the material leaving the keyring, and says nothing about it.
+_FINGERPRINT = b"sealstore/v1/key-fingerprint"
+
+
+def _fingerprints(keyring: Keyring) -> dict[bytes, int]:
+    """{fingerprint: key id} of every key of ``keyring`` that still has material."""
+    out: dict[bytes, int] = {}
+    with keyring._lock:
+        for key in keyring._keys.values():
+            material = key._material
+            if material is not None:
+                out[hmac.digest(material, _FINGERPRINT, "sha256")] = key.key_id
+    return out
+
+
+def check_separate(
+    index_keyring: Keyring,
+    other: Keyring,
+    *,
+    index_name: str = INDEX_KEYRING,
+    other_name: str = "default",
+    what: str = "a blind index",
+) -> None:
+    """Raise :class:`~sealstore.errors.SharedIndexKey` when ``index_keyring`` is ``other``, or
+    shares a key id or key material with it (both loaded from one key store, or a key copied
+    from one into the other).  Material is compared by fingerprint (HMAC-SHA256 under each
+    key's material of a fixed label); nothing about it is logged or put in the message."""
+    fix = (
+        f"; {what} needs its own keyring: give it its own key store (docs/production-keys.md, "
+        "'A separate index keyring': load_config(path, name='index') and SEALSTORE_INDEX_* "
+        "variables)"
+    )
+    if index_keyring is other:
+        raise SharedIndexKey(
+            f"{what}: keyrings {index_name!r} and {other_name!r} are the same object{fix}"
+        )
+    shared_ids = sorted(set(index_keyring._keys) & set(other._keys))
+    if shared_ids:
+        ids = ", ".join(f"{k:08x}" for k in shared_ids)
+        raise SharedIndexKey(
+            f"{what}: index keyring {index_name!r} shares key id(s) {ids} with encryption "
+            f"keyring {other_name!r} (loaded from the same key store?){fix}"
+        )
+    mine = _fingerprints(index_keyring)
+    theirs = _fingerprints(other)
+    same = sorted((mine[f], theirs[f]) for f in mine.keys() & theirs.keys())
+    if same:
+        pairs = ", ".join(
+            f"{a:08x} of {index_name!r} is {b:08x} of {other_name!r}" for a, b in same
+        )
+        raise SharedIndexKey(
+            f"{what}: index keyring {index_name!r} shares key material with encryption keyring "
+            f"{other_name!r} under other key ids ({pairs}){fix}"
+        )

@@ -7,7 +7,9 @@
     sealstore [--config PATH] keys rotate [--suite SUITE] [--json]
 
 The key source comes from the configuration (:func:`sealstore.config.load_config`: the file
-given with ``--config`` or ``$SEALSTORE_CONFIG``, then ``SEALSTORE_*`` variables).  Nothing
+given with ``--config`` or ``$SEALSTORE_CONFIG``, then ``SEALSTORE_*`` variables;
+``--config-name index`` loads the blind-index keyring's: ``--config`` or
+``$SEALSTORE_INDEX_CONFIG``, then ``SEALSTORE_INDEX_*`` variables only).  Nothing
 here ever prints key material.  ``--json`` prints one JSON document on stdout and nothing else
 there (warnings and errors go to stderr).  ``keys init`` warns loudly on stderr (and in the
 JSON ``warning`` field) when it writes plain, unwrapped keys.  Exit status: 0 ok, 1 sealstore
@@ -48,7 +50,7 @@ def _age(since: datetime, now: datetime) -> str:
 def _config(args: argparse.Namespace) -> SealstoreConfig:
     from .config import load_config
 
-    return load_config(args.config)
+    return load_config(args.config, name=getattr(args, "config_name", None))
 
 
 def version() -> str:
@@ -171,6 +173,13 @@ def build_parser(programs: dict[str, EntryPoint] | None = None) -> argparse.Argu
         "--config",
         metavar="PATH",
         help="config file (.toml/.json); default $SEALSTORE_CONFIG",
+    )
+    parser.add_argument(
+        "--config-name",
+        metavar="NAME",
+        help="whose configuration: 'default' (the column keyring: $SEALSTORE_CONFIG and "
+        "SEALSTORE_* variables) or 'index' (the blind-index keyring: $SEALSTORE_INDEX_CONFIG "
+        "and SEALSTORE_INDEX_* variables only)",
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     keys = _add_keys_commands(commands)

@@ -4,6 +4,30 @@ One base class, :class:`SealstoreError`, then one class per condition, so caller
 exactly what they mean.  Argument errors also inherit from the matching built-in
 (``ValueError``, ``TypeError``, ``LookupError``, ``PermissionError``) so generic handlers keep
 working.  No exception message ever contains key material or plaintext.
+
+What the entry points that read stored input raise, whatever the bytes (fuzzed in CI:
+``tests/fuzz/``, ``tools/fuzz.sh``; and ``tests/test_hardening_stores.py``):
+
+* ``load_config`` (a JSON or TOML file): :class:`ConfigError`, or :class:`InsecureConfig`
+  (a ConfigError) for a file others could have written that says where keys come from;
+* ``KeyFile.load``/``refresh``/``rotate``/``save``/``rewrap`` (the key file):
+  :class:`ConfigError` (malformed, nested too deeply, too large), :class:`InsecureKeyFile`
+  (link, not a regular file, owner, mode, directories), :class:`KeySourceError` (missing,
+  unreadable, wrapping mismatch; :class:`KeyMetadataTampered`), :class:`InvalidKeyring`
+  (the keys break an invariant, e.g. no primary);
+* ``MasterKeyWrapper.from_file``: :class:`ConfigError`, :class:`InsecureKeyFile`,
+  :class:`KeySourceError`;
+* ``DatabaseKeySource`` (the ``sealstore_keys`` rows, its URL): :class:`KeySourceError`
+  (any row value of the wrong type or range, a URL that cannot be used, a database that
+  cannot be reached or refuses a statement; :class:`KeyMetadataTampered`),
+  :class:`InvalidKeyring`;
+* ``sealstore.adapters.s3.rotate`` (its checkpoint file): :class:`InsecureKeyFile`,
+  :class:`ConfigError`, :class:`KeySourceError`;
+* sealed values (``Keyring.open``): :class:`MalformedCiphertext`, :class:`UnknownKeyId`,
+  :class:`KeyNotUsable`, :class:`ShortTagRefused`, :class:`InvalidTag`;
+* object headers and streams (``parse_object_header``, ``open_stream``):
+  :class:`NotSealedObject`, :class:`MalformedObject`, :class:`KeyCommitmentMismatch`,
+  :class:`TruncatedObject`, :class:`InvalidTag`, and the sealed values' errors.
 """
 
 from __future__ import annotations
@@ -15,9 +39,12 @@ from cryptography.exceptions import InvalidTag as _CryptoInvalidTag
 __all__ = [
     "BlindIndexError",
     "ColumnBindingError",
+    "ColumnNotConverted",
+    "ColumnTypeMismatch",
     "ConcurrentKeyChange",
     "ConfigError",
     "DatabaseOperationFailed",
+    "InsecureConfig",
     "InsecureKeyFile",
     "InternalError",
     "InvalidKeyring",
@@ -35,8 +62,10 @@ __all__ = [
     "NonceReuseRefused",
     "NotSealedObject",
     "OverlappingBuffers",
+    "ReservedDerivation",
     "RetryBudgetExhausted",
     "SealstoreError",
+    "SharedIndexKey",
     "ShortTagRefused",
     "SourceChanged",
     "TruncatedObject",
@@ -119,6 +148,12 @@ class InvalidKeyring(SealstoreError, ValueError):
     """A keyring operation would break an invariant (one primary, unique ids, legal state change)."""
 
 
+class ReservedDerivation(SealstoreError, ValueError):
+    """A :meth:`~sealstore.keyring.Keyring.keyed_hash` ``info`` lies in sealstore's reserved
+    derivation domain (it starts with ``sealstore/`` but not with the blind-index prefix
+    ``sealstore/v1/blind-index``): it could name an internal subkey, so it is refused."""
+
+
 class UnknownKeyring(SealstoreError, LookupError):
     """No keyring is registered under the requested name (see ``sealstore.use_keyring``)."""
 
@@ -128,7 +163,17 @@ class ConfigError(SealstoreError, ValueError):
 
 
 class InsecureKeyFile(SealstoreError, PermissionError):
-    """A key file is readable or writable by group or others and was refused."""
+    """A key file (or a master key file, a rotation checkpoint, a lock file beside one) was
+    refused: a symbolic link, not a regular file, owned by another user, readable or writable
+    by group or others, or in a directory others can write into (the directory itself, or one
+    above it without the sticky bit)."""
+
+
+class InsecureConfig(ConfigError, PermissionError):
+    """A configuration file others could have written (writable by group or others, owned by
+    another user, or below a directory that lets others replace it) sets where keys come from
+    (``key_source``: path, URL, wrapping, KMS ``endpoint_url``) or what opening accepts
+    (``allow_retired``, ``accept_short_tags``, ``tag_size``); nothing was loaded."""
 
 
 class KeySourceError(SealstoreError):
@@ -159,6 +204,34 @@ class ColumnBindingError(SealstoreError, ValueError):
     """An encrypted column cannot build its context (no table/column, or row binding without the row)."""
 
 
+class ColumnTypeMismatch(ColumnBindingError):
+    """A column's stored type or contents is not what its model declares: a text column that
+    holds sealed bytes, a plain model column whose values are sealed, values sealed under keys
+    the keyring does not hold where a conversion expects plaintext.  Raised before anything is
+    read or written; the message names ``table.column``, the stored and the expected type and
+    the fix (``.column``, ``.stored``, ``.expected`` hold the first three).  The CLI prints it
+    as one line and exits 3."""
+
+    def __init__(
+        self, message: str, *, column: str = "", stored: str = "", expected: str = ""
+    ) -> None:
+        super().__init__(message)
+        self.column, self.stored, self.expected = column, stored, expected
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild_mismatch, (type(self), str(self), self.column, self.stored, self.expected))
+
+
+class ColumnNotConverted(ColumnTypeMismatch):
+    """A column the model declares encrypted still has a plaintext type in the database (the
+    conversion has not run): run ``op.encrypt_column`` in a revision or ``sealstore
+    encrypt-column``, or declare the column's plaintext type in the model."""
+
+
+def _rebuild_mismatch(cls: Any, message: str, column: str, stored: str, expected: str) -> Any:
+    return cls(message, column=column, stored=stored, expected=expected)
+
+
 class ValueTooLong(SealstoreError, ValueError):
     """A value is longer than the encrypted column's declared length."""
 
@@ -184,6 +257,13 @@ class UndecodableValue(SealstoreError, ValueError):
 
 class BlindIndexError(SealstoreError, ValueError):
     """A blind index cannot be computed (missing source, shared key with the encryption keyring)."""
+
+
+class SharedIndexKey(BlindIndexError):
+    """A blind index's keyring shares a key id or key material with an encryption keyring it
+    can see (its source column's, or the ``"default"`` keyring): refused before any index value
+    is computed, so none is written.  Material is compared by one-way fingerprints; the message
+    names the keyrings and key ids only."""
 
 
 class NotSealedObject(SealstoreError, ValueError):

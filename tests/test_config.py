@@ -171,3 +171,117 @@ def test_reads_os_environ_by_default(monkeypatch):
     monkeypatch.setenv("SEALSTORE_SUITE", "AEGIS-128X2")
     monkeypatch.delenv("SEALSTORE_CONFIG", raising=False)
     assert load_config().suite == "AEGIS-128X2"
+
+
+# ---- named configurations: the index keyring's never takes the column keyring's variables ----
+
+
+def _two_files(tmp_path):
+    col = tmp_path / "sealstore.toml"
+    col.write_text('[key_source]\npath = "keys.json"\n')
+    idx = tmp_path / "sealstore-index.toml"
+    idx.write_text('tag_size = 16\n[key_source]\npath = "index-keys.json"\n')
+    return col, idx
+
+
+def test_index_configuration_ignores_the_unscoped_variables(tmp_path):
+    """Issue 26 item 2: SEALSTORE_KEY_SOURCE__* made the index keyring the column keyring."""
+    col, idx = _two_files(tmp_path)
+    env = {
+        "SEALSTORE_CONFIG": str(col),
+        "SEALSTORE_KEY_SOURCE__PATH": "/run/secrets/keys.json",
+        "SEALSTORE_KEY_SOURCE__TYPE": "file",
+        "SEALSTORE_SUITE": "AEGIS-128L",
+        "SEALSTORE_TAG_SIZE": "32",
+    }
+    column = load_config(env=env)
+    index = load_config(idx, env=env, name="index")
+    assert column.key_source.path == Path("/run/secrets/keys.json")
+    assert (index.key_source.path, index.suite, index.tag_size) == (
+        Path("index-keys.json"),
+        "AEGIS-128X4",
+        16,
+    )
+
+
+def test_index_configuration_has_its_own_variables(tmp_path):
+    col, idx = _two_files(tmp_path)
+    env = {
+        "SEALSTORE_CONFIG": str(col),
+        "SEALSTORE_INDEX_CONFIG": str(idx),
+        "SEALSTORE_INDEX_KEY_SOURCE__PATH": "/run/secrets/index-keys.json",
+        "SEALSTORE_INDEX_TAG_SIZE": "32",
+    }
+    index = load_config(env=env, name="index")
+    assert (index.key_source.path, index.tag_size) == (Path("/run/secrets/index-keys.json"), 32)
+    column = load_config(env=env)  # the scoped variables never reach the default configuration
+    assert (column.key_source.path, column.tag_size) == (Path("keys.json"), 32)
+    # only variables: no file at all
+    only = load_config(env={"SEALSTORE_INDEX_KEY_SOURCE__PATH": "i.json"}, name="index")
+    assert only.key_source.path == Path("i.json")
+    with pytest.raises(ConfigError, match=r"^SEALSTORE_INDEX_TAG_SIZE: tag_size: must be 16"):
+        load_config(env={"SEALSTORE_INDEX_TAG_SIZE": "20"}, name="index")
+    with pytest.raises(ConfigError, match="SEALSTORE_INDEX_KEY_SOURCE__PAHT"):
+        load_config(env={"SEALSTORE_INDEX_KEY_SOURCE__PAHT": "x"}, name="index")
+
+
+def test_unnamed_explicit_file_with_key_source_variables_is_refused(tmp_path):
+    col, idx = _two_files(tmp_path)
+    env = {"SEALSTORE_CONFIG": str(col), "SEALSTORE_KEY_SOURCE__PATH": "/run/keys.json"}
+    with pytest.raises(ConfigError) as info:
+        load_config(idx, env=env)  # the old documented call for the index keyring
+    text = str(info.value)
+    assert text.startswith("SEALSTORE_KEY_SOURCE__PATH set, and config file ")
+    assert "SEALSTORE_INDEX_KEY_SOURCE__PATH" in text and "name='index'" in text
+    assert "/run/keys.json" not in text  # values are not repeated
+    # the file named by $SEALSTORE_CONFIG (by any spelling of its path) takes them as before
+    assert load_config(tmp_path / "." / "sealstore.toml", env=env).key_source.path == Path(
+        "/run/keys.json"
+    )
+    # without $SEALSTORE_CONFIG an explicit file is ambiguous too
+    with pytest.raises(ConfigError, match="SEALSTORE_KEY_SOURCE__URL"):
+        load_config(col, env={"SEALSTORE_KEY_SOURCE__URL": "sqlite:///k.db"})
+    # naming it settles it
+    cfg = load_config(col, env={"SEALSTORE_KEY_SOURCE__PATH": "/run/keys.json"}, name="default")
+    assert cfg.key_source.path == Path("/run/keys.json")
+    # variables that do not choose the key store still apply to an unnamed file
+    assert load_config(idx, env={"SEALSTORE_TAG_SIZE": "32"}).tag_size == 32
+
+
+@pytest.mark.parametrize("name", ["Index", "idx-2", "", "suite", "tag", "key", "config", "a_b"])
+def test_configuration_names_that_cannot_have_variables_are_refused(name):
+    with pytest.raises(ConfigError, match="configuration name"):
+        load_config(env={}, name=name)
+
+
+def test_config_present():
+    from sealstore.config import config_present, env_prefix
+
+    assert env_prefix("index") == "SEALSTORE_INDEX_" and env_prefix() == "SEALSTORE_"
+    assert not config_present("index", env={"SEALSTORE_KEY_SOURCE__PATH": "k.json"})
+    assert config_present("index", env={"SEALSTORE_INDEX_CONFIG": "i.toml"})
+    assert config_present("index", env={"SEALSTORE_INDEX_KEY_SOURCE__PATH": "i.json"})
+    assert not config_present("index", env={"SEALSTORE_INDEX_CONFIG": ""})
+    assert config_present("default", env={})
+
+
+def test_a_named_configuration_must_name_its_key_store(tmp_path):
+    """The default key file (sealstore-keys.json) is the column keyring's: an index
+    configuration without a key store of its own is refused, not pointed at it."""
+    with pytest.raises(ConfigError, match=r"'index' \(\$SEALSTORE_INDEX_CONFIG \(not set\)\)"):
+        load_config(env={}, name="index")
+    with pytest.raises(ConfigError, match="SEALSTORE_INDEX_KEY_SOURCE__PATH"):
+        load_config(env={"SEALSTORE_INDEX_TAG_SIZE": "16"}, name="index")
+    bare = tmp_path / "index.toml"
+    bare.write_text('tag_size = 16\n[key_source.wrapping]\ntype = "master-key"\npath = "m.key"\n')
+    with pytest.raises(ConfigError, match="names no key store"):
+        load_config(bare, env={}, name="index")
+    db = load_config(
+        env={"SEALSTORE_INDEX_KEY_SOURCE__TYPE": "database",
+             "SEALSTORE_INDEX_KEY_SOURCE__URL": "sqlite:///index.db",
+             "SEALSTORE_INDEX_KEY_SOURCE__WRAPPING__TYPE": "master-key",
+             "SEALSTORE_INDEX_KEY_SOURCE__WRAPPING__PATH": "m.key"},
+        name="index",
+    )  # fmt: skip
+    assert db.key_source.url == "sqlite:///index.db"
+    assert load_config(env={}).key_source.path == Path("sealstore-keys.json")  # unchanged

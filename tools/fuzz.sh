@@ -4,7 +4,8 @@
 # failure fails (exit 1); the input is kept and printed, to be added to the corpus as a
 # regression.  See docs/HARDENING.md.
 #
-#   tools/fuzz.sh [TARGET...]          targets: sealed aead object keyfile metadata columns (default: all)
+#   tools/fuzz.sh [TARGET...]          targets: sealed aead object keyfile metadata columns config
+#                                      registry (default: all)
 #   FUZZ_SECONDS=60 tools/fuzz.sh      time per target (default 20)
 #
 # Needs atheris (pip install atheris) and the package installed.
@@ -14,7 +15,7 @@ ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 PYTHON="${PYTHON:-python3}"
 SECONDS_PER_TARGET="${FUZZ_SECONDS:-20}"
 TARGETS=("$@")
-[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(sealed aead object keyfile metadata columns)
+[ ${#TARGETS[@]} -gt 0 ] || TARGETS=(sealed aead object keyfile metadata columns config registry)
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/sealstore-fuzz.XXXXXX")"
 failed=0
 

@@ -53,7 +53,10 @@ def encrypt_client(
     key and open under any usable key.  ``segment_size``: plaintext bytes per segment for new
     objects (a power of two, 1 KiB .. 16 MiB).  ``passthrough``: return objects that were not
     written by sealstore as they are instead of raising NotSealedObject (for buckets being
-    migrated).  ``allow_retired``: open objects of retired keys.  ``context``: bytes bound
+    migrated).  UNAUTHENTICATED: anyone with write access to the bucket can plant such an
+    object; such answers carry ``response["SealstoreSealed"] = False`` (and
+    ``Body.sealstore_sealed``), opened ones True, and each passthrough read logs a WARNING
+    (docs/S3.md, "Objects sealstore did not write").  ``allow_retired``: open objects of retired keys.  ``context``: bytes bound
     into every object key (readers need the same).  ``bind_location``: bind every object written
     to its bucket and key, so a copy or move by another tool fails to open (``WrongLocation``);
     pass False for applications that move sealed objects themselves (their objects then open

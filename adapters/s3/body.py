@@ -191,11 +191,16 @@ def read_exactly(raw: Any, n: int) -> bytes:
 class OpenedBody(StreamingBody):  # type: ignore[misc]  # (botocore has no types)
     """A botocore StreamingBody over opened plaintext (read/iter_chunks/iter_lines, length
     check): ``tell()`` counts the plaintext bytes read, as S3's body counts its bytes, and
-    ``set_socket_timeout()`` goes to the sealed response it reads from."""
+    ``set_socket_timeout()`` goes to the sealed response it reads from.  ``sealstore_sealed``
+    is True for opened (verified) plaintext, False for an object passed through unopened
+    (``passthrough=True``: not authenticated)."""
 
-    def __init__(self, stream: Any, length: int, sealed: Any) -> None:
+    sealstore_sealed: bool = True
+
+    def __init__(self, stream: Any, length: int, sealed: Any, *, verified: bool = True) -> None:
         super().__init__(stream, length)
         self._sealed = sealed
+        self.sealstore_sealed = verified
 
     def tell(self) -> int:
         return int(self._amount_read)
@@ -204,7 +209,7 @@ class OpenedBody(StreamingBody):  # type: ignore[misc]  # (botocore has no types
         self._sealed.set_socket_timeout(timeout)
 
 
-def streaming_body(stream: Any, length: int, sealed: Any) -> OpenedBody:
+def streaming_body(stream: Any, length: int, sealed: Any, *, verified: bool = True) -> OpenedBody:
     """The body handed to the caller: ``length`` bytes of ``stream``, read from the response
-    body ``sealed``."""
-    return OpenedBody(stream, length, sealed)
+    body ``sealed`` (``verified=False``: an unsealed object passed through)."""
+    return OpenedBody(stream, length, sealed, verified=verified)

@@ -9,14 +9,14 @@ The keyring comes from the sealstore configuration, S3 access from the usual bot
 bar (objects done of the total counted first, rate, ETA) runs on stderr; otherwise each changed
 object is one line on stdout.  The run ends with one total line (or, with ``--json``, one JSON
 document and nothing else on stdout).  The position is kept in ``--checkpoint`` (default
-``.sealstore-rotate-<hash of the URL>.json`` in the current directory; docs/S3.md).  Exit
+``rotate-<hash of the URL>.json`` in ``$XDG_STATE_HOME/sealstore``, else
+``~/.local/state/sealstore``; docs/S3.md).  Exit
 status: 0 done, 1 some objects failed (listed on stderr), 2 usage error.
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 import time
@@ -28,25 +28,23 @@ from .progress import BAR_MODES, make_object_progress, wants_bar
 __all__ = ["add_commands", "main"]
 
 
-def _default_checkpoint(url: str) -> str:
-    return f".sealstore-rotate-{hashlib.sha256(url.encode()).hexdigest()[:12]}.json"
-
-
 def _cmd_rotate(args: argparse.Namespace) -> int:
     import boto3
     from botocore.exceptions import BotoCoreError, ClientError
     from sealstore.config import load_config
 
     from . import encrypt_client
-    from .rotate import parse_s3_url, pending_objects, rotate_objects
+    from .rotate import default_checkpoint, parse_s3_url, pending_objects, rotate_objects
 
     try:
         bucket, prefix = parse_s3_url(args.url)
     except ValueError as exc:
         print(f"sealstore: error: {exc}", file=sys.stderr)
         return 2
-    keyring = load_config(getattr(args, "config", None)).load_keyring()
-    checkpoint = args.checkpoint or _default_checkpoint(args.url)
+    keyring = load_config(
+        getattr(args, "config", None), name=getattr(args, "config_name", None)
+    ).load_keyring()
+    checkpoint = args.checkpoint or default_checkpoint(args.url)
     started, progress = time.monotonic(), None
     try:
         client = boto3.client("s3", endpoint_url=args.endpoint_url, region_name=args.region)
@@ -135,7 +133,8 @@ def add_commands(commands: Any) -> None:
         "--checkpoint",
         metavar="PATH",
         help="position file, to resume a stopped run (default: "
-        ".sealstore-rotate-<hash of the URL>.json in the current directory)",
+        "rotate-<hash of the URL>.json in $XDG_STATE_HOME/sealstore, else "
+        "~/.local/state/sealstore)",
     )
     p.add_argument(
         "--pause",

@@ -315,6 +315,12 @@ def reseal_part_copy(sealing: Any, params: dict[str, Any], part_size_: int) -> A
     args, head, header, n = _source(sealing, params)
     if header is None and not sealing.passthrough:
         raise NotSealedObject("the UploadPartCopy source is not a sealstore object")
+    if header is None:
+        log.warning(
+            "UploadPartCopy %s/%s -> %s/%s: the source is not a sealstore object; its stored "
+            "bytes are sealed into the part (passthrough=True): they were NOT authenticated",
+            args["Bucket"], args["Key"], params["Bucket"], params["Key"],
+        )  # fmt: skip
     total = head["ContentLength"] if header is None else n
     first, last = 0, total - 1
     if params.get("CopySourceRange"):

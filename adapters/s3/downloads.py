@@ -133,7 +133,8 @@ class DownloadHandlers(SealingState):
             header = parse_object_header(head)
         except NotSealedObject:
             if from_meta is None and self.passthrough:
-                parsed["Body"] = streaming_body(Prepended(head, raw), size, raw)
+                parsed["Body"] = streaming_body(Prepended(head, raw), size, raw, verified=False)
+                self._passed_through(parsed, context)
                 return
             raw.close()
             if from_meta is not None:
@@ -149,6 +150,17 @@ class DownloadHandlers(SealingState):
         body = self._resuming(raw, request, parsed.get("ETag"), HEADER_SIZE, size - 1)
         parsed["Body"] = streaming_body(OpeningReader(cipher, body), n, body)
         _describe(parsed, None, n, None)
+
+    def _passed_through(self, parsed: dict[str, Any], context: dict[str, Any]) -> None:
+        """Mark a GetObject answer that was not sealed (``passthrough=True``) and say so: its
+        bytes are returned as stored, unauthenticated."""
+        parsed["SealstoreSealed"] = False
+        request = context.get("sealstore_request", {})
+        log.warning(
+            "GetObject %s/%s: not a sealstore object, returned as stored (passthrough=True): "
+            "NOT authenticated, anyone with write access to the bucket could have written it",
+            request.get("Bucket"), request.get("Key"),
+        )  # fmt: skip
 
     def _resuming(self, raw, request, etag, first: int, last: int) -> Resuming:
         """``raw`` (the stored bytes ``first..last``), asked for again from where it stopped
@@ -201,6 +213,9 @@ class DownloadHandlers(SealingState):
             for k in ("Body", "ContentLength", "ContentRange"):
                 if k in resp:
                     parsed[k] = resp[k]
+            body = parsed["Body"]
+            parsed["Body"] = streaming_body(body, parsed["ContentLength"], body, verified=False)
+            self._passed_through(parsed, context)
             return
         cipher, n = self._prepare_open(raw, meta, request, header, total)
         span = rng.resolve(n)
@@ -272,9 +287,11 @@ class DownloadHandlers(SealingState):
             n, header = size_of(parsed, lambda: self._fetch_header(request, parsed.get("ETag"))[1])
         except NotSealedObject:
             if self.passthrough:
+                parsed["SealstoreSealed"] = False
                 return
             raise
         self._remember_layout(request.get("Bucket"), request.get("Key"), header)
+        parsed["SealstoreSealed"] = True
         parsed["ContentLength"] = n
         headers = parsed.get("ResponseMetadata", {}).get("HTTPHeaders")
         if headers is not None:
@@ -284,6 +301,7 @@ class DownloadHandlers(SealingState):
 def _describe(parsed, status: int | None, length: int, content_range: str | None) -> None:
     """Give a GetObject response the status, length and range of the plaintext answer, in
     the parsed fields and in the HTTP headers they came from."""
+    parsed["SealstoreSealed"] = True  # opened: every byte returned is verified
     meta = parsed.setdefault("ResponseMetadata", {})
     headers = meta.setdefault("HTTPHeaders", {})
     if status is not None:

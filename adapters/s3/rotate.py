@@ -18,12 +18,15 @@ headers, user metadata, tags, storage class, server-side encryption, object lock
 and a readable ACL (``settings.py``).
 
 After every object the position (the last key done) goes to a checkpoint file, written
-atomically; a run that was stopped or killed resumes after it.  A finished run marks the
-checkpoint complete, and the next run starts over.
+atomically and privately (``sealstore.securefile``: random temp name, mode 0600, no link
+followed, fsync, rename) and read back with the key files' checks; a run that was stopped or
+killed resumes after it.  A finished run marks the checkpoint complete, and the next run starts
+over.  The command's default place is :func:`default_checkpoint` (sealstore's state directory).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -33,7 +36,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from botocore.exceptions import ClientError
-from sealstore.errors import NotSealedObject, SealstoreError
+from sealstore.errors import ConfigError, NotSealedObject, SealstoreError
+from sealstore.securefile import (
+    check_directory,
+    private_directory,
+    read_secret_file,
+    state_directory,
+    write_secret_file,
+)
 from sealstore.stream import HEADER_SIZE, ObjectCipher, parse_object_header
 
 from ..objects import metadata as M
@@ -41,7 +51,14 @@ from .large import MAX_SINGLE_REQUEST, copy_multipart, needs_multipart, put_mult
 from .location import object_location
 from .settings import for_copy, object_settings
 
-__all__ = ["RotationReport", "parse_s3_url", "pending_objects", "rotate_objects"]
+__all__ = [
+    "CHECKPOINT_LIMIT",
+    "RotationReport",
+    "default_checkpoint",
+    "parse_s3_url",
+    "pending_objects",
+    "rotate_objects",
+]
 
 log: logging.Logger = logging.getLogger(__name__)
 
@@ -81,14 +98,37 @@ def parse_s3_url(url: str) -> tuple[str, str]:
     return bucket, prefix
 
 
+CHECKPOINT_LIMIT = 64 * 1024 * 1024  # bytes a checkpoint may hold (its lists of failures)
+
+
+def default_checkpoint(url: str) -> str:
+    """Where ``sealstore s3 rotate`` keeps the position of a run on ``url`` by default:
+    ``rotate-<12 hex digits of the URL's SHA-256>.json`` in sealstore's state directory
+    (``$XDG_STATE_HOME/sealstore``, else ``~/.local/state/sealstore``), created with mode
+    0700 if missing; refused (InsecureKeyFile) when others could write into it."""
+    directory = private_directory(state_directory(), what="rotation checkpoint")
+    return str(directory / f"rotate-{hashlib.sha256(url.encode()).hexdigest()[:12]}.json")
+
+
 def _load_checkpoint(path, bucket, prefix, primary) -> str | None:
-    if not path or not os.path.exists(path):
+    """The position a checkpoint file holds for this run (None: no file, another rotation,
+    or a finished one).  Read as key files are (no link followed, a regular file of the
+    current user or root, mode 0600, in a directory only they can write, at most
+    CHECKPOINT_LIMIT bytes): a planted checkpoint could make a run skip objects.  A file that
+    is not a checkpoint raises ConfigError (delete it to start over)."""
+    if not path or not os.path.lexists(path):
         return None
+    raw = read_secret_file(path, limit=CHECKPOINT_LIMIT, what="rotation checkpoint")
     try:
-        with open(path) as f:
-            state = json.load(f)
-    except (OSError, ValueError):
-        return None
+        state = json.loads(raw)
+    except (ValueError, RecursionError):  # not UTF-8, not JSON, nested too deeply
+        state = None
+    last = state.get("last_key") if isinstance(state, dict) else None
+    if not isinstance(state, dict) or not isinstance(last, (str, type(None))):
+        raise ConfigError(
+            f"rotation checkpoint {path} is not a checkpoint sealstore wrote; delete it to "
+            "start the rotation from the beginning"
+        )
     if (state.get("bucket"), state.get("prefix"), state.get("primary")) != (
         bucket,
         prefix,
@@ -97,18 +137,17 @@ def _load_checkpoint(path, bucket, prefix, primary) -> str | None:
         return None  # another rotation
     if state.get("complete"):
         return None
-    return state.get("last_key")
+    return last
 
 
 def _save_checkpoint(path, report: RotationReport) -> None:
+    """The report, written as key files are (sealstore.securefile: a new temp file with a
+    random name, mode 0600, fsync, rename over ``path``; a link there is replaced, not
+    followed; a crash leaves the previous checkpoint whole)."""
     if not path or report.dry_run:
         return
-    tmp = f"{path}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(asdict(report), f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    data = json.dumps(asdict(report)).encode()
+    write_secret_file(path, data, what="rotation checkpoint")
 
 
 def pending_objects(
@@ -145,6 +184,8 @@ def rotate_objects(
     primary = sealing.keyring.primary
     report = RotationReport(bucket, prefix, primary.id_hex, dry_run=dry_run)
     report.after = _load_checkpoint(checkpoint, bucket, prefix, primary.id_hex)
+    if checkpoint and not dry_run:  # a checkpoint that cannot be written: refused before any object
+        check_directory(os.path.dirname(os.path.abspath(checkpoint)), what="rotation checkpoint")
     report.last_key = report.after
     args = {"Bucket": bucket, "Prefix": prefix}
     if report.after:

@@ -26,11 +26,17 @@ from sqlalchemy.sql.lambdas import PyWrapper
 from sqlalchemy.engine import Dialect
 from sqlalchemy.types import TypeDecorator, TypeEngine
 
-from ...errors import BlindIndexError, ColumnBindingError, UnsealedExpression, UnsupportedComparison
+from ...errors import (
+    BlindIndexError,
+    ColumnBindingError,
+    UnsealedExpression,
+    UnsupportedComparison,
+)
 from ... import blind_index as B
 from ...blind_index import DEFAULT_SIZE, INDEX_KEYRING, KEY_ID_SIZE
 from ...format import column_context
 from ...keyring import Keyring, get_keyring
+from ...keyring.named import _NAMED
 from .lookups import IndexLookup
 from .rows import PreSealed
 
@@ -78,6 +84,8 @@ class BlindIndex(TypeDecorator[Any]):
         self._pinned = (table, column)
         self._table_obj: Any = None  # the Table this copy is attached to (set by attach())
         self._info_memo: bytes | None = None
+        # (index keyring, its keys, each visible encryption keyring and its keys) last checked
+        self._separate_memo: tuple[Any, ...] | None = None
         super().__init__(KEY_ID_SIZE + size)
 
     # ---- copies and binding -----------------------------------------------------------------
@@ -155,12 +163,40 @@ class BlindIndex(TypeDecorator[Any]):
         return info
 
     def _keyring(self, source_type: Any) -> Keyring:
-        keyring = get_keyring(self.keyring)
-        if keyring is get_keyring(source_type.keyring_name):
-            raise BlindIndexError(
-                f"keyrings {self.keyring!r} and {source_type.keyring_name!r} are the same object; "
-                "a blind index needs its own keyring"
-            )
+        """The index keyring, once it is known to share no key id or material with the
+        encryption keyrings this index can see: its source column's and ``"default"``
+        (SharedIndexKey otherwise, before any index value is computed).  The check runs again
+        whenever one of them is replaced or gains a key (a keyring's key table is replaced
+        whole on every added key)."""
+        keyring = found = get_keyring(self.keyring)  # `found`: not narrowed by the `is` tests
+        source_name = source_type.keyring_name
+        col = _NAMED.get(source_name)
+        default = _NAMED.get("default") if source_name != "default" else None
+        m = self._separate_memo
+        if (
+            m is not None
+            and m[0] is keyring
+            and m[1] is keyring._keys
+            and m[2] is col
+            and (col is None or m[3] is col._keys)
+            and m[4] is default
+            and (default is None or m[5] is default._keys)
+        ):
+            return found
+        for name, other in ((source_name, col), ("default", default)):
+            if other is not None:
+                B.check_separate(
+                    keyring, other, index_name=self.keyring, other_name=name,
+                    what=f"blind index {self.table}.{self.column}",
+                )  # fmt: skip
+        self._separate_memo = (
+            keyring,
+            keyring._keys,
+            col,
+            None if col is None else col._keys,
+            default,
+            None if default is None else default._keys,
+        )
         return keyring
 
     # ---- computing index values -------------------------------------------------------------

@@ -9,7 +9,10 @@ encrypting: row-bound columns need them), or ``--type string:N | text | binary[:
 column-bound one.  ``--plain-type string:N | text | binary[:N]`` is the plaintext column type
 (required to decrypt; to encrypt it only says how to read the values, default the reflected
 type).  Both run exactly :func:`sealstore.migrations.alembic.ops` (each batch committed, live writes
-kept, the swap under a short lock) and resume where they stopped when run again.
+kept, the swap under a short lock) and resume where they stopped when run again.  A column
+whose contents fit neither side (values sealed under keys the keyring does not have, sealed
+values beside plaintext ones, sealed bytes in a text column) is refused before anything is
+written: one line, exit status 3 (``ColumnTypeMismatch``).
 """
 
 from __future__ import annotations
@@ -79,19 +82,22 @@ def _encrypted_type(args, table: str, column: str):
     raise UsageError(f"--models {args.models}: no table {table}")
 
 
-def _state(engine, table: str, column: str, keyring) -> tuple[int, bool | None]:
+def _state(engine, table: str, column: str, keyring, direction: str) -> tuple[int, bool | None]:
     """(non-NULL values, whether they are all sealed values of this keyring, None while a
     conversion is under way): how the CLI, which has no Alembic version table, knows that a
-    conversion already finished."""
+    conversion already finished.  ColumnTypeMismatch when the column's contents fit neither
+    side: sealed values of keys this keyring does not hold, a half-sealed column, sealed bytes
+    in a text column."""
     import sqlalchemy as sa
     from sealstore.migrations.alembic.ops import shadow_name
     from sealstore.migrations.rotation.reseal import key_id_bytes, key_id_sql
+    from sealstore.migrations.rotation.stored import sealed_in_sample
 
     with engine.connect() as conn:
         insp = sa.inspect(conn)
         if not insp.has_table(table):
             raise UsageError(f"{table}.{column}: the database has no table {table}")
-        cols = {c["name"] for c in insp.get_columns(table)}
+        cols = {c["name"]: c["type"] for c in insp.get_columns(table)}
         if column not in cols:
             if shadow_name(column) in cols:
                 return 0, None  # interrupted inside the swap: the operation finishes it
@@ -101,17 +107,62 @@ def _state(engine, table: str, column: str, keyring) -> tuple[int, bool | None]:
         total = conn.execute(sa.select(sa.func.count(c))).scalar_one()
         if shadow_name(column) in cols:
             return total, None
-        text_type = any(
-            x["name"] == column and isinstance(x["type"], sa.String)
-            for x in insp.get_columns(table)
-        )
-        if not total or text_type:
+        text_type = isinstance(cols[column], sa.String)
+        if not total:
             return total, False
         ours = sa.or_(*[key_id_sql(c) == key_id_bytes(k.key_id) for k in keyring.keys])
+        if text_type:  # on SQLite a text column keeps the BLOBs it is given
+            sealed = sealed_in_sample(conn, t, c)[0] if conn.dialect.name == "sqlite" else 0
+            if sealed:
+                _mismatch(
+                    table, column, cols[column], conn.dialect,
+                    f"is a text column holding sealed values ({sealed} read)",
+                    "change its type to a binary one, copying the values as they are; "
+                    f"{direction}ing it would treat sealed bytes as plaintext",
+                )  # fmt: skip
+            return total, False
         sealed = conn.execute(
             sa.select(sa.func.count()).select_from(t).where(c.is_not(None), ours)
         ).scalar_one()
+        foreign = sealed_in_sample(conn, t, c, sa.not_(ours))[0]
+    if sealed and sealed != total and direction == "encrypt":
+        _mismatch(
+            table, column, cols[column], engine.dialect,
+            f"holds {sealed} values sealed under this keyring and {total - sealed} that are not "
+            "(written through an encrypted model before the conversion ran?)",
+            "the operation would seal the sealed ones again; fix the rows, or restore the "
+            "column from a backup, then run it",
+        )  # fmt: skip
+    if foreign:
+        _mismatch(
+            table, column, cols[column], engine.dialect,
+            f"holds values sealed under keys this keyring does not have ({foreign} read)",
+            "it was encrypted with another keyring: check --config and --keyring",
+        )  # fmt: skip
     return total, sealed == total
+
+
+def _mismatch(table: str, column: str, stored, dialect, what: str, fix: str) -> None:
+    from sealstore.errors import ColumnTypeMismatch
+
+    shown = str(stored.compile(dialect=dialect))
+    raise ColumnTypeMismatch(
+        f"{table}.{column} ({shown}) {what}: {fix}",
+        column=f"{table}.{column}", stored=shown, expected="plaintext or sealed by this keyring",
+    )  # fmt: skip
+
+
+def _check_model_table(args, engine, table: str) -> None:
+    """With --models: ColumnTypeMismatch when another column of ``table`` that the models
+    declare plaintext holds sealed values (see ``stored.check_plain_columns``)."""
+    from sealstore.migrations.rotation.spec import _tables
+    from sealstore.migrations.rotation.stored import check_plain_columns
+
+    if not args.models:
+        return
+    tables = [t for t in _tables(_load_models(args.models)) if t.name == table]
+    with engine.connect() as conn:
+        check_plain_columns(conn, tables)
 
 
 def _plain_text_column(engine, table: str, column: str) -> bool:
@@ -145,7 +196,8 @@ def _convert(args, direction: str) -> int:
     keyring = use_keyring(cfg.load_keyring(), name)
     try:
         _connect_check(engine)
-        total, sealed = _state(engine, table, column, keyring)
+        _check_model_table(args, engine, table)
+        total, sealed = _state(engine, table, column, keyring, direction)
         if sealed is None:
             done = False
         elif direction == "encrypt":

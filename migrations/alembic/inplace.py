@@ -3,10 +3,13 @@
 While ``encrypt_column`` / ``decrypt_column`` fill the shadow column, a trigger (plain SQL, no
 crypto) clears the shadow value of every row whose source column an application writes, so a
 converted value never outlives the value it was made from; the batches guard on the source
-value they read.  The last pass and the swap run under a lock that blocks writers (and not
-readers where the database can): ``LOCK TABLE ... IN SHARE ROW EXCLUSIVE MODE`` on
-PostgreSQL, the write lock on SQLite, ``LOCK TABLES ... WRITE`` on MySQL/MariaDB (whose DDL
-commits, so there the lock, not a transaction, spans the swap).  After ``encrypt_column`` a
+value they read.  The last pass and the swap run under a lock that blocks writers:
+``LOCK TABLE ... IN ACCESS EXCLUSIVE MODE`` on PostgreSQL (readers wait too, for the last
+pass and the swap: the swap's ``ALTER TABLE`` needs that lock anyway, and taking it at once
+rather than upgrading a weaker one means an application transaction that read the table and
+then writes it cannot deadlock with the swap), the write lock on SQLite, ``LOCK TABLES ...
+WRITE`` on MySQL/MariaDB (whose DDL commits, so there the lock, not a transaction, spans the
+swap).  After ``encrypt_column`` a
 CHECK on the sealed-value header (version byte, minimum length) refuses a plaintext write into
 the encrypted column on PostgreSQL and MySQL/MariaDB; SQLite cannot add a CHECK to an existing
 table without rebuilding it, and is left without one.
@@ -104,7 +107,7 @@ def lock_writers(conn: Connection, table: str, schema: str | None, column: str) 
     t = _qt(conn, table, schema)
     dialect = conn.dialect.name
     if dialect == "postgresql":
-        conn.exec_driver_sql(f"LOCK TABLE {t} IN SHARE ROW EXCLUSIVE MODE")
+        conn.exec_driver_sql(f"LOCK TABLE {t} IN ACCESS EXCLUSIVE MODE")
     elif dialect == "sqlite":  # the first write of a transaction takes the database's lock
         c = _q(conn, column)
         conn.exec_driver_sql(f"UPDATE {t} SET {c} = {c} WHERE 0")

@@ -19,9 +19,13 @@ application writes meanwhile, each batch guards on the value it read, the backfi
 until a pass finds nothing, and the last pass, dropping the triggers and the swap run under a
 lock that blocks writers.  After ``encrypt_column`` a CHECK on the sealed-value header refuses
 plaintext (PostgreSQL, MySQL/MariaDB).  With ``commit_batches=True`` (the default, online
-migrations only) every batch is committed on its own, so a migration that is interrupted
-resumes where it stopped when it runs again: the shadow column and the values already in it
-are kept.
+migrations only) every batch, and the final pass with the swap, is committed on its own and
+run again after a deadlock or lock timeout; a batch locks its rows in primary-key order with
+``SKIP LOCKED``, so it never waits on the application.  Running an operation again after an
+interruption at any point finishes it: it finds the shadow column half filled (and carries
+on), or the column already converted (and does nothing); it never seals a value twice.  A
+column covered by an index, a UNIQUE / FOREIGN KEY constraint or a CHECK is refused before any
+write (drop it first).
 
 Afterwards ``encrypt_column`` rewrites the table so the database's files keep no plaintext
 (:mod:`sealstore.migrations.medium`: ``VACUUM (FULL)``, ``ALTER TABLE ... FORCE``, SQLite's
@@ -32,7 +36,9 @@ online mode on PostgreSQL and SQLite: without it the operation raises
 
 Autogenerate: pass :data:`rewriter` as ``process_revision_directives`` in ``env.py`` and a
 change from ``String`` to an encrypted type is written as ``op.encrypt_column`` (and the
-downgrade as ``op.decrypt_column``) instead of an ``alter_column`` that would fail, and
+downgrade as ``op.decrypt_column``) instead of an ``alter_column`` that would fail, one
+conversion per revision, indexes on a converted column dropped before it and created after the
+reverse one, every sealstore type imported (:mod:`sealstore.migrations.alembic.splitting`), and
 operations on sealstore's own tables are removed (:mod:`sealstore.migrations.alembic.ownership`);
 :func:`sealstore.migrations.alembic.autogen.alembic_options` sets it with the other hooks.
 """
@@ -42,6 +48,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import logging
+import re
 import time
 
 from alembic.autogenerate import renderers
@@ -63,6 +70,8 @@ from sqlalchemy import (
     update,
 )
 
+from sqlalchemy.types import _Binary
+
 from ...adapters.sqlalchemy.read_errors import with_primary_key  # read errors name the row
 from ...errors import ColumnBindingError, InternalError, SealstoreError
 from . import inplace, ownership
@@ -82,6 +91,8 @@ log: logging.Logger = logging.getLogger("sealstore.migrations")
 DEFAULT_BATCH_SIZE = 1000
 _PREFIX = "_ss_"
 _MAX_NAME = 63  # PostgreSQL's identifier limit, the smallest of the common databases
+_ROW_LOCKING = ("postgresql", "mysql", "mariadb")  # SELECT ... FOR UPDATE SKIP LOCKED
+_LOCK_TIMEOUT = "5s"  # PostgreSQL: the final pass's wait for its lock, per attempt
 _PASSES = 5  # backfill passes before the final one (each catches the rows written meanwhile)
 
 
@@ -235,16 +246,15 @@ class _Converter:
         self.shadow_type = shadow_type
         self.read_type = read_type
         self.write = write  # (bound type, rows [(pk, value)]) -> [new values]
+        self.rewrite: bool = sealing if op.scrub is None else op.scrub  # (medium.scrub)
 
     def run(self) -> str | None:
         """Convert, with database errors scrubbed of their parameters (plaintext values), then
         rewrite the table so its files keep no old row versions (:func:`_medium`); returns
         the final notice (what was rewritten, what sealstore cannot clean)."""
         op = self.op
-        rewrite = self.sealing if op.scrub is None else op.scrub
-        _medium_precheck(self.operations, op, rewrite)
         scrubbed(f"{type(op).__name__} {op.table_name}.{op.column_name}", self._run)
-        return _medium(self.operations, op, rewrite, self.retry)
+        return _medium(self.operations, op, self.rewrite, self.retry)
 
     def _run(self) -> None:
         operations, op = self.operations, self.op
@@ -257,15 +267,31 @@ class _Converter:
         insp = inspect(conn)
         cols = {c["name"]: c for c in insp.get_columns(op.table_name, schema=op.schema)}
         name, shadow = op.column_name, self.shadow
+        pk = insp.get_pk_constraint(op.table_name, schema=op.schema)["constrained_columns"]
         if name not in cols and shadow in cols:  # interrupted after the drop: finish the swap
+            _medium_precheck(operations, op, self.rewrite)  # (before any write)
             self._swap(None)
+            self._ensure_check(conn)
             return
         if name not in cols:
             raise ColumnBindingError(f"table {op.table_name} has no column {name}")
-        original = cols[name]
-        pk = insp.get_pk_constraint(op.table_name, schema=op.schema)["constrained_columns"]
         if not pk:
             raise ColumnBindingError(f"table {op.table_name} has no primary key to paginate on")
+        if name in pk:
+            raise ColumnBindingError(
+                f"{op.table_name}.{name} is part of the primary key: it cannot be converted"
+            )
+        original = cols[name]
+        if shadow not in cols and self._done(conn, insp, original, pk):
+            log.info(
+                "%s %s.%s: already done (an earlier run converted it): nothing to convert",
+                type(op).__name__, op.table_name, name,
+            )  # fmt: skip
+            inplace.drop_tracking(conn, op.table_name, op.schema, name)
+            self._ensure_check(conn)
+            return
+        self._refuse_dependents(insp)
+        _medium_precheck(operations, op, self.rewrite)  # (before any write)
         if shadow not in cols:
             operations.add_column(
                 op.table_name,
@@ -284,12 +310,131 @@ class _Converter:
         if op.commit_batches and _can_autocommit(ctx):
             with ctx.autocommit_block():
                 live = operations.get_bind()
-                inplace.create_tracking(live, op.table_name, op.schema, name, shadow, pk)
+                self.retry.call(  # DDL: may meet a deadlock with the application
+                    lambda: inplace.create_tracking(
+                        live, op.table_name, op.schema, name, shadow, pk
+                    ),
+                    f"{type(op).__name__} {op.table_name}.{name} write tracking",
+                )
                 self._backfill(live, table, pk, per_batch_commit=True)
+
+                # the final pass and the swap: one transaction of their own, run again after
+                # a deadlock or a lock timeout (each attempt looks at what is there first)
+                def final():
+                    if live.dialect.name == "postgresql":  # a long application transaction
+                        # makes the lock wait time out (retried) instead of queueing readers
+                        live.exec_driver_sql(f"SET LOCAL lock_timeout = '{_LOCK_TIMEOUT}'")
+                    self._final(live, table, pk, nullable)
+
+                self.retry.call(
+                    lambda: _committed(live, final),
+                    f"{type(op).__name__} {op.table_name}.{name} final pass and swap",
+                )
         else:
             inplace.create_tracking(conn, op.table_name, op.schema, name, shadow, pk)
             self._backfill(conn, table, pk, per_batch_commit=False)
-        self._final(operations.get_bind(), table, pk, nullable)
+            self._final(operations.get_bind(), table, pk, nullable)
+
+    def _done(self, conn, insp, original, pk) -> bool:
+        """Whether an earlier run already converted the column (no shadow is left): encrypting,
+        the column holds sealed values; decrypting, it no longer does.  Decided by the stored
+        type and the first non-NULL value (opened under the type's keyring: a plaintext value
+        never opens); a binary column whose values do not open while the other side is not
+        binary raises ColumnBindingError (another keyring, or not sealstore's values)."""
+        op = self.op
+        stored_binary = isinstance(original["type"], _Binary)
+        plain = op.plain_type if op.plain_type is not None else original["type"]
+        plain_binary = isinstance(plain, _Binary)
+        if self.sealing and _has_check(insp, op):
+            return True  # encrypt_column's header CHECK: added with the swap
+        if not stored_binary:
+            return not self.sealing and not plain_binary
+        opens = self._first_value_opens(conn, pk)
+        if opens is None:  # no value to look at: decide by the types
+            return self.sealing and not plain_binary
+        if opens:
+            return self.sealing
+        if not plain_binary:
+            raise ColumnBindingError(
+                f"{op.table_name}.{op.column_name} is stored as binary but its values do not "
+                f"open under keyring {op.type_.keyring_name!r}: not sealstore's values, or "
+                "another keyring; nothing was changed"
+            )
+        return not self.sealing
+
+    def _first_value_opens(self, conn, pk) -> bool | None:
+        op = self.op
+        probe = Table(
+            op.table_name, MetaData(),
+            *[Column(n, primary_key=True) for n in pk], Column(op.column_name, LargeBinary()),
+            schema=op.schema,
+        )  # fmt: skip
+        c = probe.c[op.column_name]
+        row = conn.execute(
+            select(*[probe.c[n] for n in pk], c).where(c.is_not(None)).limit(1)
+        ).first()
+        if row is None:
+            return None
+        bound = op.type_.bound_to(op.table_name, op.column_name)
+        key = tuple(row[: len(pk)])
+        try:
+            bound.open(bytes(row[len(pk)]), key if bound.bind_row else None)
+        except SealstoreError:
+            return False
+        return True
+
+    def _refuse_dependents(self, insp) -> None:
+        """Refuse (before any write) a column that an index, a UNIQUE or FOREIGN KEY
+        constraint or a CHECK of the application's covers: dropping the plaintext column
+        would drop them with it on some databases and keep them broken on others.  Drop them
+        first (the autogenerate rewriter orders ``drop_index`` before the conversion and
+        ``create_index`` after the reverse one); a lookup on a sealed column needs a
+        BlindIndex."""
+        op = self.op
+        name, t, s = op.column_name, op.table_name, op.schema
+        what = f"{type(op).__name__} {t}.{name}"
+        for fk in insp.get_foreign_keys(t, schema=s):
+            if name in fk.get("constrained_columns", ()):
+                raise ColumnBindingError(
+                    f"{what}: the column is in foreign key {fk.get('name')!r}; a sealed value "
+                    "cannot reference another table's key: drop the constraint first"
+                )
+        for ix in insp.get_indexes(t, schema=s):
+            if name in (ix.get("column_names") or ()):
+                raise ColumnBindingError(
+                    f"{what}: the column is in index {ix.get('name')!r}; drop it first "
+                    f"(op.drop_index({ix.get('name')!r}, table_name={t!r})) and recreate it "
+                    "after decrypting; lookups on a sealed column go through a BlindIndex"
+                )
+        for uq in insp.get_unique_constraints(t, schema=s):
+            if name in (uq.get("column_names") or ()):
+                raise ColumnBindingError(
+                    f"{what}: the column is in unique constraint {uq.get('name')!r}; drop it "
+                    "first (uniqueness of a sealed column goes through a unique BlindIndex)"
+                )
+        ours = inplace.check_name(t, name)
+        word = re.compile(rf"(?<![\w$]){re.escape(name)}(?![\w$])", re.IGNORECASE)
+        try:
+            checks = insp.get_check_constraints(t, schema=s)
+        except NotImplementedError:
+            checks = []
+        for ck in checks:
+            if ck.get("name") != ours and word.search(str(ck.get("sqltext") or "")):
+                raise ColumnBindingError(
+                    f"{what}: CHECK constraint {ck.get('name')!r} names the column; drop it "
+                    "first (it would test the sealed bytes, or be dropped with the column)"
+                )
+
+    def _ensure_check(self, conn) -> None:
+        """Encrypting: the header CHECK is there (an earlier run may have stopped before it)."""
+        op = self.op
+        check = inplace.header_check_sql(conn, op.column_name)
+        if not self.sealing or check is None or _has_check(inspect(conn), op):
+            return
+        self.operations.create_check_constraint(
+            inplace.check_name(op.table_name, op.column_name), op.table_name, text(check),
+            schema=op.schema,
+        )  # fmt: skip
 
     def _backfill(self, conn, table, pk_names, *, per_batch_commit: bool) -> None:
         """Passes over the rows without a converted value, until one finds none (or
@@ -338,6 +483,11 @@ class _Converter:
             if state["cursor"] is not None:
                 cond.append(after(pk_cols, state["cursor"]))
             q = select(*pk_cols, col).where(and_(*cond)).order_by(*pk_cols).limit(op.batch_size)
+            if per_batch_commit and conn.dialect.name in _ROW_LOCKING:
+                # the rows' locks are taken here, in primary-key order, without waiting: a row
+                # an application transaction holds is skipped (a later pass converts it), so
+                # a batch never waits on the application and cannot be half of a deadlock
+                q = q.with_for_update(skip_locked=True)
             rows = conn.execute(q).all()
             if rows:
                 items = [(tuple(r[:n]), r[n]) for r in rows]
@@ -367,11 +517,21 @@ class _Converter:
 
     def _final(self, conn, table, pk_names, nullable) -> None:
         """Under a lock that blocks writers: convert what is left, drop the triggers, swap the
-        columns (and, encrypting, add the header CHECK)."""
+        columns (and, encrypting, add the header CHECK).  Looks first: an earlier attempt
+        (MySQL/MariaDB, whose DDL commits) may have swapped already."""
         op = self.op
         col, shadow = table.c[op.column_name], table.c[self.shadow]
         inplace.lock_writers(conn, op.table_name, op.schema, self.shadow)
         try:
+            names = {c["name"] for c in inspect(conn).get_columns(op.table_name, schema=op.schema)}
+            if self.shadow not in names:  # swapped by an earlier attempt
+                inplace.drop_tracking(conn, op.table_name, op.schema, op.column_name)
+                self._ensure_check(conn)
+                return
+            if op.column_name not in names:  # dropped, not renamed yet
+                self._swap(None)
+                self._ensure_check(conn)
+                return
             self._pass(conn, table, pk_names, per_batch_commit=False)
             left = conn.execute(
                 select(func.count()).select_from(table).where(col.is_not(None), shadow.is_(None))
@@ -384,12 +544,7 @@ class _Converter:
             inplace.drop_tracking(conn, op.table_name, op.schema, op.column_name)
             self._drop_header_check(conn)
             self._swap(nullable)
-            check = inplace.header_check_sql(conn, op.column_name)
-            if self.sealing and check is not None:
-                self.operations.create_check_constraint(
-                    inplace.check_name(op.table_name, op.column_name), op.table_name,
-                    text(check), schema=op.schema,
-                )  # fmt: skip
+            self._ensure_check(conn)
         finally:
             inplace.unlock_writers(conn)
 
@@ -402,6 +557,19 @@ class _Converter:
 
     def _swap(self, nullable) -> None:
         op = self.op
+        conn = self.operations.get_bind()
+        stored = _stored_as(self.shadow_type, conn.dialect)
+        if nullable is not None and conn.dialect.name in ("mysql", "mariadb"):
+            # one ALTER: MySQL's DDL commits, two statements would leave a window without
+            # either column
+            q = conn.dialect.identifier_preparer.quote
+            t = f"{q(op.schema)}.{q(op.table_name)}" if op.schema else q(op.table_name)
+            ddl = stored.compile(dialect=conn.dialect)
+            conn.exec_driver_sql(
+                f"ALTER TABLE {t} DROP COLUMN {q(op.column_name)}, CHANGE COLUMN "
+                f"{q(self.shadow)} {q(op.column_name)} {ddl} {'NULL' if nullable else 'NOT NULL'}"
+            )
+            return
         kw = {} if nullable is None else {"nullable": nullable}
         with self.operations.batch_alter_table(op.table_name, schema=op.schema) as batch:
             if nullable is not None:
@@ -409,9 +577,18 @@ class _Converter:
             batch.alter_column(
                 self.shadow,
                 new_column_name=op.column_name,
-                existing_type=_stored_as(self.shadow_type, self.operations.get_bind().dialect),
+                existing_type=stored,
                 **kw,
             )
+
+
+def _has_check(insp, op) -> bool:
+    name = inplace.check_name(op.table_name, op.column_name)
+    try:
+        checks = insp.get_check_constraints(op.table_name, schema=op.schema)
+    except NotImplementedError:
+        return False
+    return any(c.get("name") == name for c in checks)
 
 
 def _medium_precheck(operations, op, rewrite: bool) -> None:
@@ -483,6 +660,8 @@ def _medium(operations, op, rewrite: bool, retry: RetryPolicy) -> str | None:
 def _committed(conn, fn):
     """``fn()`` in its own transaction on an autocommit connection (SQLite: BEGIN IMMEDIATE,
     so the batch waits for the write lock before reading instead of failing to upgrade)."""
+    if conn.dialect.name in ("mysql", "mariadb"):  # no gap locks: inserts behind never wait
+        conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL READ COMMITTED")
     conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.dialect.name == "sqlite" else "BEGIN")
     try:
         out = fn()
@@ -573,8 +752,21 @@ def _decrypt_column(operations, op: DecryptColumnOp) -> str | None:
 
 # ---- autogenerate ----------------------------------------------------------------------------
 
+
+class _Rewriter(_rewriter.Rewriter):
+    """Alembic's Rewriter, then :func:`sealstore.migrations.alembic.splitting.arrange`: indexes
+    on converted columns ordered around the conversion, one conversion per revision, every
+    sealstore type imported."""
+
+    def __call__(self, context, revision, directives) -> None:
+        from .splitting import arrange
+
+        super().__call__(context, revision, directives)
+        arrange(context, revision, directives, _ColumnConversionOp)
+
+
 #: the ``process_revision_directives`` hook (see the module docstring)
-rewriter: _rewriter.Rewriter = _rewriter.Rewriter()
+rewriter: _rewriter.Rewriter = _Rewriter()
 ownership.install(rewriter)  # never touch sealstore's own tables
 
 

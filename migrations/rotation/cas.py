@@ -4,6 +4,12 @@
 one statement on PostgreSQL (``UPDATE ... FROM unnest(arrays) ... RETURNING pk``) and as an
 ``executemany`` elsewhere.  The caller gets back the rows whose guard no longer matched (a
 concurrent write won): those are re-read, never overwritten.
+
+Before it writes, :func:`swap_until_settled` locks the batch's rows in ascending primary-key
+order (``SELECT pk ... ORDER BY pk FOR UPDATE``), so the rows a batch holds are always taken in
+the same order: an application transaction that locks several rows in ascending primary-key
+order can wait for a batch but never deadlock with it (an ``UPDATE ... FROM unnest`` alone
+locks in the join's order, which met such transactions in a cycle: 40P01 on their side).
 """
 
 from __future__ import annotations
@@ -13,14 +19,32 @@ from typing import Any, TypeAlias, TypeVar
 import time
 from collections.abc import Callable, Sequence
 
-from sqlalchemy import Column, LargeBinary, Table, bindparam, column, func, select, tuple_, update
+from sqlalchemy import (
+    Column,
+    LargeBinary,
+    Table,
+    any_,
+    bindparam,
+    column,
+    func,
+    select,
+    tuple_,
+    update,
+)
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql.elements import ColumnElement
 
 from ..cursor import PrimaryKey
 from .worker import BatchStats, Event
 
-__all__ = ["ROUNDS", "Rewrite", "compare_and_swap", "keys_in", "swap_until_settled"]
+__all__ = [
+    "ROUNDS",
+    "Rewrite",
+    "compare_and_swap",
+    "keys_in",
+    "lock_in_key_order",
+    "swap_until_settled",
+]
 
 #: one row's compare-and-swap: (its primary key, the guard columns' values as read, the new
 #: value of the target column)
@@ -130,6 +154,53 @@ def _cas_generic(conn, table, pk_cols, target, guards, rows) -> list[int]:
     return missed
 
 
+def lock_in_key_order(
+    conn: Connection, table: Table, pk_cols: Sequence[Column[Any]], keys: list[PrimaryKey]
+) -> None:
+    """Lock the rows of ``keys`` in ascending primary-key order, inside the caller's
+    transaction (``SELECT pk ... ORDER BY pk FOR UPDATE``; PostgreSQL locks the rows after the
+    sort, InnoDB as it walks the primary key).  SQLite has no row locks: nothing to do."""
+    if not keys or conn.dialect.name == "sqlite":
+        return
+    ordered = sorted(set(keys))
+    # chunks keep the order only where Python sorts keys as the database does (numbers);
+    # text keys (collations) go in one statement
+    step = _LOCK_CHUNK if _numeric(ordered) else len(ordered)
+    for start in range(0, len(ordered), step):
+        chunk = ordered[start : start + step]
+        if len(pk_cols) == 1 and conn.dialect.name == "postgresql":  # one array parameter
+            from sqlalchemy.dialects.postgresql import ARRAY
+
+            col = pk_cols[0]
+            cond = col == any_(bindparam("keys", [k[0] for k in chunk], type_=ARRAY(col.type)))
+        else:
+            cond = keys_in(pk_cols, chunk)
+        q = select(*pk_cols).where(cond).order_by(*pk_cols).with_for_update()
+        conn.execute(q).all()
+
+
+def _numeric(keys: Sequence[PrimaryKey]) -> bool:
+    return all(isinstance(v, (int, float)) for k in keys for v in k)
+
+
+def _in_key_order(conn, table, pk_cols, rows: list[Rewrite]) -> list[Rewrite]:
+    """``rows`` ready to be swapped with their row locks taken in ascending primary-key order:
+    PostgreSQL's one-statement UPDATE locks in its join's order, so the rows are locked first
+    (:func:`lock_in_key_order`); elsewhere the ``executemany`` locks one row per statement, in
+    the order of ``rows``, which is sorted when Python sorts the keys as the database does."""
+    keys = [tuple(r[0]) for r in rows]
+    if conn.dialect.name == "sqlite":
+        return rows
+    if conn.dialect.name != "postgresql" and _numeric(keys):
+        return sorted(rows, key=lambda r: tuple(r[0]))
+    lock_in_key_order(conn, table, pk_cols, keys)
+    return rows
+
+
+#: primary keys per locking statement
+_LOCK_CHUNK = 1000
+
+
 def keys_in(pk_cols: Sequence[Column[Any]], keys: list[PrimaryKey]) -> ColumnElement[bool]:
     """``pk IN keys`` for a one-column or a composite primary key."""
     if len(pk_cols) == 1:
@@ -166,6 +237,7 @@ def swap_until_settled(
         t1 = clock()
         if emit is not None:
             emit("sealed", count=len(rows))
+        rows = _in_key_order(conn, table, pk_cols, rows)
         missed = compare_and_swap(conn, table, pk_cols, target, guards, rows)
         if timings is not None:
             timings["crypto"] = timings.get("crypto", 0.0) + t1 - t0

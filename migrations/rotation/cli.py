@@ -2,9 +2,10 @@
 
     sealstore [--config PATH] rotate  --db URL (--models MODULE[:ATTR] | --column TABLE.COLUMN)...
               [--table T] [--keyring NAME] [--batch-size N] [--dry-run] [--progress MODE] [--json]
-    sealstore [--config PATH] status  --db URL (--models ... | --column ...) [--json]
+    sealstore [--config PATH] status  --db URL (--models ... | --column ...) [--index-config PATH]
+              [--json]
     sealstore [--config PATH] verify  --db URL (--models ... | --column ...) [--batch-size N]
-    sealstore [--config PATH] reindex --db URL --models MODULE --index-config PATH [...]
+    sealstore [--config PATH] reindex --db URL --models MODULE [--index-config PATH] [...]
     sealstore [--config PATH] keys retire KEY_ID --db URL (--models ... | --column ...)
               [--s3 s3://BUCKET/PREFIX]... [--endpoint-url URL] [--force] [--json]
     sealstore [--config PATH] db init [--db URL] [--json]
@@ -17,7 +18,16 @@ column-bound column known only by name.  The database is ``--db`` or ``$SEALSTOR
 (or the registry's URL when the key source is a database).  Nothing prints plaintext or key
 material.  ``--json`` prints one JSON document on stdout and nothing else there (progress,
 warnings and errors go to stderr).  Exit status: 0 ok, 1 something is left (failures, values
-not under the primary -- ``status`` too -- references), 2 usage error.
+not under the primary -- ``status`` too, with blind-index values never filled and blind indexes
+whose keyring is not configured -- references), 2 usage error, 3 a column is not stored as its
+model declares (``ColumnNotConverted``/``ColumnTypeMismatch``: an encrypted column still
+plaintext, a plain model column holding sealed values; the line names the fix).
+
+Blind indexes use their own keyring: ``--index-config PATH`` (``status``, ``reindex``) loads it
+as the named configuration ``index`` (``sealstore.config.load_config(path, name="index")``:
+only ``SEALSTORE_INDEX_*`` variables apply); without it, ``$SEALSTORE_INDEX_CONFIG`` /
+``SEALSTORE_INDEX_*`` are used when set.  It must share no key with the column keyring
+(``SharedIndexKey``).
 """
 
 from __future__ import annotations
@@ -56,7 +66,48 @@ class RuntimeFailure(Exception):
 def _config(args):
     from sealstore.config import load_config
 
-    return load_config(getattr(args, "config", None))
+    return load_config(getattr(args, "config", None), name=getattr(args, "config_name", None))
+
+
+def _index_keyrings(args, env) -> list[str]:
+    """Register the keyring of every blind index of ``env`` under its name: from
+    ``--index-config`` (``name="index"``: only ``SEALSTORE_INDEX_*`` variables apply), else
+    from the named configuration of that keyring when the environment has one
+    (``$SEALSTORE_INDEX_CONFIG`` or ``SEALSTORE_INDEX_*`` for "index").  Each is checked to
+    share no key with the column keyring (SharedIndexKey).  Returns the names left without a
+    keyring."""
+    from sealstore.blind_index import check_separate
+    from sealstore.config import config_present, load_config
+    from sealstore.errors import ConfigError
+
+    missing = []
+    for name in sorted({spec.type.keyring for spec in env.indexes}):
+        if args.index_config:
+            cfg = load_config(args.index_config, name="index")
+        else:
+            try:
+                present = config_present(name)
+            except ConfigError:  # a keyring name that cannot name a configuration
+                present = False
+            if not present:
+                missing.append(name)
+                continue
+            cfg = load_config(None, name=name)
+        keyring = env.register(cfg.load_keyring(), name)
+        check_separate(keyring, env.keyring, index_name=name, other_name=args.keyring,
+                       what="the blind indexes' keyring")  # fmt: skip
+    return missing
+
+
+def _index_hint(name: str) -> str:
+    from sealstore.config import env_prefix
+    from sealstore.errors import ConfigError
+
+    try:
+        prefix = env_prefix(name)
+    except ConfigError:
+        return "pass --index-config PATH"
+    return f"pass --index-config PATH or set {prefix}CONFIG"
 
 
 def _db_url(args, cfg) -> str:
@@ -212,6 +263,23 @@ def _check_tables(engine, columns, indexes) -> None:
         )
 
 
+def _check_models(args, engine, columns, indexes) -> None:
+    """ColumnNotConverted / ColumnTypeMismatch (exit 3) when a column of the tables the
+    command works on is not stored as its model declares: an encrypted column still plaintext
+    or of another type, or a plain model column that holds sealed values."""
+    from sealstore.migrations.rotation.spec import _tables
+    from sealstore.migrations.rotation.stored import check_plain_columns, check_specs
+
+    names = {(s.schema, s.table) for s in columns} | {(s.source.schema, s.table) for s in indexes}
+    tables = [
+        t for m in args.models or () for t in _tables(_load_models(m))
+        if (t.schema, t.name) in names
+    ]  # fmt: skip
+    with engine.connect() as conn:
+        check_specs(conn, [*columns, *indexes])
+        check_plain_columns(conn, tables)
+
+
 @contextmanager
 def _setup(args):
     """(keyring, engine, column specs using that keyring, index specs); closes and disposes
@@ -227,6 +295,7 @@ def _setup(args):
         _connect_check(engine)
         columns, indexes = _specs(args, engine, args.keyring)
         _check_tables(engine, columns, indexes)
+        _check_models(args, engine, columns, indexes)
         columns = [s for s in columns if s.keyring == args.keyring]
         yield _Setup(keyring, engine, columns, indexes, extra)
     finally:
@@ -286,6 +355,7 @@ def _guard(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namesp
     """Usage errors exit 2; environment and database failures exit 1; one line each."""
 
     def wrapper(args: argparse.Namespace) -> int:
+        from sealstore.errors import ColumnTypeMismatch
         from sealstore.migrations.transient import describe, safe_text
         from sqlalchemy.exc import SQLAlchemyError
 
@@ -295,6 +365,8 @@ def _guard(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namesp
             return _fail(str(exc), 2)
         except RuntimeFailure as exc:
             return _fail(str(exc), 1)
+        except ColumnTypeMismatch as exc:  # the models and the database disagree: exit 3
+            return _fail(str(exc), 3)
         except SQLAlchemyError as exc:  # no parameters, no text that may quote a value
             return _fail(f"database error: {describe(exc)}{safe_text(exc)}", 1)
 
@@ -366,14 +438,16 @@ def cmd_rotate(args: argparse.Namespace) -> int:
 @_guard
 def cmd_reindex(args: argparse.Namespace) -> int:
     """Recompute blind indexes that are not under the index keyring's primary key."""
-    from sealstore.config import load_config
     from sealstore.migrations.rotation.reindex import reindex
 
     with _setup(args) as env:
         if not env.indexes:
             raise UsageError("no blind index found in --models")
-        for name in sorted({spec.type.keyring for spec in env.indexes}):
-            env.register(load_config(args.index_config).load_keyring(), name)
+        missing = _index_keyrings(args, env)
+        if missing:
+            raise UsageError(
+                f"no configuration for the index keyring {missing[0]!r}: {_index_hint(missing[0])}"
+            )
         results = reindex(
             env.engine, env.indexes, batch_size=args.batch_size, dry_run=args.dry_run,
             progress=_progress(args), retry=_retry(args),
@@ -388,21 +462,45 @@ def cmd_status(args: argparse.Namespace) -> int:
     from sealstore.migrations.rotation.status import status
 
     with _setup(args) as env:
+        missing = _index_keyrings(args, env) if env.indexes else []
         report = status(env.engine, env.columns, env.indexes)
         states = {k.key_id: k.state.value for k in env.keyring.keys}
-    left = sum(c.not_primary for c in report.columns)
     if args.json:
         print(_status_json(report))
     else:
         _print_key_table(report, states)
         _print_jobs(report.jobs)
-    if left:  # exit 1: values remain under old keys (or hold no key id): rotate them first
+    # exit 1 while anything is left: values under old keys (or holding no key id), index
+    # values never filled, blind indexes whose keyring is unknown
+    for name in missing:
         print(
-            f"sealstore: {left} values are not under their primary key "
-            "(run sealstore rotate / reindex)",
+            f"sealstore: the keyring {name!r} of the blind indexes is not configured, so their "
+            f"primary key is unknown: {_index_hint(name)}",
             file=sys.stderr,
         )
-    return 1 if left else 0
+    columns = [c for c in report.columns if c.kind == "encrypted"]
+    indexes = [c for c in report.columns if c.kind != "encrypted"]
+    old_values = sum(c.not_primary for c in columns)
+    old_index = sum(c.not_primary for c in indexes if c.primary_key_id is not None)
+    unfilled = sum(c.unfilled for c in indexes)
+    if old_values:
+        print(
+            f"sealstore: {old_values} values are not under their primary key (run sealstore rotate)",
+            file=sys.stderr,
+        )
+    if old_index:
+        print(
+            f"sealstore: {old_index} blind-index values are not under the index keyring's primary "
+            "key (run sealstore reindex)",
+            file=sys.stderr,
+        )
+    if unfilled:
+        print(
+            f"sealstore: {unfilled} blind-index values are NULL while their source is set (an "
+            "index added to existing rows; lookups miss them: run sealstore reindex)",
+            file=sys.stderr,
+        )
+    return 1 if old_values or old_index or unfilled or missing else 0
 
 
 def _status_json(report) -> str:
@@ -413,7 +511,8 @@ def _status_json(report) -> str:
             "column": c.name, "kind": c.kind, "rows": c.rows, "nulls": c.nulls,
             "primary": None if c.primary_key_id is None else f"{c.primary_key_id:08x}",
             "by_key": {("-" if k is None else f"{k:08x}"): n for k, n in c.by_key.items()},
-            "not_primary": c.not_primary,
+            "not_primary": c.not_primary, "keyring": c.keyring,
+            **({"unfilled": c.unfilled} if c.kind == "blind index" else {}),
         } for c in report.columns],
         "jobs": [{
             "job_id": j.job_id, "kind": j.kind, "column": f"{j.table_name}.{j.column_name}",
@@ -432,11 +531,19 @@ def _print_key_table(report, states: dict) -> None:
             if k is None:
                 state = "malformed"
             elif c.kind == "blind index":
-                state = "primary" if k == c.primary_key_id else "index key"
+                if c.primary_key_id is None:
+                    state = "unknown-keyring"
+                else:
+                    state = "primary" if k == c.primary_key_id else "index key"
             else:
                 state = states.get(k, "unknown")
             table.append((c.name, "-" if k is None else f"{k:08x}", state, str(n)))
-        table.append((c.name, "NULL", "-", str(c.nulls)))
+        if c.kind == "blind index" and c.unfilled:
+            table.append((c.name, "NULL", "unfilled", str(c.unfilled)))  # source set
+            if c.nulls - c.unfilled:
+                table.append((c.name, "NULL", "-", str(c.nulls - c.unfilled)))
+        else:
+            table.append((c.name, "NULL", "-", str(c.nulls)))
     widths = [max(len(r[i]) for r in table) for i in range(4)]
     for row in table:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
@@ -560,7 +667,7 @@ def _retire_json(key, action: str, refs, checked: list[str], *, done: bool) -> s
     return json.dumps({
         "key_id": key.id_hex, "action": action, "done": done, "state": key.state.value,
         "forced": bool(refs) and done, "checked": checked,
-        "references": [{"name": r.name, "count": r.count} for r in refs],
+        "references": [{"name": r.name, "count": r.count, "kind": r.kind} for r in refs],
     }, indent=2)  # fmt: skip
 
 
@@ -621,13 +728,12 @@ def _references(args, engine, specs, key_id: int, urls: list[str]):
 
 def _refused(action: str, key, refs, checked: list[str], force: bool) -> bool:
     """Say why ``action`` must not go ahead (True), or what ``--force`` goes ahead with."""
-    from sealstore.migrations.rotation.retire import describe
+    from sealstore.migrations.rotation.retire import describe, remedy
 
     if refs and not force:
         print(
             f"sealstore: refusing to {action} key {key.id_hex}: {sum(r.count for r in refs)} values "
-            f"still use it ({describe(refs)}); run `sealstore rotate` (and `sealstore s3 rotate`) "
-            "first, or pass --force",
+            f"still use it ({describe(refs)}); run {remedy(refs)} first, or pass --force",
             file=sys.stderr,
         )
         return True
@@ -705,6 +811,16 @@ def _columns_args(p, *, progress: bool = True, json_output: bool = True) -> None
                        help="progress bar on a terminal, log lines otherwise (default auto)")  # fmt: skip
 
 
+def _index_config_arg(p) -> None:
+    p.add_argument(
+        "--index-config",
+        metavar="PATH",
+        help="sealstore config of the blind indexes' keyring, loaded as the 'index' "
+        "configuration (only SEALSTORE_INDEX_* variables apply); default: "
+        "$SEALSTORE_INDEX_CONFIG / SEALSTORE_INDEX_* when set",
+    )
+
+
 def add_commands(commands: Subcommands) -> None:
     """Add rotate, reindex, status and verify to the console script's sub-commands."""
     p = commands.add_parser(
@@ -729,12 +845,7 @@ def add_commands(commands: Subcommands) -> None:
         "primary key (online, resumable).",
     )
     _columns_args(p)
-    p.add_argument(
-        "--index-config",
-        required=True,
-        metavar="PATH",
-        help="sealstore config of the index keyring",
-    )
+    _index_config_arg(p)
     p.add_argument("--dry-run", action="store_true", help="only count what would change")
     p.set_defaults(func=cmd_reindex)
 
@@ -742,10 +853,14 @@ def add_commands(commands: Subcommands) -> None:
         "status",
         help="rows per key id per column (SQL only), running jobs",
         description="Count the rows of each encrypted column and blind index per key id "
-        "(SQL only, nothing decrypted) and list running jobs. Exit status 1 when values "
-        "remain under keys other than the primary (rotation not finished), else 0.",
+        "(SQL only, nothing decrypted), the blind-index values never filled (NULL while the "
+        "source is set), and list running jobs. Exit status 1 while anything is left: values "
+        "under keys other than their keyring's primary (rotate / reindex not finished), "
+        "unfilled index values (reindex), blind indexes whose keyring is not configured; "
+        "else 0.",
     )
     _columns_args(p, progress=False)
+    _index_config_arg(p)
     p.set_defaults(func=cmd_status)
 
     p = commands.add_parser(

@@ -25,6 +25,7 @@ from ..cursor import PrimaryKey, in_range
 from ..transient import RetryPolicy
 from .reseal import key_id_bytes, key_id_sql
 from .spec import ColumnSpec, IndexSpec, specs_from_metadata
+from .stored import check_spec
 from .progress import Progress
 from .worker import BatchStats, Event, WorkerResult
 
@@ -52,6 +53,11 @@ class ReindexTask:
 
     def target_key_id(self) -> int:
         return self.spec.get_keyring().primary.key_id
+
+    def check_stored(self, conn: Connection) -> None:
+        """ColumnNotConverted / ColumnTypeMismatch when the source or the index column is not
+        stored as bytes (see :mod:`~sealstore.migrations.rotation.stored`)."""
+        check_spec(conn, self.spec)
 
     def _stale(self, key_id: int):
         src, idx = self.src, self.idx

@@ -26,6 +26,7 @@ from .cas import keys_in, swap_until_settled
 from ..cursor import PrimaryKey, in_range
 from ..transient import RetryPolicy
 from .spec import ColumnSpec, specs_from_metadata
+from .stored import check_spec
 from .progress import Progress
 from .worker import BatchStats, Event, WorkerResult
 
@@ -76,6 +77,11 @@ class ResealTask:
 
     def target_key_id(self) -> int:
         return self.spec.get_keyring().primary.key_id
+
+    def check_stored(self, conn: Connection) -> None:
+        """ColumnNotConverted / ColumnTypeMismatch when the column is not stored as sealed
+        bytes (see :mod:`~sealstore.migrations.rotation.stored`)."""
+        check_spec(conn, self.spec)
 
     def _stale(self, key_id: int):
         return and_(self.col.is_not(None), key_id_sql(self.col) != key_id_bytes(key_id))

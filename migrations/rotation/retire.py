@@ -21,6 +21,7 @@ from ..schema import S3_PREFIXES_TABLE, sealstore_s3_prefixes
 
 __all__ = [
     "describe",
+    "remedy",
     "find_references",
     "register_s3_prefix",
     "registered_s3_prefixes",
@@ -138,8 +139,23 @@ def find_references(
     for url in urls:
         n = s3_references(s3_client, url, key_id)
         if n:
-            found.append(Reference(url, n))
+            found.append(Reference(url, n, "s3"))
     return found
+
+
+def remedy(refs: list[Reference]) -> str:
+    """The commands that move the referencing values off the key: ``sealstore rotate`` for
+    encrypted columns, ``sealstore reindex`` for blind indexes (index keys), ``sealstore s3
+    rotate`` for objects."""
+    fixes = []
+    kinds = {r.kind for r in refs}
+    if "encrypted" in kinds:
+        fixes.append("`sealstore rotate`")
+    if "blind index" in kinds:
+        fixes.append("`sealstore reindex` (blind indexes: the index keyring's config)")
+    if "s3" in kinds:
+        fixes.append("`sealstore s3 rotate`")
+    return " and ".join(fixes) or "`sealstore rotate`"
 
 
 def describe(refs: list[Reference]) -> str:

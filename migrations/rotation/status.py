@@ -1,7 +1,8 @@
 """Where each key is used, counted in SQL from the key id's fixed offset (nothing decrypted).
 
 :func:`status` gives, per encrypted column (and blind-index column), the rows per key id, the
-NULLs, and the running jobs.  :func:`references` counts the values that name one key id, which
+NULLs (for a blind index also the NULL index values whose source is set: never filled), and the
+running jobs.  :func:`references` counts the values that name one key id, which
 ``sealstore keys retire`` requires to be zero.
 """
 
@@ -21,6 +22,7 @@ from . import jobs
 from .reseal import key_id_bytes, key_id_sql
 from ..schema import JOBS_TABLE
 from .spec import ColumnSpec, IndexSpec, specs_from_metadata
+from .stored import check_spec
 from ..transient import scrubbed
 
 __all__ = [
@@ -46,11 +48,22 @@ class ColumnStatus:
     nulls: int
     by_key: dict[int | None, int]
     primary_key_id: int | None
+    #: blind index: NULL index values whose source value is set (rows written before the index
+    #: existed, never filled: lookups miss them until ``sealstore reindex``); 0 for columns
+    unfilled: int = 0
+    #: the keyring name the primary is read from (None: not known)
+    keyring: str | None = None
 
     @property
     def not_primary(self) -> int:
         """Non-NULL values whose key id is not the primary's."""
         return sum(n for k, n in self.by_key.items() if k != self.primary_key_id)
+
+    @property
+    def left(self) -> int:
+        """Values a rotation or re-index still has to write: not under the primary (all of
+        them while the primary is unknown), and unfilled index values."""
+        return self.not_primary + self.unfilled
 
 
 @dataclass
@@ -63,10 +76,12 @@ class StatusReport:
 
 @dataclass(frozen=True)
 class Reference:
-    """``count`` values of column ``name`` name the key."""
+    """``count`` values of column ``name`` name the key (``kind``: "encrypted", "blind index"
+    or "s3")."""
 
     name: str
     count: int
+    kind: str = "encrypted"
 
 
 def _target(spec: ColumnSpec | IndexSpec):
@@ -96,8 +111,16 @@ def column_status(conn: Connection, spec: ColumnSpec | IndexSpec) -> ColumnStatu
         primary = get_keyring().primary.key_id
     except SealstoreError:  # no keyring under that name (or closed): counts only
         primary = None
-    kind = "blind index" if isinstance(spec, IndexSpec) else "encrypted"
-    return ColumnStatus(spec.name, kind, rows, nulls, by_key, primary)
+    unfilled = 0
+    if isinstance(spec, IndexSpec):
+        source = table.c[spec.source.column]
+        unfilled = conn.execute(
+            select(func.count()).select_from(table).where(col.is_(None), source.is_not(None))
+        ).scalar_one()
+        kind, keyring = "blind index", spec.type.keyring
+    else:
+        kind, keyring = "encrypted", spec.keyring
+    return ColumnStatus(spec.name, kind, rows, nulls, by_key, primary, unfilled, keyring)
 
 
 def status(engine: Engine, columns: Any = (), indexes: Any = ()) -> StatusReport:
@@ -137,6 +160,7 @@ def _status(engine: Engine, columns, indexes) -> StatusReport:
     report = StatusReport()
     with engine.connect() as conn:
         for spec in [*columns, *indexes]:
+            check_spec(conn, spec)  # a text column would end in a TypeError or an SQL error
             report.columns.append(column_status(conn, spec))
         if inspect(conn).has_table(JOBS_TABLE):
             report.jobs = jobs.running_jobs(conn)
@@ -150,6 +174,7 @@ def references(
     out = []
     with engine.connect() as conn:
         for spec in specs:
+            check_spec(conn, spec)
             table, col, offset, _ = _target(spec)
             q = (
                 select(func.count())
@@ -158,5 +183,6 @@ def references(
             )
             n = conn.execute(q).scalar_one()
             if n:
-                out.append(Reference(spec.name, n))
+                kind = "blind index" if isinstance(spec, IndexSpec) else "encrypted"
+                out.append(Reference(spec.name, n, kind))
     return out

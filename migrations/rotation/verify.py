@@ -20,6 +20,7 @@ from ...format import KEY_ID_OFFSET, KEY_ID_SIZE
 from ..cursor import PrimaryKey, after
 from .reseal import as_column_specs
 from .spec import ColumnSpec
+from .stored import check_spec
 from ..transient import scrubbed
 
 __all__ = ["Failure", "VerifyResult", "verify"]
@@ -65,6 +66,7 @@ def _verify_column(engine, spec: ColumnSpec, batch_size, progress, max_failures)
     pk_cols = [table.c[n] for n in spec.pk]
     n = len(pk_cols)
     with engine.connect() as conn:
+        check_spec(conn, spec)  # plaintext in a column declared encrypted: say so, once
         total = conn.execute(
             select(func.count()).select_from(table).where(col.is_not(None))
         ).scalar_one()

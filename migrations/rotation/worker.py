@@ -139,8 +139,17 @@ class WorkerResult:
             self.failures.extend(stats.failures[:room])
 
 
-def _check_tables(engine: Engine) -> None:
+def _check_stored(conn: Connection, task: Task) -> None:
+    """The task's own check of its column's stored type, when it has one."""
+    check = getattr(task, "check_stored", None)
+    if check is not None:
+        check(conn)
+
+
+def _check_tables(engine: Engine, task: Task | None = None) -> None:
     with engine.connect() as conn:
+        if task is not None:
+            _check_stored(conn, task)
         insp = inspect(conn)
         if not (insp.has_table(JOBS_TABLE) and insp.has_table(BATCHES_TABLE)):
             raise MigrationRequired(
@@ -198,7 +207,9 @@ class _Run:
         self.target = task.target_key_id()
 
     def run_all(self, batch_size: int, progress) -> WorkerResult:
-        self.retry.call(lambda: _check_tables(self.engine), f"{self.task.name} start-up checks")
+        self.retry.call(
+            lambda: _check_tables(self.engine, self.task), f"{self.task.name} start-up checks"
+        )
         self.start(batch_size)
         if progress is not None:
             progress.start(f"{self.task.kind} {self.task.name}", self.job.total_estimate)
@@ -347,6 +358,7 @@ def run_each(
 
         def counts(task=task):
             with engine.connect() as conn:
+                _check_stored(conn, task)
                 return task.dry_run_counts(conn)
 
         policy = run_kwargs.get("retry") or RetryPolicy()

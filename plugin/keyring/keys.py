@@ -32,6 +32,11 @@ DEFAULT_TAG_SIZE = 32
 # the single-lane variant initialises faster, so it wins on small values (bench/keyring_bench.py).
 DEFAULT_ADAPTIVE_THRESHOLD = 1024
 _SUBKEY_INFO = b"sealstore/v1/subkey"
+#: Every HKDF ``info`` sealstore derives an internal key with starts with this (the subkeys
+#: above, the object keys of :mod:`sealstore.stream`); ``Keyring.keyed_hash`` refuses it...
+RESERVED_INFO_PREFIX = b"sealstore/"
+#: ... except under these prefixes, which internal derivations never use (blind indexes).
+KEYED_HASH_INFO_PREFIXES = (b"sealstore/v1/blind-index",)
 
 KeyFactory = Callable[[int], "bytes | bytearray"]
 

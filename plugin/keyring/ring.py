@@ -16,6 +16,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from ..errors import (
     InvalidKeyring,
     KeyNotUsable,
+    ReservedDerivation,
     ShortTagRefused,
     UnknownKeyId,
 )
@@ -29,6 +30,8 @@ from .keys import (
     DEFAULT_ADAPTIVE_THRESHOLD,
     DEFAULT_SUITE,
     DEFAULT_TAG_SIZE,
+    KEYED_HASH_INFO_PREFIXES,
+    RESERVED_INFO_PREFIX,
     Key,
     KeyFactory,
     KeyState,
@@ -415,6 +418,15 @@ class Keyring(ValuePath, HoldsKey):
     def keyed_hash(self, key_id: int, info: bytes, data: bytes | bytearray | memoryview) -> bytes:
         """HMAC-SHA256 of ``data`` under HKDF-SHA256(key material, info=``info``), 32 bytes.
 
+        ``info`` must lie outside sealstore's reserved derivation domain: an ``info`` starting
+        with ``sealstore/`` is refused (:class:`~sealstore.errors.ReservedDerivation`) unless
+        it starts with ``sealstore/v1/blind-index`` (what :mod:`sealstore.blind_index` uses).
+        Every internal key (the values' subkeys, ``sealstore/v1/subkey`` || header; the object
+        keys, ``sealstore/v1/object...``) is derived under another ``sealstore/`` prefix, so
+        no accepted ``info`` can make this HMAC key equal to, or a prefix or an extension of,
+        an internal key.  Accepted ``info`` values derive exactly as before (stored blind
+        indexes keep matching).
+
         The derived key is cached per (key, info); destroying the key or closing the keyring
         wipes it, and from then on this raises KeyNotUsable (checked again after hashing, so a
         concurrent close never lets a value computed with a wiped key through).
@@ -428,6 +440,12 @@ class Keyring(ValuePath, HoldsKey):
         return mac
 
     def _new_hash_key(self, key_id: int, info: bytes) -> bytearray:
+        info = bytes(info)
+        if info.startswith(RESERVED_INFO_PREFIX) and not info.startswith(KEYED_HASH_INFO_PREFIXES):
+            raise ReservedDerivation(
+                "keyed_hash: info starting with 'sealstore/' is reserved for sealstore's own "
+                "key derivations (only 'sealstore/v1/blind-index...' is accepted there)"
+            )
         with self._lock:
             self._check_open()
             key = self.get(key_id)
@@ -435,13 +453,13 @@ class Keyring(ValuePath, HoldsKey):
                 raise KeyNotUsable(f"key {key.id_hex} is destroyed")
             if (key_id, info) in self._hash_keys:  # another thread derived it meanwhile
                 return self._hash_keys[(key_id, info)]
-            hkdf = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=bytes(info))
+            hkdf = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=info)
             out = bytearray(32)
             if hasattr(hkdf, "derive_into"):
                 hkdf.derive_into(key._live_material(), out)
             else:  # pragma: no cover - older cryptography
                 out[:] = hkdf.derive(bytes(key._live_material()))
-            self._hash_keys = {**self._hash_keys, (key_id, bytes(info)): out}
+            self._hash_keys = {**self._hash_keys, (key_id, info): out}
             return out
 
     def _forget_hash_keys(self, which: Callable[[int], bool]) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -35,10 +36,11 @@ from sqlalchemy import (
     text,
 )
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import ArgumentError, DBAPIError, NoSuchModuleError, OperationalError
 
 from ..errors import InvalidKeyring, KeySourceError
 from ..format import Suite
+from ..redact import mask_url
 from .metadata import StoreMeta
 from ..keyring import KeyState
 from .base import KeyRecord, KeySource
@@ -84,17 +86,29 @@ class DatabaseKeySource(KeySource):
         if wrapper is None:
             raise ValueError("the database registry stores wrapped keys only: give a wrapper")
         super().__init__(wrapper)
-        self.engine: Engine = create_engine(engine) if isinstance(engine, str) else engine
+        self.engine: Engine = _engine(engine) if isinstance(engine, str) else engine
         self._tx = threading.local()  # .conn: the locked transaction of this thread, if any
 
     def __repr__(self) -> str:
-        return f"DatabaseKeySource({self.engine.url.render_as_string(hide_password=True)!r})"
+        # SQLAlchemy's hide_password masks the user-info password only, not ?password=...
+        url = mask_url(self.engine.url.render_as_string(hide_password=False))
+        return f"DatabaseKeySource({url!r})"
 
     __str__ = __repr__
 
+    @contextlib.contextmanager
+    def _database_errors(self) -> Iterator[None]:
+        """A driver's error (cannot connect, cannot open the SQLite file, a statement refused)
+        as a KeySourceError naming its class and code, never the statement's parameters."""
+        try:
+            yield
+        except DBAPIError as exc:
+            raise KeySourceError(f"{self}: the database failed: {_driver_error(exc)}") from None
+
     def create_table(self) -> None:
         """Create ``sealstore_keys`` if missing (applications normally use the migration)."""
-        metadata.create_all(self.engine, tables=[sealstore_keys])
+        with self._database_errors():
+            metadata.create_all(self.engine, tables=[sealstore_keys])
 
     @contextlib.contextmanager
     def _connection(self) -> Iterator[Connection]:
@@ -113,95 +127,189 @@ class DatabaseKeySource(KeySource):
         ``GET_LOCK`` named lock on MySQL/MariaDB (row locks there deadlock with the inserts),
         ``SELECT ... FOR UPDATE`` of every row elsewhere.  Reads and writes inside it go
         through this transaction; it commits when the block ends, rolls back on an error."""
-        if create:
-            self.create_table()
-        elif not inspect(self.engine).has_table(TABLE_NAME):
-            raise KeySourceError(f"{self}: table {TABLE_NAME} does not exist; run the migration")
-        with self.engine.connect() as conn:
-            unlock = _lock_registry(conn)
-            self._tx.conn = conn
-            try:
-                yield
-                conn.commit()
-            except BaseException:
-                conn.rollback()
-                raise
-            finally:
-                self._tx.conn = None
-                unlock()
+        with self._database_errors():
+            if create:
+                self.create_table()
+            elif not inspect(self.engine).has_table(TABLE_NAME):
+                raise KeySourceError(
+                    f"{self}: table {TABLE_NAME} does not exist; run the migration"
+                )
+            with self.engine.connect() as conn:
+                unlock = _lock_registry(conn)
+                self._tx.conn = conn
+                try:
+                    yield
+                    conn.commit()
+                except BaseException:
+                    conn.rollback()
+                    raise
+                finally:
+                    self._tx.conn = None
+                    unlock()
 
     def exists(self) -> bool:
-        if not inspect(self.engine).has_table(TABLE_NAME):
-            return False
-        with self._connection() as conn:
-            return bool(conn.execute(select(func.count()).select_from(sealstore_keys)).scalar())
+        with self._database_errors():
+            if not inspect(self.engine).has_table(TABLE_NAME):
+                return False
+            with self._connection() as conn:
+                return bool(conn.execute(select(func.count()).select_from(sealstore_keys)).scalar())
 
     def _read(self) -> list[KeyRecord]:
-        in_tx = getattr(self._tx, "conn", None) is not None
-        if not in_tx and not inspect(self.engine).has_table(TABLE_NAME):
-            raise KeySourceError(f"{self}: table {TABLE_NAME} does not exist; run the migration")
-        with self._connection() as conn:
-            rows = conn.execute(select(sealstore_keys).order_by(sealstore_keys.c.created_at)).all()
-        if not rows:
-            raise KeySourceError(f"{self}: no keys; run `sealstore keys init` first")
-        meta = [r for r in rows if r.key_id == METADATA_ROW]
-        rows = [r for r in rows if r.key_id != METADATA_ROW]
-        if not rows:
-            raise KeySourceError(f"{self}: no keys; run `sealstore keys init` first")
-        fmt = 2 if meta else 1
-        if meta:
-            blob = bytes(meta[0].wrapped_key or b"")
-            self._stored_meta = StoreMeta(2, blob[:-_TAG_SIZE] or None, blob[-_TAG_SIZE:])
-        else:
-            self._stored_meta = StoreMeta(1)
-        out = []
-        for row in rows:
-            try:
-                out.append(
-                    KeyRecord(
-                        key_id=row.key_id,
-                        suite=Suite.parse(row.suite),
-                        state=KeyState(row.state),
-                        created_at=row.created_at,
-                        rotated_at=row.rotated_at,
-                        wrapped=bytes(row.wrapped_key) if row.wrapped_key is not None else None,
-                        wrap_format=fmt,
-                    )
+        with self._database_errors():
+            in_tx = getattr(self._tx, "conn", None) is not None
+            if not in_tx and not inspect(self.engine).has_table(TABLE_NAME):
+                raise KeySourceError(
+                    f"{self}: table {TABLE_NAME} does not exist; run the migration"
                 )
-            except ValueError as exc:
-                raise KeySourceError(f"{self}: key {row.key_id:08x}: {exc}") from None
-        log.debug("read %d key rows from %s (store format %d)", len(out), self, fmt)
-        return out
+            try:
+                with self._connection() as conn:
+                    rows = conn.execute(
+                        select(sealstore_keys).order_by(sealstore_keys.c.created_at)
+                    ).all()
+            except _CONVERSION_ERRORS as exc:  # a driver or SQLAlchemy converter refused a value
+                raise KeySourceError(
+                    f"{self}: a row of {TABLE_NAME} holds a value its column's type cannot hold "
+                    f"({type(exc).__name__}); the table was edited outside sealstore"
+                ) from None
+            if not rows:
+                raise KeySourceError(f"{self}: no keys; run `sealstore keys init` first")
+            meta = [r for r in rows if _is_int(r.key_id) and r.key_id == METADATA_ROW]
+            rows = [r for r in rows if not (_is_int(r.key_id) and r.key_id == METADATA_ROW)]
+            if not rows:
+                raise KeySourceError(f"{self}: no keys; run `sealstore keys init` first")
+            if len(meta) > 1:
+                raise KeySourceError(f"{self}: {len(meta)} metadata rows (key_id -1); expected one")
+            fmt = 2 if meta else 1
+            if meta:
+                blob = meta[0].wrapped_key
+                if (meta[0].suite, meta[0].state) != ("metadata", "format-2"):
+                    raise KeySourceError(
+                        f"{self}: the metadata row (key_id -1) is not one sealstore wrote (its suite "
+                        "and state must be 'metadata' and 'format-2'); the table was edited outside "
+                        "sealstore"
+                    )
+                if not isinstance(blob, (bytes, bytearray, memoryview)):
+                    raise KeySourceError(
+                        f"{self}: the metadata row (key_id -1) has no wrapped_key bytes "
+                        f"({type(blob).__name__}); the table was edited outside sealstore"
+                    )
+                blob = bytes(blob)
+                self._stored_meta = StoreMeta(2, blob[:-_TAG_SIZE] or None, blob[-_TAG_SIZE:])
+            else:
+                self._stored_meta = StoreMeta(1)
+            out = [self._record(row, fmt) for row in rows]
+            log.debug("read %d key rows from %s (store format %d)", len(out), self, fmt)
+            return out
+
+    def _record(self, row: Any, fmt: int) -> KeyRecord:
+        """One row as a KeyRecord; any value of the wrong type or range is a KeySourceError
+        naming the row and the column, never the value of ``wrapped_key``."""
+        kid = row.key_id
+        where = f"key {kid:08x}" if _is_int(kid) and 0 <= kid <= 0xFFFFFFFF else "a row"
+        try:
+            if not isinstance(row.suite, str):
+                raise ValueError(f"suite: must be text, not {type(row.suite).__name__}")
+            if not isinstance(row.state, str):
+                raise ValueError(f"state: must be text, not {type(row.state).__name__}")
+            wrapped = row.wrapped_key
+            if wrapped is not None and not isinstance(wrapped, (bytes, bytearray, memoryview)):
+                raise ValueError(f"wrapped_key: must be bytes, not {type(wrapped).__name__}")
+            return KeyRecord(
+                key_id=kid,
+                suite=Suite.parse(row.suite),
+                state=KeyState(row.state),
+                created_at=row.created_at,
+                rotated_at=row.rotated_at,
+                wrapped=bytes(wrapped) if wrapped is not None else None,
+                wrap_format=fmt,
+            )
+        except _CONVERSION_ERRORS as exc:
+            raise KeySourceError(f"{self}: {where} of {TABLE_NAME}: {_short(exc)}") from None
 
     def _write(self, records: list[KeyRecord], *, create: bool, meta: StoreMeta) -> None:
-        t = sealstore_keys
-        with self._connection() as conn:
-            existing = set(conn.execute(select(t.c.key_id)).scalars())
-            if create and existing:
-                raise KeySourceError(f"{self} already holds a keyring; refusing to overwrite it")
-            if meta.fmt >= 2:
-                _put_metadata(conn, meta, METADATA_ROW in existing)
-            for r in records:
-                values = {
-                    "suite": str(r.suite),
-                    "state": r.state.value,
-                    "created_at": r.created_at,
-                    "rotated_at": r.rotated_at,
-                    "wrapped_key": r.wrapped,
-                }
-                if r.key_id in existing:
-                    conn.execute(t.update().where(t.c.key_id == r.key_id).values(**values))
-                else:
-                    conn.execute(t.insert().values(key_id=r.key_id, **values))
-            primaries = conn.execute(
-                select(func.count()).select_from(t).where(t.c.state == KeyState.PRIMARY.value)
-            ).scalar()
-            if primaries != 1:  # a concurrent rotation on another server: roll back
-                raise InvalidKeyring(
-                    f"{self}: writing would leave {primaries} primary keys (concurrent rotation?); "
-                    "refresh the keyring and retry"
-                )
-        log.debug("wrote %d key rows to %s (store format %d)", len(records), self, meta.fmt)
+        with self._database_errors():
+            t = sealstore_keys
+            with self._connection() as conn:
+                existing = set(conn.execute(select(t.c.key_id)).scalars())
+                if create and existing:
+                    raise KeySourceError(
+                        f"{self} already holds a keyring; refusing to overwrite it"
+                    )
+                if meta.fmt >= 2:
+                    _put_metadata(conn, meta, METADATA_ROW in existing)
+                for r in records:
+                    values = {
+                        "suite": str(r.suite),
+                        "state": r.state.value,
+                        "created_at": r.created_at,
+                        "rotated_at": r.rotated_at,
+                        "wrapped_key": r.wrapped,
+                    }
+                    if r.key_id in existing:
+                        conn.execute(t.update().where(t.c.key_id == r.key_id).values(**values))
+                    else:
+                        conn.execute(t.insert().values(key_id=r.key_id, **values))
+                primaries = conn.execute(
+                    select(func.count()).select_from(t).where(t.c.state == KeyState.PRIMARY.value)
+                ).scalar()
+                if primaries != 1:  # a concurrent rotation on another server: roll back
+                    raise InvalidKeyring(
+                        f"{self}: writing would leave {primaries} primary keys (concurrent rotation?); "
+                        "refresh the keyring and retry"
+                    )
+            log.debug("wrote %d key rows to %s (store format %d)", len(records), self, meta.fmt)
+
+
+# what converting a stored value can raise when it is not of its column's type (SQLite keeps
+# any value in any column): the date parser's ValueError, TypeError on a number, ...
+_CONVERSION_ERRORS = (ValueError, TypeError, AttributeError, OverflowError, UnicodeError)
+
+
+def _driver_error(exc: DBAPIError) -> str:
+    """The driver's error class, its SQLSTATE or code, and for a connection-level error
+    (OperationalError) the first line of the driver's message, which holds no parameters."""
+    orig = exc.orig
+    name = type(orig).__name__ if orig is not None else type(exc).__name__
+    code = getattr(orig, "sqlstate", None) or getattr(orig, "pgcode", None)
+    args = getattr(orig, "args", ())
+    if code is None and args and isinstance(args[0], int):  # MySQL/MariaDB drivers
+        code = args[0]
+    out = name + (f" [{code}]" if code else "")
+    if isinstance(exc, OperationalError) and orig is not None:
+        line = (str(orig).strip().splitlines() or [""])[0]
+        out += f": {line[:200]}"
+    return out
+
+
+def _is_int(value: object) -> bool:
+    return type(value) is int
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc)
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
+def _engine(url: str) -> Engine:
+    """``create_engine(url)``; a URL that cannot be used is a KeySourceError whose message
+    holds no part of the URL (it may carry a password)."""
+    try:
+        return create_engine(url)
+    except NoSuchModuleError:
+        dialect = url.partition("://")[0]
+        dialect = dialect if re.fullmatch(r"[A-Za-z0-9_.+-]{1,40}", dialect) else "?"
+        raise KeySourceError(
+            f"database key source: no SQLAlchemy dialect or driver {dialect!r} is installed"
+        ) from None
+    except ImportError as exc:
+        raise KeySourceError(
+            f"database key source: the URL's database driver is not installed (module {exc.name})"
+        ) from None
+    except (ArgumentError, ValueError, TypeError) as exc:
+        raise KeySourceError(
+            f"database key source: not a usable SQLAlchemy URL ({type(exc).__name__}; the URL "
+            "is not shown, it may hold a password): dialect+driver://user:password@host:port/db"
+        ) from None
 
 
 def _put_metadata(conn: Connection, meta: StoreMeta, exists: bool) -> None:

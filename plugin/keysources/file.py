@@ -100,7 +100,8 @@ class _KeyFileModel(BaseModel):
     model_config: ClassVar[ConfigDict] = ConfigDict(extra="forbid")
 
     sealstore_keyring: Literal[1, 2]  # 2: wrapped keys with authenticated metadata
-    version: int = Field(default=0, ge=0)  # bumped by every write; absent in older files
+    # bumped by every write; absent in older files (the metadata tag covers it as 8 bytes)
+    version: int = Field(default=0, ge=0, lt=2**63)
     wrapping: dict[str, Any] = {"type": "none"}
     metadata_key: str | None = None  # format 2: the wrapped metadata key
     metadata_tag: str | None = None  # format 2: HMAC-SHA256 over the metadata
@@ -169,12 +170,19 @@ class KeyFile(KeySource):
         raw = read_secret_file(self.path)
         try:
             data = json.loads(raw)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise ConfigError(f"key file {self.path}: not valid JSON ({exc})") from None
+        except ValueError as exc:  # not UTF-8, not JSON, an integer past Python's digit limit
+            text = str(exc)
+            text = text if len(text) <= 200 else text[:200] + "..."
+            raise ConfigError(f"key file {self.path}: not valid JSON ({text})") from None
+        except RecursionError:
+            raise ConfigError(f"key file {self.path}: not valid JSON (nested too deeply)") from None
+        del raw
         try:
             model = _KeyFileModel.model_validate(data)
         except ValidationError as exc:
             raise ConfigError(validation_message(f"key file {self.path}", exc)) from None
+        except RecursionError:  # (pydantic's own guard normally answers first)
+            raise ConfigError(f"key file {self.path}: nested too deeply") from None
         stored = model.wrapping["type"]
         wanted = self.wrapper.kind if self.wrapper is not None else "none"
         if stored != wanted:
@@ -197,19 +205,23 @@ class KeyFile(KeySource):
             base64.b64decode(model.metadata_key) if model.metadata_key else None,
             base64.b64decode(model.metadata_tag) if model.metadata_tag else None,
         )
-        return [
-            KeyRecord(
-                key_id=int(e.id, 16),
-                suite=Suite.parse(e.suite),
-                state=e.state,
-                created_at=e.created_at,
-                rotated_at=e.rotated_at,
-                material=base64.b64decode(e.material) if e.material else None,
-                wrapped=base64.b64decode(e.wrapped) if e.wrapped else None,
-                wrap_format=model.sealstore_keyring,
-            )
-            for e in model.keys
-        ]
+        try:
+            return [self._record(model.sealstore_keyring, e) for e in model.keys]
+        except ValueError as exc:  # from KeyRecord's checks: names the field, never its value
+            raise ConfigError(f"key file {self.path}: keys: {exc}") from None
+
+    @staticmethod
+    def _record(fmt: int, e: _KeyEntry) -> KeyRecord:
+        return KeyRecord(
+            key_id=int(e.id, 16),
+            suite=Suite.parse(e.suite),
+            state=e.state,
+            created_at=e.created_at,
+            rotated_at=e.rotated_at,
+            material=base64.b64decode(e.material) if e.material else None,
+            wrapped=base64.b64decode(e.wrapped) if e.wrapped else None,
+            wrap_format=fmt,
+        )
 
     def _next_version(self, create: bool) -> int:
         return 1 if create else self.version + 1

@@ -33,9 +33,36 @@ class KeyRecord(HoldsKey):
         1  # the store format ``wrapped`` was wrapped for (sealstore.keysources.metadata)
     )
 
-    def __post_init__(self) -> None:  # stores may hand back naive datetimes (SQLite): UTC
-        self.created_at = _utc(self.created_at) or self.created_at
-        self.rotated_at = _utc(self.rotated_at)
+    def __post_init__(self) -> None:
+        """Check the types a store handed back (ValueError naming the field, which the key
+        sources turn into their documented errors); naive datetimes (SQLite) are UTC."""
+        k: object = self.key_id  # (stores hand back whatever a column holds)
+        if type(k) is not int or not 0 <= k <= 0xFFFFFFFF:
+            raise ValueError("key_id: must be an integer in 0..0xffffffff")
+        suite: object = self.suite
+        if not isinstance(suite, Suite):
+            if not isinstance(suite, (str, int)) or isinstance(suite, bool):
+                raise ValueError(f"suite: must be a suite name, not {type(suite).__name__}")
+            self.suite = Suite.parse(suite)  # ValueError naming the unknown suite
+        state: object = self.state
+        if not isinstance(state, KeyState):
+            if not isinstance(state, str):
+                raise ValueError(f"state: must be a key state, not {type(state).__name__}")
+            self.state = KeyState(state)
+        for name in ("created_at", "rotated_at"):
+            value = getattr(self, name)
+            if value is None and name == "rotated_at":
+                continue
+            if not isinstance(value, datetime):
+                raise ValueError(f"{name}: must be a date and time, not {type(value).__name__}")
+            try:
+                setattr(self, name, _utc(value))
+            except (OverflowError, ValueError):
+                raise ValueError(f"{name}: out of range in UTC") from None
+        for name in ("material", "wrapped"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, bytes):
+                raise ValueError(f"{name}: must be bytes, not {type(value).__name__}")
 
     def __repr__(self) -> str:
         return (

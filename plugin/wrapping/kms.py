@@ -8,7 +8,9 @@ by :meth:`KmsWrapper.forget`, which a keyring loaded through a key source calls 
 closed.  ``cache_max_age=0`` turns the cache off.  The encryption context
 ``{"sealstore-key-id": "<8 hex>"}`` binds a blob to its key id.
 Rotating the KEK (:meth:`KmsWrapper.rewrap`) uses ``ReEncrypt``: the material never leaves KMS
-in plaintext and no sealed value changes.
+in plaintext and no sealed value changes.  The log records botocore (and urllib3, and anything
+else but sealstore) makes during a KMS call are withheld (:mod:`sealstore.logguard`): they
+would carry the request parameters and the response body, key material included.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import time
 
 from ..errors import KeySourceError
 from ..extras import require
+from ..logguard import withheld
 from .master import MATERIAL_SIZE, Wrapper
 
 __all__ = ["KmsWrapper"]
@@ -103,7 +106,10 @@ class KmsWrapper(Wrapper):
         what = _what(key_id)
         log.debug("KMS %s for %s under %s", op, what, self.kms_key_id)  # names only: no kwargs
         try:
-            response: dict[str, Any] = getattr(self._client, op)(**kwargs)
+            # botocore logs request parameters and response bodies (key material) at DEBUG:
+            # its records on this thread are withheld for the call (sealstore.logguard)
+            with withheld(f"a sealstore KMS {op}"):
+                response: dict[str, Any] = getattr(self._client, op)(**kwargs)
             return response
         except Exception as exc:  # botocore ClientError, endpoint errors, ...
             code = getattr(exc, "response", {}).get("Error", {}).get("Code", type(exc).__name__)

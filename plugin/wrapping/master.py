@@ -97,7 +97,7 @@ class MasterKeyWrapper(Wrapper):
     def from_file(cls, path: str | os.PathLike[str]) -> MasterKeyWrapper:
         """Read a master key file (base64 of 32 bytes; mode 0600 required)."""
         log.debug("reading master key file %s", path)
-        text = read_secret_file(path).strip()
+        text = read_secret_file(path, limit=4096, what="master key file").strip()
         try:
             key = base64.b64decode(text, validate=True)
         except ValueError:
@@ -119,7 +119,7 @@ class MasterKeyWrapper(Wrapper):
         if path.exists():
             raise KeySourceError(f"{path} already exists; refusing to overwrite a master key")
         key = base64.b64encode(os.urandom(MATERIAL_SIZE)) + b"\n"
-        write_secret_file(path, key, exclusive=True)
+        write_secret_file(path, key, exclusive=True, what="master key file")
         log.info("created master key file %s", path)
         return path
 

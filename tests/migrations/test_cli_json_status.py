@@ -150,7 +150,7 @@ def test_refused_retire_is_a_json_document_too(project, capsys):
     doc = json.loads(out)
     assert code == 1 and "refusing to destroy" in err
     assert (doc["done"], doc["state"], doc["references"]) == (
-        False, "active", [{"name": "json_people.email", "count": 30}],
+        False, "active", [{"name": "json_people.email", "count": 30, "kind": "encrypted"}],
     )  # fmt: skip
     assert_clean(out + err, secrets(tmp_path, engine))
 

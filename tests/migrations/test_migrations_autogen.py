@@ -316,18 +316,18 @@ def test_generated_migrations_import_sealstore(project, keyring):
     command.downgrade(cfg, "base")
 
 
-def test_without_render_item_the_generated_file_fails(project, keyring):
-    """Why the hook matters: with the rewriter alone the file names sealstore unimported."""
+def test_without_render_item_the_generated_file_runs(project, keyring):
+    """Issue 26 item 9: with the rewriter alone (no render_item hook) the file still imports
+    the sealstore types it names (it used to fail with NameError at upgrade)."""
     cfg, engine, _ = project
     cfg.attributes["hooks"] = "rewriter"
     command.upgrade(cfg, "heads")
     cfg.attributes["target"] = _users(sa.String(11), sa.String(20),
                                       sa.Column("profile", EncryptedJSON()))  # fmt: skip
     path = _generate(cfg, "app_0002")
-    assert "import sealstore" not in path.read_text()
-    with pytest.raises(NameError, match="sealstore"):
-        command.upgrade(cfg, "app@head")
-    path.unlink()
+    assert "import sealstore.adapters.sqlalchemy\n" in path.read_text()
+    command.upgrade(cfg, "app@head")
+    assert "profile" in {c["name"] for c in sa.inspect(engine).get_columns("users")}
     command.downgrade(cfg, "base")
 
 

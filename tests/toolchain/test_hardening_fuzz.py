@@ -15,7 +15,7 @@ pytestmark = [
 ]  # compilers, builds, whole runs: pytest -m 'not toolchain' skips them
 
 FUZZ = Path(__file__).resolve().parents[1] / "fuzz"
-TARGETS = ("sealed", "aead", "object", "keyfile", "metadata", "columns")
+TARGETS = ("sealed", "aead", "object", "keyfile", "metadata", "columns", "config", "registry")
 
 sys.path.insert(0, str(FUZZ))
 harness = importlib.import_module("harness")

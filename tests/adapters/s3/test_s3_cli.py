@@ -13,7 +13,7 @@ import pytest
 from fixtures_s3 import make_client
 from sealstore.adapters.s3 import encrypt_client
 from sealstore.adapters.s3.progress import make_object_progress, wants_bar
-from sealstore.adapters.s3.rotate import pending_objects, rotate_objects
+from sealstore.adapters.s3.rotate import default_checkpoint, pending_objects, rotate_objects
 from sealstore.cli import main
 from sealstore.config import load_config
 
@@ -26,6 +26,7 @@ def project(s3_endpoint, bucket, tmp_path, monkeypatch):
     for name in ("SEALSTORE_CONFIG", "SEALSTORE_KEY_SOURCE__PATH"):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))  # the default checkpoints
     config = tmp_path / "sealstore.toml"
     config.write_text(f'[key_source]\ntype = "file"\npath = "{tmp_path / "keys.json"}"\n')
     assert main(["-c", str(config), "keys", "init"]) == 0
@@ -113,11 +114,12 @@ def test_auto_picks_the_bar_on_a_terminal():
         make_object_progress("fancy", 3)
 
 
-def test_default_checkpoint_in_the_current_directory_and_resume(
-    project, capsys, s3_endpoint, bucket
-):
+def test_default_checkpoint_in_the_state_directory_and_resume(project, capsys, s3_endpoint, bucket):
     base, url, tmp_path = project
-    default = tmp_path / f".sealstore-rotate-{hashlib.sha256(url.encode()).hexdigest()[:12]}.json"
+    default = tmp_path / "state" / "sealstore"
+    default /= f"rotate-{hashlib.sha256(url.encode()).hexdigest()[:12]}.json"
+    assert default_checkpoint(url) == str(default)
+    assert (default.parent.stat().st_mode & 0o777) == 0o700  # created private
     kr = load_config(str(tmp_path / "sealstore.toml")).load_keyring()
     s3 = encrypt_client(make_client(s3_endpoint), kr)
 
@@ -139,6 +141,8 @@ def test_default_checkpoint_in_the_current_directory_and_resume(
     assert out.splitlines()[0] == "resumed after 'data/01'"
     assert out.splitlines()[1].startswith("3 objects in ") and "3 re-sealed" in out
     assert json.loads(default.read_text())["complete"] is True
+    assert (default.stat().st_mode & 0o777) == 0o600
+    assert not list(tmp_path.glob(".sealstore-rotate-*"))  # nothing in the working directory
     code, out, _ = run(capsys, *base, url, "--progress", "none")  # complete: starts over
     assert code == 0 and out.startswith("5 objects in ") and "5 already under" in out
 
@@ -147,7 +151,7 @@ def test_dry_run_writes_no_checkpoint(project, capsys):
     base, url, tmp_path = project
     code, out, _ = run(capsys, *base, url, "--dry-run", "--progress", "none")
     assert code == 0 and out.startswith("dry run: 5 objects in ")
-    assert not list(tmp_path.glob(".sealstore-rotate-*"))
+    assert not list((tmp_path / "state").glob("**/*.json"))
 
 
 def test_a_missing_bucket_is_one_error_line(project, capsys):
