@@ -404,6 +404,7 @@ ENTRY_POINT_COMMANDS: dict[str, tuple[str, ...]] = {
         "verify",
         "encrypt-column",
         "decrypt-column",
+        "medium-check",
         "db",
         "keys retire",
         "keys destroy",

@@ -58,6 +58,7 @@ __all__ = [
     "KeySourceError",
     "MalformedCiphertext",
     "MalformedObject",
+    "MediumScrubFailed",
     "MigrationRequired",
     "MissingExtra",
     "NonceReuseRefused",
@@ -336,6 +337,15 @@ class RetryBudgetExhausted(DatabaseOperationFailed):
 
     attempts: int | None = None
     elapsed: float | None = None
+
+
+class MediumScrubFailed(SealstoreError, RuntimeError):
+    """The table rewrite that removes a conversion's old row versions from the database's files
+    (``op.encrypt_column``'s default, :func:`sealstore.migrations.medium.scrub`) cannot run or
+    did not complete: raised before any row is written when the operation could not rewrite
+    the table afterwards (no autocommit), else after the conversion committed; the message
+    says which and the statement that finishes the job (``VACUUM (FULL)``, ``ALTER TABLE ...
+    FORCE``, ``VACUUM``)."""
 
 
 class MissingExtra(SealstoreError, ImportError):

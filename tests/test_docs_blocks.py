@@ -201,8 +201,9 @@ def run_python(block: Block, run: Run) -> None:
     module = types.ModuleType(f"revision_{uuid.uuid4().hex}")
     exec(code, module.__dict__)
     for step in (module.upgrade, module.downgrade, module.upgrade):  # reversible
-        with run.ns["engine"].begin() as conn:
-            with Operations.context(MigrationContext.configure(conn)):
+        with run.ns["engine"].connect() as conn:  # one revision, as Alembic runs it
+            ctx = MigrationContext.configure(conn, opts={"transaction_per_migration": True})
+            with Operations.context(ctx), ctx.begin_transaction(_per_migration=True):
                 step()
 
 

@@ -181,7 +181,8 @@ def test_help_lists_only_installed_commands_and_names_the_extra_of_the_others():
     tail = " ".join(proc.stdout.split("not installed here")[1].split())
     assert "s3: pip install 'sealstore[s3]'" in tail
     assert (
-        "rotate, reindex, status, verify, encrypt-column, decrypt-column, db, keys retire, "
+        "rotate, reindex, status, verify, encrypt-column, decrypt-column, medium-check, db, "
+        "keys retire, "
         "keys destroy: pip install 'sealstore[sqlalchemy]'"
     ) in tail
     assert "exit status" in tail and "130 interrupted" in tail

@@ -214,9 +214,12 @@ def _convert(args, direction: str) -> int:
             op = Operations(ctx)
             kw = dict(plain_type=plain, batch_size=args.batch_size, progress=progress,
                       retry=_retry(args))  # fmt: skip
+            if getattr(args, "no_scrub", False):
+                kw["scrub"] = False
             with ctx.begin_transaction(_per_migration=True):
-                getattr(op, f"{direction}_column")(table, column, type_, **kw)
+                notice = getattr(op, f"{direction}_column")(table, column, type_, **kw)
         progress.finish()
+        _medium_notice(args, notice)
     finally:
         forget_keyring(name)
         keyring.close()
@@ -225,10 +228,24 @@ def _convert(args, direction: str) -> int:
     return 0
 
 
+def _medium_notice(args, notice: str | None) -> None:
+    """What the conversion left on the medium (the operation's last log record, a WARNING
+    that Python prints on stderr even with no handler set): printed here only when warnings
+    of ``sealstore.migrations`` are switched off; always in --json's document."""
+    import logging
+    import sys
+
+    args.medium_notice = notice
+    logger = logging.getLogger("sealstore.migrations")
+    if notice and not args.json and not logger.isEnabledFor(logging.WARNING):
+        print(f"sealstore: {notice}", file=sys.stderr)
+
+
 def _report(args, table: str, column: str, direction: str, total: int, *, already: bool) -> None:
     if args.json:
         doc = {"column": f"{table}.{column}", "operation": f"{direction}-column",
-               "values": total, "already_done": already}  # fmt: skip
+               "values": total, "already_done": already,
+               "medium": getattr(args, "medium_notice", None)}  # fmt: skip
         print(json.dumps(doc, indent=2))
     elif already:
         print(f"{table}.{column}: already {direction}ed ({total} values); nothing to do")
@@ -300,4 +317,12 @@ def add_convert_commands(commands: Subcommands) -> None:
         )
         p.add_argument("--progress", choices=("auto", "bar", "log", "none"), default="auto")
         p.add_argument("--json", action="store_true", help="machine-readable output")
+        if name == "encrypt-column":
+            p.add_argument(
+                "--no-scrub",
+                action="store_true",
+                help="do not rewrite the table afterwards: the old plaintext stays in the "
+                "database's files (a warning says what stays and how to remove it; "
+                "docs/MEDIUM.md)",
+            )
         p.set_defaults(func=func)

@@ -27,6 +27,13 @@ on), or the column already converted (and does nothing); it never seals a value 
 column covered by an index, a UNIQUE / FOREIGN KEY constraint or a CHECK is refused before any
 write (drop it first).
 
+Afterwards ``encrypt_column`` rewrites the table so the database's files keep no plaintext
+(:mod:`sealstore.migrations.medium`: ``VACUUM (FULL)``, ``ALTER TABLE ... FORCE``, SQLite's
+``secure_delete`` and ``VACUUM``) and logs what sealstore cannot clean (WAL, replicas,
+backups); ``scrub=False`` skips it with a warning saying what stays.  The rewrite needs the
+online mode on PostgreSQL and SQLite: without it the operation raises
+:class:`~sealstore.errors.MediumScrubFailed` before writing anything.
+
 Autogenerate: pass :data:`rewriter` as ``process_revision_directives`` in ``env.py`` and a
 change from ``String`` to an encrypted type is written as ``op.encrypt_column`` (and the
 downgrade as ``op.decrypt_column``) instead of an ``alter_column`` that would fail, one
@@ -121,6 +128,7 @@ class _ColumnConversionOp(MigrateOperation):
         commit_batches: bool = True,
         progress: Progress | None = None,
         retry: RetryPolicy | None = None,
+        scrub: bool | None = None,
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
@@ -133,6 +141,9 @@ class _ColumnConversionOp(MigrateOperation):
         self.schema: str | None = schema
         self.batch_size: int = batch_size
         self.commit_batches: bool = commit_batches
+        #: rewrite the table afterwards (sealstore.migrations.medium); None: encrypt_column
+        #: does, decrypt_column does not (what it leaves behind is sealed)
+        self.scrub: bool | None = scrub
 
     def to_diff_tuple(self) -> tuple[Any, ...]:
         """What ``alembic check`` lists for this operation (no values, types by repr)."""
@@ -143,7 +154,7 @@ class _ColumnConversionOp(MigrateOperation):
         return cls(
             self.table_name, self.column_name, self.type_, plain_type=self.plain_type,
             schema=self.schema, batch_size=self.batch_size, commit_batches=self.commit_batches,
-            progress=self.progress, retry=self.retry,
+            progress=self.progress, retry=self.retry, scrub=self.scrub,
         )  # fmt: skip
 
 
@@ -163,8 +174,10 @@ class EncryptColumnOp(_ColumnConversionOp):
         **kw: Any,
     ) -> None:
         """``op.encrypt_column(table, column, EncryptedString(11), plain_type=None,
-        schema=None, batch_size=1000, commit_batches=True)``: seal a plaintext column in place.
-        ``plain_type`` reads the existing values (default: the reflected column type)."""
+        schema=None, batch_size=1000, commit_batches=True, scrub=True)``: seal a plaintext
+        column in place.  ``plain_type`` reads the existing values (default: the reflected
+        column type); ``scrub=False`` skips the table rewrite that removes the old values
+        from the database's files (a warning says what stays; docs/MEDIUM.md)."""
         return operations.invoke(cls(table_name, column_name, type_, **kw))
 
     def reverse(self) -> DecryptColumnOp:
@@ -235,11 +248,15 @@ class _Converter:
         self.shadow_type = shadow_type
         self.read_type = read_type
         self.write = write  # (bound type, rows [(pk, value)]) -> [new values]
+        self.rewrite: bool = sealing if op.scrub is None else op.scrub  # (medium.scrub)
 
-    def run(self) -> None:
-        """Convert, with database errors scrubbed of their parameters (plaintext values)."""
+    def run(self) -> str | None:
+        """Convert, with database errors scrubbed of their parameters (plaintext values), then
+        rewrite the table so its files keep no old row versions (:func:`_medium`); returns
+        the final notice (what was rewritten, what sealstore cannot clean)."""
         op = self.op
         scrubbed(f"{type(op).__name__} {op.table_name}.{op.column_name}", self._run)
+        return _medium(self.operations, op, self.rewrite, self.retry)
 
     def _run(self) -> None:
         operations, op = self.operations, self.op
@@ -254,6 +271,7 @@ class _Converter:
         name, shadow = op.column_name, self.shadow
         pk = insp.get_pk_constraint(op.table_name, schema=op.schema)["constrained_columns"]
         if name not in cols and shadow in cols:  # interrupted after the drop: finish the swap
+            _medium_precheck(operations, op, self.rewrite)  # (before any write)
             self._swap(None)
             self._ensure_check(conn)
             return
@@ -275,6 +293,7 @@ class _Converter:
             self._ensure_check(conn)
             return
         self._refuse_dependents(insp)
+        _medium_precheck(operations, op, self.rewrite)  # (before any write)
         if shadow not in cols:
             operations.add_column(
                 op.table_name,
@@ -574,6 +593,72 @@ def _has_check(insp, op) -> bool:
     return any(c.get("name") == name for c in checks)
 
 
+def _medium_precheck(operations, op, rewrite: bool) -> None:
+    """Before any write: the rewrite needs a connection outside the migration's transaction
+    (PostgreSQL's VACUUM and SQLite's cannot run in one), so it needs the online mode; SQLite
+    zeroes what the conversion frees from the start (``secure_delete``)."""
+    from ...errors import MediumScrubFailed
+
+    ctx = operations.get_context()
+    conn = operations.get_bind()
+    if ctx.as_sql or not rewrite:
+        return
+    # as _run will see it: its first statement begins the caller's transaction if none is open
+    online = op.commit_batches and getattr(ctx, "_transaction", None) is not None
+    if conn.dialect.name in ("postgresql", "sqlite") and not online:
+        raise MediumScrubFailed(
+            f"{op.table_name}.{op.column_name}: nothing was changed; the table rewrite that "
+            "removes the old values from the database's files cannot run inside this "
+            "transaction: use commit_batches=True in an Alembic-managed transaction, or pass "
+            "scrub=False and rewrite the table later (docs/MEDIUM.md)"
+        )
+    if conn.dialect.name == "sqlite":
+        conn.exec_driver_sql("PRAGMA secure_delete = ON")
+
+
+def _medium(operations, op, rewrite: bool, retry: RetryPolicy) -> str | None:
+    """After the conversion: rewrite the table (default) or warn what stays on the medium; the
+    last log record says what sealstore cannot clean."""
+    from ...errors import MediumScrubFailed
+    from .. import medium
+
+    conn = operations.get_bind()
+    qualified = inplace._qt(conn, op.table_name, op.schema)
+    if not rewrite:
+        if not isinstance(op, EncryptColumnOp):
+            return None  # decrypting: what stays behind is sealed
+        notice = medium.leftover_notice(op.table_name, op.column_name, conn.dialect.name,
+                                        qualified)  # fmt: skip
+        log.warning("%s", notice)
+        return notice
+    what = f"rewrite of {op.table_name} after converting {op.column_name}"
+    ctx = operations.get_context()
+    why = None
+    try:
+        if _can_autocommit(ctx):
+            with ctx.autocommit_block():
+                live = operations.get_bind()
+                ran = retry.call(lambda: medium.scrub(live, op.table_name, op.schema), what)
+        elif conn.dialect.name in ("mysql", "mariadb"):  # its DDL commits anyway
+            ran = retry.call(lambda: medium.scrub(conn, op.table_name, op.schema), what)
+        else:  # _medium_precheck refused this before any write
+            raise InternalError(f"{what}: no connection outside the migration's transaction")
+    except Exception as exc:  # noqa: BLE001 - re-raised below, without the chain
+        from ..transient import describe
+
+        why = str(exc) if isinstance(exc, SealstoreError) else describe(exc)  # no parameters
+    if why is not None:
+        raise MediumScrubFailed(
+            f"{op.table_name}.{op.column_name} is converted and committed, but the {what} "
+            f"failed ({why}): the old values stay in the table's files until "
+            f"{'; '.join(medium.scrub_sql(conn.dialect.name, qualified))} runs "
+            "(sealstore medium-check tells when it is clean)"
+        )
+    notice = medium.final_notice(op.table_name, op.column_name, conn.dialect.name, ran)
+    log.warning("%s", notice)
+    return notice
+
+
 def _committed(conn, fn):
     """``fn()`` in its own transaction on an autocommit connection (SQLite: BEGIN IMMEDIATE,
     so the batch waits for the write lock before reading instead of failing to upgrade)."""
@@ -644,8 +729,8 @@ def _open_batch(bound, items):
 
 
 @Operations.implementation_for(EncryptColumnOp)
-def _encrypt_column(operations, op: EncryptColumnOp) -> None:
-    _Converter(
+def _encrypt_column(operations, op: EncryptColumnOp) -> str | None:
+    return _Converter(
         operations,
         op,
         shadow_type=op.type_,
@@ -656,8 +741,8 @@ def _encrypt_column(operations, op: EncryptColumnOp) -> None:
 
 
 @Operations.implementation_for(DecryptColumnOp)
-def _decrypt_column(operations, op: DecryptColumnOp) -> None:
-    _Converter(
+def _decrypt_column(operations, op: DecryptColumnOp) -> str | None:
+    return _Converter(
         operations,
         op,
         shadow_type=op.plain_type,

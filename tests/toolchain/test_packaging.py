@@ -205,6 +205,7 @@ COMMAND_TABLE: dict[str, str | None] = {
     "verify": "sqlalchemy",
     "encrypt-column": "sqlalchemy",
     "decrypt-column": "sqlalchemy",
+    "medium-check": "sqlalchemy",
     "db init": "sqlalchemy",
     "keys retire": "sqlalchemy",
     "keys destroy": "sqlalchemy",
