@@ -890,6 +890,12 @@ class AddBlindIndexOp(MigrateOperation):
         lookups raise IndexIncomplete until ``sealstore reindex`` fills them."""
         return operations.invoke(cls(table_name, column_name, type_, **kw))
 
+    @property
+    def index_source(self) -> str:
+        """The source column's name (the autogenerate rewriter puts this operation after a
+        revision's conversion of that column: see ``splitting.py``)."""
+        return str(self.type_.source)
+
     def to_diff_tuple(self) -> tuple[Any, ...]:
         return (self.diff_name, self.schema, self.table_name, self.column_name, self.type_)
 

@@ -302,3 +302,83 @@ def test_autogenerate_writes_add_blind_index_for_a_new_index_on_an_existing_tabl
         command.downgrade(cfg, "app_0001")
         assert "email_index" not in {c["name"] for c in sa.inspect(engine).get_columns("members")}
         command.downgrade(cfg, "base")
+
+
+PEOPLE_REV = '''
+"""people table, e-mail in plaintext"""
+import sqlalchemy as sa
+from alembic import op
+
+revision = "app_0001"
+down_revision = None
+branch_labels = ("app",)
+depends_on = "sealstore"
+
+
+def upgrade():
+    op.create_table(
+        "people",
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("email", sa.String(120), nullable=True),
+    )
+
+
+def downgrade():
+    op.drop_table("people")
+'''
+
+
+def test_autogenerate_fills_a_new_index_after_its_source_is_encrypted(
+    tmp_path, sql_engine, keyrings
+):
+    """The adoption revision: email String -> EncryptedString and a new UNIQUE BlindIndex on
+    it.  The index is added and filled in the revision after the conversion (its source must be
+    sealed first), its index created after the fill; the generated files run and go back."""
+    from pathlib import Path
+
+    from sealstore.migrations import schema
+
+    engine = sql_engine
+    with alembic_project(tmp_path, engine, AUTOGEN_ENV_PY, {"app_0001.py": PEOPLE_REV}) as (
+        cfg,
+        versions,
+    ):
+        command.upgrade(cfg, "heads")
+        with engine.begin() as conn:
+            conn.execute(
+                sa.text("INSERT INTO people (id, email) VALUES (:id, :email)"),
+                [{"id": i, "email": _email(i)} for i in range(1, 31)],
+            )
+        target = sa.MetaData()
+        people = sa.Table(
+            "people", target,
+            sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+            sa.Column("email", EncryptedString(120)),
+            sa.Column("email_index", BlindIndex("email"), index=True, unique=True),
+        )  # fmt: skip
+        for t in schema.metadata.tables.values():
+            t.to_metadata(target)
+        cfg.attributes["target_metadata"] = target
+        command.revision(cfg, "adopt", autogenerate=True, head="app@head", rev_id="app_0002")
+        texts = {p.name: p.read_text() for p in Path(versions).glob("app_0002*.py")}
+        (convert,) = [t for t in texts.values() if "op.encrypt_column(" in t]
+        (fill,) = [t for t in texts.values() if "op.add_blind_index(" in t]
+        assert "add_blind_index" not in convert and "encrypt_column(" not in fill
+        assert fill.index("op.add_blind_index(") < fill.index("op.create_index(")
+        command.upgrade(cfg, "app@head")
+        with engine.connect() as conn:
+            nulls = conn.execute(
+                sa.text(
+                    "SELECT count(*) FROM people WHERE email IS NOT NULL AND email_index IS NULL"
+                )
+            ).scalar_one()
+        assert nulls == 0
+        with engine.connect() as conn:
+            for i in (1, 2, 30):
+                stmt = sa.select(people.c.id).where(people.c.email == _email(i))
+                assert conn.execute(stmt).scalars().all() == [i]
+        command.downgrade(cfg, "app_0001")
+        with engine.connect() as conn:
+            back = dict(conn.execute(sa.text("SELECT id, email FROM people")).all())
+        assert back == {i: _email(i) for i in range(1, 31)}
+        command.downgrade(cfg, "base")
