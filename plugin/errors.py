@@ -44,6 +44,8 @@ __all__ = [
     "ConcurrentKeyChange",
     "ConfigError",
     "DatabaseOperationFailed",
+    "DuplicateIndexValue",
+    "IndexIncomplete",
     "InsecureConfig",
     "InsecureKeyFile",
     "InternalError",
@@ -257,6 +259,20 @@ class UndecodableValue(SealstoreError, ValueError):
 
 class BlindIndexError(SealstoreError, ValueError):
     """A blind index cannot be computed (missing source, shared key with the encryption keyring)."""
+
+
+class IndexIncomplete(BlindIndexError):
+    """A lookup through a blind index that still has rows whose source is set and whose index
+    value is NULL (an index added to existing rows, not filled yet): it would miss those rows.
+    The message names the fix (``sealstore reindex`` or ``op.add_blind_index``); a caller that
+    accepts partial results passes the execution option ``sealstore_partial_index=True``."""
+
+
+class DuplicateIndexValue(BlindIndexError):
+    """A write to a UNIQUE blind index whose value another row already holds under an older,
+    still active index key (during an index-key rotation), which the database's unique
+    constraint cannot see.  Raised before the statement runs; the database raises its own
+    IntegrityError for a duplicate under the same key."""
 
 
 class SharedIndexKey(BlindIndexError):

@@ -37,7 +37,7 @@ from ...blind_index import DEFAULT_SIZE, INDEX_KEYRING, KEY_ID_SIZE
 from ...format import column_context
 from ...keyring import Keyring, get_keyring
 from ...keyring.named import _NAMED
-from .lookups import IndexLookup
+from .lookups import IndexLookup, IndexValues
 from .rows import PreSealed
 
 __all__ = [
@@ -252,7 +252,8 @@ def _column_named(table: Any, name: str) -> Any:
 
 
 def _insert_default(context: Any) -> Any:
-    """Column default of every BlindIndex column: the index of the row's source value."""
+    """Column default of every BlindIndex column: the index of the row's source value (a
+    UNIQUE index's value was checked under older index keys by ``writes.py`` already)."""
     return context.current_column.type.compute_from_params(context.get_current_parameters())
 
 
@@ -334,13 +335,17 @@ def equality_via_index(expr: Any, op: Any, other: Any, name: str) -> Any:
             )
     itype: BlindIndex = index.type
     found = [c for value in values for c in itype.candidates(value)]
+    if not found:  # in_([]) / not_in([]): SQLAlchemy's empty-set expression
+        return index.in_([]) if op is operators.in_op else index.not_in([])
+    one = len(found) == 1 and op in (operators.eq, operators.ne)
+    marked = IndexValues(found, itype, expanding=not one)  # seen by the lookup hook
     if op is operators.eq:
-        return index == found[0] if len(found) == 1 else index.in_(found)
+        return index == marked if one else index.in_(marked)
     if op is operators.ne:
-        return index != found[0] if len(found) == 1 else index.not_in(found)
+        return index != marked if one else index.not_in(marked)
     if op is operators.in_op:
-        return index.in_(found)
-    return index.not_in(found)
+        return index.in_(marked)
+    return index.not_in(marked)
 
 
 BlindIndex.__module__ = "sealstore.adapters.sqlalchemy"

@@ -10,6 +10,10 @@ parameters (the statement's cache key, which SQLAlchemy computes anyway and memo
 passes the index values of the source's value for this execution.  A ``lambda_stmt()``'s cache
 key lists only its closure variables, so its lookups are found in the resolved statement, once
 per lambda cache key.
+
+Literal lookups (``User.email == "a@x.org"``) carry their index values in an
+:class:`IndexValues` parameter, so the same hook sees every lookup a statement makes through a
+blind index and refuses one through an index that is not filled yet (``index_state.py``).
 """
 
 from __future__ import annotations
@@ -24,8 +28,9 @@ from sqlalchemy.sql.elements import BindParameter
 from sqlalchemy.sql.lambdas import StatementLambdaElement
 
 from ...errors import BlindIndexError
+from .index_state import require_complete
 
-__all__ = ["IndexLookup"]
+__all__ = ["IndexLookup", "IndexValues"]
 
 
 class IndexLookup(BindParameter[Any]):
@@ -45,6 +50,21 @@ class IndexLookup(BindParameter[Any]):
         self.many = many
 
 
+class IndexValues(BindParameter[Any]):
+    """The index values of literal lookup values (a list with ``expanding``, else one value)."""
+
+    inherit_cache: bool = True
+
+    def __init__(self, values: list[bytes], itype: Any, expanding: bool) -> None:
+        super().__init__(
+            None, values if expanding else values[0], type_=itype, unique=True,
+            expanding=expanding,
+        )  # fmt: skip
+
+
+_MARKS = (IndexLookup, IndexValues)
+
+
 def _values(lookup: IndexLookup, value: Any) -> list[bytes]:
     index: Any = lookup.type  # a BlindIndex (blind_index.py imports this module)
     items = list(value) if lookup.many else [value]
@@ -59,19 +79,19 @@ def _values(lookup: IndexLookup, value: Any) -> list[bytes]:
 
 
 _LAMBDA_LOOKUPS: dict[
-    Any, list[IndexLookup]
-] = {}  # lambda cache key -> its IndexLookups (bounded, see _in_lambda)
+    Any, list[Any]
+] = {}  # lambda cache key -> its IndexLookups and IndexValues (bounded, see _in_lambda)
 _LAMBDA_MEMO_SIZE = 512
 
 
-def _in_lambda(elem: Any, key: Any) -> list[IndexLookup]:
-    """The IndexLookups of a lambda statement.  Its cache key lists only the closure
+def _in_lambda(elem: Any, key: Any) -> list[Any]:
+    """The IndexLookups and IndexValues of a lambda statement.  Its cache key lists only the closure
     variables' parameters, so the resolved statement is searched, once per lambda cache key."""
     try:
         return _LAMBDA_LOOKUPS[key.key]
     except KeyError:
         pass
-    found = [b for b in visitors.iterate(elem._resolved) if type(b) is IndexLookup]
+    found = [b for b in visitors.iterate(elem._resolved) if type(b) in _MARKS]
     if len(_LAMBDA_LOOKUPS) >= _LAMBDA_MEMO_SIZE:
         _LAMBDA_LOOKUPS.clear()
     _LAMBDA_LOOKUPS[key.key] = found
@@ -85,9 +105,13 @@ def _before_execute(
     key = keyed() if keyed is not None else None
     if key is None:
         return elem, multiparams, params
-    lookups = [b for b in key.bindparams if type(b) is IndexLookup]
-    if not lookups and isinstance(elem, StatementLambdaElement):
-        lookups = _in_lambda(elem, key)
+    marks = [b for b in key.bindparams if type(b) in _MARKS]
+    if not marks and isinstance(elem, StatementLambdaElement):
+        marks = _in_lambda(elem, key)
+    if not marks:
+        return elem, multiparams, params
+    require_complete(conn, [b.type for b in marks], execution_options)
+    lookups = [b for b in marks if type(b) is IndexLookup]
     if not lookups:
         return elem, multiparams, params
     if multiparams:

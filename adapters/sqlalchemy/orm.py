@@ -20,6 +20,7 @@ from sqlalchemy.sql.elements import ClauseElement, ColumnElement
 
 from ...errors import ColumnBindingError, UnsealedExpression
 from .blind_index import BlindIndex
+from .index_state import guard_unique
 from .rows import PreSealed, SealedRowValue
 from .types import EncryptedType
 
@@ -98,7 +99,9 @@ class MapperPlan:
         state = inspect(target)
         for src_key, index_key, index_type in self.indexes:
             if state.attrs[src_key].history.has_changes():
-                setattr(target, index_key, index_type.compute(state.dict.get(src_key)))
+                value = state.dict.get(src_key)
+                guard_unique(connection, index_type, [value], exclude=state.identity)
+                setattr(target, index_key, index_type.compute(value))
         if not self.row_attrs:
             return
         row = self.row(target, fill_defaults=False)

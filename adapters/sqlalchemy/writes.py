@@ -40,6 +40,7 @@ from sqlalchemy.util import immutabledict
 
 from ...errors import BlindIndexError, UnsealedExpression
 from .blind_index import BlindIndex
+from .index_state import guard_unique, is_unique
 from .types import EncryptedType
 
 __all__ = ["TablePlan", "table_plan", "forget_table"]
@@ -185,12 +186,15 @@ def classify(
 # ---- the index that follows one assignment ---------------------------------------------------
 
 
-def _index_value(kind, index, derived: list):
-    """The SQL value of ``index`` for a source assigned as ``kind`` (see classify)."""
+def _index_value(kind, index, derived: list, guard=None):
+    """The SQL value of ``index`` for a source assigned as ``kind`` (see classify); ``guard(itype,
+    value)`` checks a UNIQUE index's value under older index keys first (``index_state.py``)."""
     itype = index.type
     if kind[0] == "null":
         return null()
     if kind[0] == "value":
+        if guard is not None:
+            guard(itype, kind[1])
         return literal(itype.compute(kind[1]), itype)
     if kind[0] == "callable":
         raise BlindIndexError(
@@ -208,7 +212,7 @@ def _index_value(kind, index, derived: list):
     return bindparam(name, type_=itype)
 
 
-def _follow(table, plan, pairs, *, pseudo=None):
+def _follow(table, plan, pairs, *, pseudo=None, guard=None):
     """({index column: SQL value}, derived parameters) for the indexed sources that ``pairs``
     assign; every assignment to an encrypted column is checked on the way."""
     resolved, assigned = [], set()
@@ -225,7 +229,7 @@ def _follow(table, plan, pairs, *, pseudo=None):
         owner = table_plan(col.table)
         index = owner.index_of(col) if owner is not None else None
         if index is not None and index not in assigned:
-            extra[index] = _index_value(kind, index, derived)
+            extra[index] = _index_value(kind, index, derived, guard)
     return extra, derived
 
 
@@ -277,7 +281,7 @@ def _upsert(table, plan, elem):
     return new, derived
 
 
-def _rewrite(elem):
+def _rewrite(elem, guard=None):
     """(statement to run, derived parameters, plan) for one INSERT/UPDATE."""
     table = elem.table
     plan = table_plan(table)
@@ -289,12 +293,12 @@ def _rewrite(elem):
     derived = []
     ordered = getattr(elem, "_ordered_values", None)  # SQLAlchemy 2.0
     if ordered:
-        extra, derived = _follow(table, plan, ordered)
+        extra, derived = _follow(table, plan, ordered, guard=guard)
         if extra:
             elem = elem._clone()
             elem._ordered_values = list(ordered) + list(extra.items())
     elif elem._values:
-        extra, derived = _follow(table, plan, elem._values.items())
+        extra, derived = _follow(table, plan, elem._values.items(), guard=guard)
         if extra and getattr(elem, "_maintain_values_ordering", False):  # ordered_values(), 2.1
             elem = elem._clone()
             elem._values = immutabledict({**elem._values, **extra})
@@ -307,19 +311,25 @@ def _rewrite(elem):
     return elem, derived, plan
 
 
-def _fill(rows: list, derived, plan, update: bool, written) -> list:
+def _fill(rows: list, derived, plan, update: bool, written, guard=None) -> list:
     """Parameter sets with the derived index keys, and, for UPDATEs, the index of every
-    source column a set carries (ORM bulk updates, executemany by column key)."""
+    source column a set carries (ORM bulk updates, executemany by column key); ``guard(itype,
+    value, row)`` checks a UNIQUE index's value under older index keys first."""
     out = []
     for row in rows:
         new = None
         for name, key, default, itype in derived:
             new = new if new is not None else dict(row)
-            new[name] = itype.compute(row[key] if key in row else default)
+            value = row[key] if key in row else default
+            if guard is not None:
+                guard(itype, [value], row)
+            new[name] = itype.compute(value)
         if update and plan is not None:
             for src, index in plan.indexes:
                 if src.key in row and index.key not in row and src.key not in written:
                     new = new if new is not None else dict(row)
+                    if guard is not None:
+                        guard(index.type, [row[src.key]], row)
                     new[index.key] = index.type.compute(row[src.key])
         out.append(row if new is None else new)
     return out
@@ -327,11 +337,16 @@ def _fill(rows: list, derived, plan, update: bool, written) -> list:
 
 def _before_execute(conn, elem, multiparams, params, execution_options):
     if isinstance(elem, StatementLambdaElement):
-        return _lambda(elem, multiparams, params)
+        return _lambda(conn, elem, multiparams, params)
     if not isinstance(elem, (Insert, Update)):
         return elem, multiparams, params
     original = elem
-    elem, derived, plan = _rewrite(elem)
+    guard = _guard(conn, elem, multiparams, params)
+    elem, derived, plan = _rewrite(elem, lambda itype, value: guard(itype, [value], None))
+    if isinstance(elem, Insert) and plan is not None and plan.indexes:
+        _guard_inserted(plan, multiparams or [params or {}], guard)
+        if elem._multi_values:
+            _guard_multi_values(elem.table, plan, elem, guard)
     if not derived and (plan is None or not plan.indexes or isinstance(elem, Insert)):
         return elem, multiparams, params
     written = {
@@ -343,15 +358,60 @@ def _before_execute(conn, elem, multiparams, params, execution_options):
     }
     update = isinstance(elem, Update)
     if multiparams:
-        multiparams = _fill(list(multiparams), derived, plan, update, written)
+        multiparams = _fill(list(multiparams), derived, plan, update, written, guard)
     else:
-        params = _fill([params or {}], derived, plan, update, written)[0]
+        params = _fill([params or {}], derived, plan, update, written, guard)[0]
     return elem, multiparams, params
 
 
-def _lambda(elem, multiparams, params):
+def _guard_inserted(plan, rows, guard) -> None:
+    """The UNIQUE index values an INSERT's column defaults will compute from its parameter
+    sets (ORM flushes, executemany, bulk inserts), checked under older index keys first."""
+    for src, index in plan.indexes:
+        if is_unique(index.type):
+            values = [r[src.key] for r in rows if src.key in r and index.key not in r]
+            guard(index.type, values, None)
+
+
+def _guard_multi_values(table, plan, elem, guard) -> None:
+    """The same for the rows of a multi-row ``values([...])`` (its plain and bound values)."""
+    for rows in elem._multi_values:
+        for row in rows:
+            given = {}
+            for key, value in row.items():
+                col = _column(table, plan, key)
+                if col is not None:
+                    given[col.key] = value.value if isinstance(value, BindParameter) else value
+            for src, index in plan.indexes:
+                value = given.get(src.key)
+                if index.key in given or value is None or isinstance(value, ClauseElement):
+                    continue
+                if is_unique(index.type):
+                    guard(index.type, [value], None)
+
+
+def _guard(conn, elem, multiparams, params):
+    """``guard(itype, values, row)``: a UNIQUE index's values checked under older index keys
+    (``index_state.guard_unique``) before ``elem`` runs; an UPDATE's own rows (its WHERE,
+    bound with the parameter set ``row``, or each set when ``row`` is None) are not duplicates."""
+    where = elem.whereclause if isinstance(elem, Update) else None
+
+    def guard(itype, values, row):
+        if not values or not is_unique(itype):
+            return
+        if where is None:  # an INSERT: the values, once
+            guard_unique(conn, itype, values)
+            return
+        for p in [row] if row is not None else (multiparams or [params or {}]):
+            guard_unique(conn, itype, values, where=where, params=p)
+
+    return guard
+
+
+def _lambda(conn, elem, multiparams, params):
     """lambda_stmt() DML: checked like any statement; indexes cannot follow values that the
-    lambda's closure supplies at each call, so those are refused."""
+    lambda's closure supplies at each call, so those are refused.  (A UNIQUE index's guard
+    cannot bind the lambda's WHERE: every row holding the value under an older key counts.)"""
     stmt = getattr(elem, "_resolved", None)
     if not isinstance(stmt, (Insert, Update)):
         return elem, multiparams, params
@@ -364,7 +424,8 @@ def _lambda(elem, multiparams, params):
         )
     if plan is not None and plan.indexes and isinstance(stmt, Update):
         rows = multiparams or [params or {}]
-        fixed = _fill(list(rows), [], plan, True, set())
+        guard = _guard(conn, None, multiparams, params)  # no WHERE
+        fixed = _fill(list(rows), [], plan, True, set(), guard)
         multiparams, params = (fixed, params) if multiparams else (multiparams, fixed[0])
     return elem, multiparams, params
 

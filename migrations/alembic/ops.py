@@ -56,6 +56,7 @@ from alembic.autogenerate import rewriter as _rewriter
 from alembic.operations import MigrateOperation, Operations
 from alembic.operations import ops as alembic_ops
 from sqlalchemy import (
+    VARBINARY,
     Column,
     LargeBinary,
     MetaData,
@@ -75,6 +76,7 @@ from sqlalchemy.types import _Binary
 from ...adapters.sqlalchemy.read_errors import with_primary_key  # read errors name the row
 from ...errors import ColumnBindingError, InternalError, SealstoreError
 from . import inplace, ownership
+from .names import shadow_name
 from ..cursor import after
 from ..transient import RetryPolicy, scrubbed
 
@@ -84,21 +86,21 @@ if TYPE_CHECKING:
     from ...adapters.sqlalchemy.types import EncryptedType
     from ..rotation.progress import Progress
 
-__all__ = ["DecryptColumnOp", "EncryptColumnOp", "rewriter", "shadow_name"]
+__all__ = [
+    "AddBlindIndexOp",
+    "DecryptColumnOp",
+    "DropBlindIndexOp",
+    "EncryptColumnOp",
+    "rewriter",
+    "shadow_name",
+]
 
 log: logging.Logger = logging.getLogger("sealstore.migrations")
 
 DEFAULT_BATCH_SIZE = 1000
-_PREFIX = "_ss_"
-_MAX_NAME = 63  # PostgreSQL's identifier limit, the smallest of the common databases
 _ROW_LOCKING = ("postgresql", "mysql", "mariadb")  # SELECT ... FOR UPDATE SKIP LOCKED
 _LOCK_TIMEOUT = "5s"  # PostgreSQL: the final pass's wait for its lock, per attempt
 _PASSES = 5  # backfill passes before the final one (each catches the rows written meanwhile)
-
-
-def shadow_name(column: str) -> str:
-    """The temporary column a conversion fills: ``_ss_<column>`` (cut to 63 characters)."""
-    return (_PREFIX + column)[:_MAX_NAME]
 
 
 def _encrypted(type_):
@@ -822,3 +824,273 @@ def _render_encrypt(autogen_context, op) -> str:
 @renderers.dispatch_for(DecryptColumnOp)
 def _render_decrypt(autogen_context, op) -> str:
     return _render("decrypt_column", autogen_context, op)
+
+
+# ---- blind indexes added to existing rows ----------------------------------------------------
+
+#: reindex passes ``add_blind_index`` makes at most (each catches rows written meanwhile)
+INDEX_FILL_PASSES = 3
+
+
+@Operations.register_operation("add_blind_index")
+class AddBlindIndexOp(MigrateOperation):
+    """Add a BlindIndex column to a table that has rows, and fill it (see ``add_blind_index``)."""
+
+    diff_name = "add_blind_index"
+
+    def __init__(
+        self,
+        table_name: str,
+        column_name: str,
+        type_: Any,
+        *,
+        source_type: EncryptedType,
+        schema: str | None = None,
+        index: bool = True,
+        unique: bool = False,
+        index_name: str | None = None,
+        batch_size: int = 2000,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        from ...adapters.sqlalchemy import BlindIndex
+
+        if not isinstance(type_, BlindIndex):
+            raise TypeError(f"expected a sealstore BlindIndex type, not {type_!r}")
+        if batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+        self.table_name: str = table_name
+        self.column_name: str = column_name
+        self.type_: Any = type_
+        self.source_type: EncryptedType = _encrypted(source_type)
+        self.schema: str | None = schema
+        self.index: bool = index or unique
+        self.unique: bool = unique
+        self.index_name: str = index_name or f"ix_{table_name}_{column_name}"
+        self.batch_size: int = batch_size
+        self.retry: RetryPolicy | None = retry
+
+    @classmethod
+    def add_blind_index(
+        cls,
+        operations: Operations,
+        table_name: str,
+        column_name: str,
+        type_: Any,
+        **kw: Any,
+    ) -> None:
+        """``op.add_blind_index("users", "email_index", BlindIndex("email"),
+        source_type=EncryptedString(320), unique=False, index=True, index_name=None,
+        schema=None, batch_size=2000)``: add the index column when it is missing, fill it from
+        the source column in committed batches (the re-index job: online, resumable by running
+        the revision again), then create its index (UNIQUE with ``unique=True``).
+        ``source_type`` is the source column's type exactly as the model declares it (its
+        values are opened with that type's context).  Needs sealstore's job tables
+        (``depends_on = "sealstore"``) and the index keyring registered.  Rows that writers
+        without the BlindIndex in their models add meanwhile stay NULL: the op says how many,
+        lookups raise IndexIncomplete until ``sealstore reindex`` fills them."""
+        return operations.invoke(cls(table_name, column_name, type_, **kw))
+
+    @property
+    def index_source(self) -> str:
+        """The source column's name (the autogenerate rewriter puts this operation after a
+        revision's conversion of that column: see ``splitting.py``)."""
+        return str(self.type_.source)
+
+    def to_diff_tuple(self) -> tuple[Any, ...]:
+        return (self.diff_name, self.schema, self.table_name, self.column_name, self.type_)
+
+    def reverse(self) -> DropBlindIndexOp:
+        return DropBlindIndexOp(
+            self.table_name, self.column_name, schema=self.schema,
+            index_name=self.index_name if self.index else None,
+        )  # fmt: skip
+
+
+@Operations.register_operation("drop_blind_index")
+class DropBlindIndexOp(MigrateOperation):
+    """Drop a blind-index column and its index (the reverse of ``add_blind_index``)."""
+
+    diff_name = "drop_blind_index"
+
+    def __init__(
+        self,
+        table_name: str,
+        column_name: str,
+        *,
+        schema: str | None = None,
+        index_name: str | None = None,
+    ) -> None:
+        self.table_name: str = table_name
+        self.column_name: str = column_name
+        self.schema: str | None = schema
+        self.index_name: str | None = index_name
+
+    @classmethod
+    def drop_blind_index(
+        cls, operations: Operations, table_name: str, column_name: str, **kw: Any
+    ) -> None:
+        """``op.drop_blind_index("users", "email_index", index_name="ix_users_email_index")``:
+        drop the index (when it exists) and the column."""
+        return operations.invoke(cls(table_name, column_name, **kw))
+
+    def to_diff_tuple(self) -> tuple[Any, ...]:
+        return (self.diff_name, self.schema, self.table_name, self.column_name)
+
+
+def _index_table(op: AddBlindIndexOp, conn) -> tuple[Table, str]:
+    """A private model of the table: its primary key, the source column with its sealstore
+    type (bound as the application's model binds it) and the BlindIndex column."""
+    insp = inspect(conn)
+    pk = insp.get_pk_constraint(op.table_name, schema=op.schema)["constrained_columns"]
+    if not pk:
+        raise ColumnBindingError(f"table {op.table_name} has no primary key to paginate on")
+    cols = {c["name"]: c for c in insp.get_columns(op.table_name, schema=op.schema)}
+    source = op.type_.source
+    if source not in cols:
+        raise ColumnBindingError(f"table {op.table_name} has no column {source}")
+    table = Table(
+        op.table_name,
+        MetaData(),
+        *[Column(n, cols[n]["type"], primary_key=True) for n in pk],
+        Column(source, op.source_type.copy()),
+        Column(op.column_name, op.type_.copy()),
+        schema=op.schema,
+    )
+    return table, source
+
+
+@Operations.implementation_for(AddBlindIndexOp)
+def _add_blind_index(operations, op: AddBlindIndexOp) -> None:
+    scrubbed(f"add_blind_index {op.table_name}.{op.column_name}", _fill_index, operations, op)
+
+
+def _fill_index(operations, op: AddBlindIndexOp) -> None:
+    from ...adapters.sqlalchemy.index_state import forget
+    from ..rotation.reindex import ReindexTask
+    from ..rotation.spec import specs_from_metadata
+    from ..rotation.worker import _check_tables, run
+
+    ctx = operations.get_context()
+    if ctx.as_sql:
+        raise NotImplementedError("add_blind_index fills the column: it cannot run in --sql mode")
+    if not _can_autocommit(ctx):
+        raise ColumnBindingError(
+            "add_blind_index commits its batches: run it in a migration Alembic began "
+            "(not inside a transaction the caller opened)"
+        )
+    conn = operations.get_bind()
+    engine = conn.engine
+    _check_tables(engine)  # MigrationRequired before anything changes
+    with ctx.autocommit_block():
+        live = operations.get_bind()
+        insp = inspect(live)
+        names = {c["name"] for c in insp.get_columns(op.table_name, schema=op.schema)}
+        table, _ = _index_table(op, live)
+        if op.column_name not in names:
+            n = op.type_.storage_length
+            mysql = live.dialect.name in ("mysql", "mariadb")
+            stored = VARBINARY(n) if mysql else LargeBinary(n)
+            operations.add_column(
+                op.table_name, Column(op.column_name, stored, nullable=True), schema=op.schema
+            )
+        (spec,) = [s for s in specs_from_metadata(table)[1] if s.column == op.column_name]
+        task = ReindexTask(spec)
+        left = None
+        for _ in range(INDEX_FILL_PASSES):
+            result = run(engine, task, batch_size=op.batch_size, retry=op.retry)
+            left = result.remaining
+            if not left:
+                break
+        existing = {ix["name"] for ix in inspect(live).get_indexes(op.table_name, schema=op.schema)}
+        if op.index and op.index_name not in existing:
+            operations.create_index(
+                op.index_name, op.table_name, [op.column_name], unique=op.unique,
+                schema=op.schema,
+            )  # fmt: skip
+    forget()  # this process's lookups (every engine) ask again
+    if left:
+        log.warning(
+            "add_blind_index %s.%s: %d rows written meanwhile have no index value yet (writers "
+            "whose models lack the BlindIndex); lookups through it raise IndexIncomplete until "
+            "`sealstore reindex --models <your models> --table %s` fills them",
+            op.table_name, op.column_name, left, op.table_name,
+        )  # fmt: skip
+        print(
+            f"sealstore: {op.table_name}.{op.column_name}: {left} rows have no index value "
+            f"yet; once every process runs the models with the BlindIndex, run `sealstore "
+            f"reindex --models <your models> --table {op.table_name}` (lookups raise "
+            "IndexIncomplete until then)"
+        )
+
+
+@Operations.implementation_for(DropBlindIndexOp)
+def _drop_blind_index(operations, op: DropBlindIndexOp) -> None:
+    conn = operations.get_bind()
+    insp = inspect(conn)
+    if op.index_name is not None:
+        existing = {ix["name"] for ix in insp.get_indexes(op.table_name, schema=op.schema)}
+        if op.index_name in existing:
+            operations.drop_index(op.index_name, table_name=op.table_name, schema=op.schema)
+    names = {c["name"] for c in insp.get_columns(op.table_name, schema=op.schema)}
+    if op.column_name in names:
+        with operations.batch_alter_table(op.table_name, schema=op.schema) as batch:
+            batch.drop_column(op.column_name)
+
+
+# ---- autogenerate: a new BlindIndex column on an existing table ------------------------------
+
+
+@rewriter.rewrites(alembic_ops.AddColumnOp)
+def _add_blind_index_column(context, revision, op):
+    """``add_column`` of a BlindIndex column (autogenerate emits it for a table that exists)
+    becomes ``add_blind_index`` with ``index=False``: the column is added and filled, and the
+    ``create_index`` autogenerate writes after it runs on the filled column."""
+    from ...adapters.sqlalchemy import BlindIndex, EncryptedType
+
+    column = op.column
+    type_ = column.type
+    table = getattr(column, "table", None)
+    if not isinstance(type_, BlindIndex) or table is None:
+        return op
+    source = table.c.get(type_.source)
+    if source is None:
+        source = next((c for c in table.c if c.name == type_.source), None)
+    if source is None or not isinstance(source.type, EncryptedType):
+        return op  # the type itself reports the missing source when it is used
+    return AddBlindIndexOp(
+        op.table_name, column.name, BlindIndex(type_.source, type_.size, keyring=type_.keyring),
+        source_type=source.type, schema=op.schema, index=False,
+    )  # fmt: skip
+
+
+@renderers.dispatch_for(AddBlindIndexOp)
+def _render_add_blind_index(autogen_context, op) -> str:
+    from alembic.autogenerate.render import _repr_type
+
+    imports = autogen_context.imports
+    if imports is not None:
+        imports.add("import sealstore.adapters.sqlalchemy")
+        imports.add("import sealstore.migrations.alembic.ops  # noqa: F401  (op.add_blind_index)")
+    args = [
+        repr(op.table_name),
+        repr(op.column_name),
+        _repr_type(op.type_, autogen_context),
+        f"source_type={_repr_type(op.source_type, autogen_context)}",
+    ]
+    if not op.index:
+        args.append("index=False")
+    elif op.unique:
+        args.append("unique=True")
+    if op.schema is not None:
+        args.append(f"schema={op.schema!r}")
+    return f"op.add_blind_index({', '.join(args)})"
+
+
+@renderers.dispatch_for(DropBlindIndexOp)
+def _render_drop_blind_index(autogen_context, op) -> str:
+    args = [repr(op.table_name), repr(op.column_name)]
+    if op.index_name is not None:
+        args.append(f"index_name={op.index_name!r}")
+    if op.schema is not None:
+        args.append(f"schema={op.schema!r}")
+    return f"op.drop_blind_index({', '.join(args)})"

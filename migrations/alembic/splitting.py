@@ -113,13 +113,36 @@ def _regroup(items, container_cls):
     return container_cls(ops=ops)
 
 
+def _filled_after(items, converted: set) -> set:
+    """(schema, table, column) of the blind indexes ``add_blind_index`` fills from a converted
+    column (its ``index_source``): they can only be filled once that column is encrypted."""
+    out = set()
+    for parent, op in items:
+        source = getattr(op, "index_source", None)
+        if source is not None and (*_table_of(parent, op), source) in converted:
+            out.add((*_table_of(parent, op), op.column_name))
+    return out
+
+
+def _follows_fill(op, table, filled: set) -> bool:
+    """Whether ``op`` adds one of the ``filled`` blind indexes, or creates an index or
+    constraint on one: it goes after the conversions, in its original order."""
+    if getattr(op, "index_source", None) is not None:
+        return (*table, op.column_name) in filled
+    return isinstance(op, _CREATES) and bool({(*table, c) for c in _columns_of(op)} & filled)
+
+
 def _classify(items, converted: set, conv_cls) -> tuple[list, dict, list, list]:
     """(before, {column: conversion ops}, after, rest): drops of an index or constraint on a
     converted column go before the conversions, creates after them."""
     before, after, rest = [], [], []
     conv: dict[Any, list] = {}
+    filled = _filled_after(items, converted)
     for parent, op in items:
         table = _table_of(parent, op)
+        if filled and _follows_fill(op, table, filled):
+            after.append((parent, op))
+            continue
         if isinstance(op, conv_cls):
             conv.setdefault((*table, op.column_name), []).append((parent, op))
             continue

@@ -497,7 +497,8 @@ def cmd_status(args: argparse.Namespace) -> int:
     if unfilled:
         print(
             f"sealstore: {unfilled} blind-index values are NULL while their source is set (an "
-            "index added to existing rows; lookups miss them: run sealstore reindex)",
+            "index added to existing rows; lookups through it raise IndexIncomplete: run "
+            "sealstore reindex)",
             file=sys.stderr,
         )
     return 1 if old_values or old_index or unfilled or missing else 0

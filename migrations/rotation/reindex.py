@@ -162,8 +162,12 @@ def reindex(
 ) -> list[WorkerResult]:
     """Recompute every blind index of ``indexes`` (IndexSpecs or models) that is not under the
     index keyring's primary key.  Same contract as :func:`~sealstore.migrations.rotation.reseal.rotate`."""
-    return worker.run_each(
+    from ...adapters.sqlalchemy.index_state import forget
+
+    results = worker.run_each(
         engine, [ReindexTask(spec) for spec in as_index_specs(indexes)], dry_run=dry_run,
         batch_size=batch_size, worker_id=worker_id, progress=progress, on_event=on_event,
         retry=retry, sqlite_yield=sqlite_yield,
     )  # fmt: skip
+    forget()  # this process's lookups (every engine) ask again whether the indexes are complete
+    return results

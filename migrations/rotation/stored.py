@@ -95,7 +95,7 @@ def _raw_table(name: str, column: str, schema: str | None) -> sa.Table:
 def _shadow(column: str) -> str | None:
     """The column a conversion of ``column`` fills (None without Alembic installed)."""
     try:
-        from ..alembic.ops import shadow_name
+        from ..alembic.names import shadow_name
     except ImportError:
         return None
     return shadow_name(column)

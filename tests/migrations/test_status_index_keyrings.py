@@ -156,16 +156,20 @@ def test_unfilled_index_values_keep_status_at_1_until_reindex(app, capsys, monke
     assert code == 1 and (index["unfilled"], index["nulls"], index["not_primary"]) == (
         UNFILLED, 5 + UNFILLED, 0,
     )  # fmt: skip
-    # lookups miss the unfilled rows (what status warns about)
+    # lookups would miss the unfilled rows (what status warns about): they raise instead,
+    # unless the caller accepts partial results
     from sqlalchemy.orm import Session
+
+    from sealstore.errors import IndexIncomplete
 
     use_keyring(load_config(name="default", path="main.json").load_keyring())
     use_keyring(load_config(name="index").load_keyring(), "index")
+    lookup = sa.select(app.person).where(app.person.email == "person1@example.org")
     with Session(app.engine) as s:
-        assert (
-            s.scalars(sa.select(app.person).where(app.person.email == "person1@example.org")).all()
-            == []
-        )
+        with pytest.raises(IndexIncomplete, match="sealstore reindex"):
+            s.scalars(lookup).all()
+        partial = {"sealstore_partial_index": True}
+        assert s.scalars(lookup, execution_options=partial).all() == []
 
     code, _, err = cli(capsys, "--config", "main.json", "reindex", "--progress", "none", *app.cols)
     assert code == 0, err
