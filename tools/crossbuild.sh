@@ -150,5 +150,5 @@ for exe in kat-msvc kat-mingw; do
 done
 echo "wine runs done at $((SECONDS - t0)) s"
 
-# "$PYTHON" tools/inline_guard.py --msvc || fail "inline guard (clang-cl /Ob1, /Ob2)"
+"$PYTHON" tools/inline_guard.py --msvc || fail "inline guard (clang-cl /Ob1, /Ob2)"
 echo "crossbuild: all passed in $((SECONDS - t0)) s"
