@@ -1,7 +1,8 @@
 """The loops of compiled kernels, read from ``objdump -d --no-show-raw-insn`` output (x86-64 AT&T
 syntax or aarch64; GNU objdump, or llvm-objdump, which reads COFF objects too): functions, their
-control-flow graph, natural loops, and what the hottest loop holds.  Used by ``sealstore.bench.inner_loop`` (the aarch64 instruction mix) and by
-``tools/inline_guard.py`` (calls and stack traffic in the main loop).
+control-flow graph, natural loops, and what the hottest loop holds.  Used by
+``sealstore.bench.inner_loop`` (the aarch64 instruction mix) and by ``tools/inline_guard.py``
+(calls and stack traffic in the main loop).
 
 The *main loop* of a set of functions is the innermost natural loop (the target of a back
 edge, which dominates its source, and every block that reaches the source without passing the
@@ -39,7 +40,9 @@ _A64_FP = re.compile(r"\[x29\b")
 # rbp as an ordinary register, e.g. for a message pointer); llvm-objdump writes "movq %rsp, %rbp",
 # and the Windows x64 prologue sets rbp inside the frame ("leaq 128(%rsp), %rbp")
 _FRAME_SETUP = re.compile(
-    r"^(movq?\s+%rsp,\s*%rbp|leaq?\s+-?(0x)?[0-9a-f]*\(%rsp\),\s*%rbp|mov\s+x29, sp|add\s+x29, sp\b)"
+    r"^(movq?\s+%rsp,\s*%rbp"
+    r"|leaq?\s+-?(0x)?[0-9a-f]*\(%rsp\),\s*%rbp"
+    r"|mov\s+x29, sp|add\s+x29, sp\b)"
 )
 
 

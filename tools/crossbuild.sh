@@ -38,10 +38,15 @@ done
 "$PYTHON" -c 'import ziglang' 2>/dev/null \
     || { echo "crossbuild: the ziglang package is missing (pip install ziglang)" >&2; exit 2; }
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/sealstore-cross.XXXXXX")"
-if [ "${KEEP:-0}" != 1 ]; then
-    trap 'rm -rf "$WORK"' EXIT
-fi
-export WINEPREFIX="${WINEPREFIX:-$WORK/wine}" WINEDEBUG=-all
+# wine keeps its server directory under TMPDIR: in WORK too, so the cleanup removes it
+mkdir -p "$WORK/tmp"
+export WINEPREFIX="${WINEPREFIX:-$WORK/wine}" WINEDEBUG=-all TMPDIR="$WORK/tmp"
+# this prefix's wineserver (started by the runs below) is stopped on exit, before the cleanup
+cleanup() {
+    if command -v wineserver >/dev/null; then wineserver -k >/dev/null 2>&1 || true; fi
+    if [ "${KEEP:-0}" != 1 ]; then rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
 t0=$SECONDS
 fail() { printf 'CROSSBUILD FAILURE: %s\n' "$*" >&2; exit 1; }
 cd "$ROOT"
@@ -57,14 +62,15 @@ with mock.patch.object(b.platform, "machine", return_value=sys.argv[1]):
 }
 # the -m flags of a kernel file's own SEALSTORE_TARGET (MSVC mode, see above)
 mflags() {
-    sed -n 's/^#define SEALSTORE_TARGET "\(.*\)"/\1/p' "$1" | tr ',' '\n' | sed 's/^/-m/' | tr '\n' ' '
+    sed -n 's/^#define SEALSTORE_TARGET "\(.*\)"/\1/p' "$1" | tr ',' '\n' | sed 's/^/-m/' \
+        | tr '\n' ' '
 }
 mapfile -t WIN < <(sources AMD64)
 [ "${#WIN[@]}" -gt 20 ] || fail "the builder lists ${#WIN[@]} sources for AMD64"
 mapfile -t MAC_ARM < <(sources arm64)
 printf '%s\n' "${MAC_ARM[@]}" | grep -q armcrypto || fail "no armcrypto source for arm64"
 
-# compile SRC... in parallel (2 at a time per CPU); $CCLINE is the command, {o} the object
+# compile SRC... in parallel with compile_one; a failure prints its log
 compile_set() { # LABEL OUTDIR EXT MODE SRC...
     local label=$1 out=$2 ext=$3 mode=$4; shift 4
     mkdir -p "$out"
@@ -79,7 +85,9 @@ compile_set() { # LABEL OUTDIR EXT MODE SRC...
     local i bad=0
     for i in "${!pids[@]}"; do
         if ! wait "${pids[$i]}"; then
-            bad=$((bad + 1)); echo "--- $label: ${srcs[$i]}"; cat "$out/$(basename "${srcs[$i]}" .c).$ext.log"
+            bad=$((bad + 1))
+            echo "--- $label: ${srcs[$i]}"
+            cat "$out/$(basename "${srcs[$i]}" .c).$ext.log"
         fi
     done
     [ "$bad" = 0 ] || fail "$label: $bad of $# sources failed"
@@ -91,7 +99,7 @@ compile_one() { # LABEL SRC OBJ [-m flags]
     case $label in
     clang-cl)
         "$CLANG" --driver-mode=cl --target=x86_64-pc-windows-msvc /U__clang__ /O2 /W4 /WX /Zl \
-            -imsvc "$SHIM" "/I$ROOT/native/include" "$@" /c "$src" "/Fo$obj" ;;
+            -imsvc "$SHIM" "/I$ROOT/native/include" "$@" /c "/Fo$obj" -- "$src" ;;
     zig-msvc)
         "$PYTHON" -m ziglang cc -target x86_64-windows-msvc -U__clang__ -O3 -Wall -Wextra \
             -Werror -isystem "$SHIM" "-I$ROOT/native/include" "$@" -c "$src" -o "$obj" ;;
@@ -108,6 +116,17 @@ compile_one() { # LABEL SRC OBJ [-m flags]
     *) return 1 ;;
     esac
 }
+
+# MSVC mode means MSVC's view of the preprocessor: _MSC_VER, and neither __clang__ nor __GNUC__
+cat >"$WORK/msvc_probe.c" <<'PROBE'
+#if !defined(_MSC_VER) || defined(__clang__) || defined(__GNUC__)
+#error "not MSVC's view of the preprocessor"
+#endif
+int sealstore_msvc_probe;
+PROBE
+mkdir -p "$WORK/probe"
+compile_one clang-cl "$WORK/msvc_probe.c" "$WORK/probe/cl.obj" || fail "clang-cl is not in MSVC mode"
+compile_one zig-msvc "$WORK/msvc_probe.c" "$WORK/probe/zig.obj" || fail "zig cc is not in MSVC mode"
 
 compile_set clang-cl "$WORK/cl" obj msvc "${WIN[@]}"
 compile_set zig-msvc "$WORK/zigmsvc" obj msvc "${WIN[@]}"
@@ -127,7 +146,8 @@ echo "compiled in $((SECONDS - t0)) s"
 gcc "$WORK"/native/*.o -o "$WORK/kat" || fail "link native"
 "$MINGW" "$WORK"/mingw/*.o -o "$WORK/kat-mingw.exe" || fail "link mingw"
 # /GS is on (MSVC's default): its two runtime symbols come from tools/msvc_shim/gs_support.c
-"$MINGW" -O2 -Wall -Wextra -Werror -c "$SHIM/gs_support.c" -o "$WORK/gs_support.o" || fail "gs_support"
+"$MINGW" -O2 -Wall -Wextra -Werror -c "$SHIM/gs_support.c" -o "$WORK/gs_support.o" \
+    || fail "gs_support"
 "$MINGW" "$WORK"/cl/*.obj "$WORK/mingw/kat.o" "$WORK/gs_support.o" -o "$WORK/kat-msvc.exe" \
     || fail "link MSVC-mode objects"
 "$PYTHON" tools/kat_vectors.py --wycheproof >"$WORK/vectors.txt"
@@ -138,7 +158,8 @@ if grep -qw aes /proc/cpuinfo && grep -q ": portable$" "$WORK/selected-native.tx
 fi
 "$WINE" wineboot -i >/dev/null 2>&1 || true
 for exe in kat-msvc kat-mingw; do
-    "$WINE" "$WORK/$exe.exe" selected | tr -d '\r' >"$WORK/selected-$exe.txt" || fail "$exe selected"
+    "$WINE" "$WORK/$exe.exe" selected | tr -d '\r' >"$WORK/selected-$exe.txt" \
+        || fail "$exe selected"
     echo "$exe under wine selects:" $(tr '\n' ' ' <"$WORK/selected-$exe.txt")
     cmp -s "$WORK/selected-native.txt" "$WORK/selected-$exe.txt" || {
         cat "$WORK/selected-native.txt"; fail "$exe selects other kernels than the native build"; }

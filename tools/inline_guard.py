@@ -26,7 +26,8 @@ tools/msvc_shim, at ``/O2 /Ob1`` (MSVC's default inlining: only functions marked
 ``/O2 /Ob2``, the COFF objects read with llvm-objdump.  Known builds are keyed by
 ("clang-cl", "Ob1"/"Ob2").
 
-    python tools/inline_guard.py [--arch x86_64|aarch64] [--msvc] [--only NAME] [--cflags "-D..."] [-v]
+    python tools/inline_guard.py [--arch x86_64|aarch64] [--msvc] [--only NAME]
+                                 [--cflags "-D..."] [-v]
 
 Exit 0 when every build passes, 1 on a failure, 2 when a compiler or objdump is missing
 (``--allow-missing`` skips those builds instead).
