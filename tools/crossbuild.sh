@@ -99,10 +99,11 @@ compile_one() { # LABEL SRC OBJ [-m flags]
     case $label in
     clang-cl)
         "$CLANG" --driver-mode=cl --target=x86_64-pc-windows-msvc /U__clang__ /O2 /W4 /WX /Zl \
+            -Wvla -Wgnu \
             -imsvc "$SHIM" "/I$ROOT/native/include" "$@" /c "/Fo$obj" -- "$src" ;;
     zig-msvc)
         "$PYTHON" -m ziglang cc -target x86_64-windows-msvc -U__clang__ -O3 -Wall -Wextra \
-            -Werror -isystem "$SHIM" "-I$ROOT/native/include" "$@" -c "$src" -o "$obj" ;;
+            -Werror -Wvla -Wgnu -isystem "$SHIM" "-I$ROOT/native/include" "$@" -c "$src" -o "$obj" ;;
     zig-clang)
         "$PYTHON" -m ziglang cc -target x86_64-windows-msvc -O3 -Wall -Wextra -Werror \
             -isystem "$SHIM" "-I$ROOT/native/include" -c "$src" -o "$obj" ;;
@@ -130,6 +131,22 @@ compile_one zig-msvc "$WORK/msvc_probe.c" "$WORK/probe/zig.obj" || fail "zig cc 
 
 compile_set clang-cl "$WORK/cl" obj msvc "${WIN[@]}"
 compile_set zig-msvc "$WORK/zigmsvc" obj msvc "${WIN[@]}"
+# the driver is standard C too (it runs below compiled by mingw-w64: no MSVC runtime here)
+compile_one clang-cl tests/native/kat.c "$WORK/probe/kat.obj" >"$WORK/probe/kat.log" 2>&1 \
+    || { cat "$WORK/probe/kat.log"; fail "tests/native/kat.c in MSVC mode"; }
+compile_one zig-msvc tests/native/kat.c "$WORK/probe/kat-zig.obj" >"$WORK/probe/kat-zig.log" 2>&1 \
+    || { cat "$WORK/probe/kat-zig.log"; fail "tests/native/kat.c in MSVC mode (zig)"; }
+echo "tests/native/kat.c compiled in MSVC mode (clang-cl, zig)"
+# no GNU C left in what MSVC compiles (clang accepts it in cl mode; MSVC would not)
+gnu=0
+for src in "${WIN[@]}" tests/native/kat.c; do
+    # shellcheck disable=SC2046
+    "$CLANG" --driver-mode=cl --target=x86_64-pc-windows-msvc /U__clang__ -imsvc "$SHIM" \
+        "/I$ROOT/native/include" $(mflags "$src") /E /clang:-dD -- "$src" 2>"$WORK/probe/pp.log" \
+        | "$PYTHON" "$SHIM/gnu_scan.py" "$src" || gnu=$((gnu + 1))
+done
+[ "$gnu" = 0 ] || fail "GNU C outside the guarded branches in $gnu sources"
+echo "no GNU C in the MSVC branches of $((${#WIN[@]} + 1)) sources"
 compile_set zig-clang "$WORK/zigclang" obj plain "${WIN[@]}"
 compile_set mingw "$WORK/mingw" o plain "${WIN[@]}" tests/native/kat.c
 compile_set native "$WORK/native" o plain "${WIN[@]}" tests/native/kat.c
