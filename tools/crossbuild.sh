@@ -155,7 +155,7 @@ compile_set macos-aarch64 "$WORK/macarm" o plain "${MAC_ARM[@]}"
 llvm-objdump -t "$WORK/macarm/dispatch.o" | grep -q "UND.*_sysctlbyname$" \
     || fail "the aarch64-macos dispatch.o does not call sysctlbyname"
 for o in "$WORK"/cl/*.obj; do
-    file "$o" | grep -q "amd64 COFF object" || fail "$o is not an x86-64 COFF object"
+    llvm-objdump -f "$o" | grep -q "file format coff-x86-64" || fail "$o is not an x86-64 COFF object"
 done
 echo "compiled in $((SECONDS - t0)) s"
 
