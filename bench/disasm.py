@@ -1,7 +1,8 @@
 """The loops of compiled kernels, read from ``objdump -d --no-show-raw-insn`` output (x86-64 AT&T
-syntax or aarch64): functions, their control-flow graph, natural loops, and what the hottest
-loop holds.  Used by ``sealstore.bench.inner_loop`` (the aarch64 instruction mix) and by
-``tools/inline_guard.py`` (calls and stack traffic in the main loop).
+syntax or aarch64; GNU objdump, or llvm-objdump, which reads COFF objects too): functions, their
+control-flow graph, natural loops, and what the hottest loop holds.  Used by
+``sealstore.bench.inner_loop`` (the aarch64 instruction mix) and by ``tools/inline_guard.py``
+(calls and stack traffic in the main loop).
 
 The *main loop* of a set of functions is the innermost natural loop (the target of a back
 edge, which dominates its source, and every block that reaches the source without passing the
@@ -20,7 +21,8 @@ __all__ = ["Insn", "Loop", "functions", "main_loop", "natural_loops", "parse"]
 
 _FUNC = re.compile(r"^([0-9a-f]+) <([^>]+)>:$")
 _INSN = re.compile(r"^\s*([0-9a-f]+):\s+(\S+)\s*(.*)$")
-_TARGET = re.compile(r"\b([0-9a-f]+) <([^>]+)>")
+# branch targets: GNU "4f <f+0x4f>", llvm-objdump "0x4f <f+0x4f>"
+_TARGET = re.compile(r"\b(?:0x)?([0-9a-f]+) <([^>]+)>")
 _COMMENT = re.compile(r"\s#\s.*$")
 
 # aarch64 conditional/unconditional direct branches; x86 jumps
@@ -35,8 +37,13 @@ _A64_VEC = re.compile(r"\b[qv]\d+\b")
 _A64_SP = re.compile(r"\[sp\b")
 _A64_FP = re.compile(r"\[x29\b")
 # the frame pointer is a stack address only where the function sets it up (gcc -O2 may use
-# rbp as an ordinary register, e.g. for a message pointer)
-_FRAME_SETUP = re.compile(r"^(mov\s+%rsp,%rbp|mov\s+x29, sp|add\s+x29, sp\b)")
+# rbp as an ordinary register, e.g. for a message pointer); llvm-objdump writes "movq %rsp, %rbp",
+# and the Windows x64 prologue sets rbp inside the frame ("leaq 128(%rsp), %rbp")
+_FRAME_SETUP = re.compile(
+    r"^(movq?\s+%rsp,\s*%rbp"
+    r"|leaq?\s+-?(0x)?[0-9a-f]*\(%rsp\),\s*%rbp"
+    r"|mov\s+x29, sp|add\s+x29, sp\b)"
+)
 
 
 @dataclass

@@ -18,7 +18,16 @@ AES rounds) and fails when
 
 A new kernel is covered by adding a row to KERNELS.
 
-    python tools/inline_guard.py [--arch x86_64|aarch64] [--only NAME] [--cflags "-D..."] [-v]
+``--msvc`` checks the x86 kernels as MSVC builds them instead: clang in cl mode, target
+x86_64-pc-windows-msvc, ``__clang__`` undefined (the ``_MSC_VER`` branches: ``__forceinline``,
+no target pragma; each file gets the -m flags of its own SEALSTORE_TARGET, since clang's
+headers declare the intrinsics only with them, where MSVC's declare them all), C runtime from
+tools/msvc_shim, at ``/O2 /Ob1`` (MSVC's default inlining: only functions marked inline) and
+``/O2 /Ob2``, the COFF objects read with llvm-objdump.  Known builds are keyed by
+("clang-cl", "Ob1"/"Ob2").
+
+    python tools/inline_guard.py [--arch x86_64|aarch64] [--msvc] [--only NAME]
+                                 [--cflags "-D..."] [-v]
 
 Exit 0 when every build passes, 1 on a failure, 2 when a compiler or objdump is missing
 (``--allow-missing`` skips those builds instead).
@@ -28,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -79,6 +89,9 @@ _DEC2_SPILLS = "gcc spills two vectors per iteration of the two-block decryption
 # measured: the late fold is ~10% faster at 16 KiB (7.5 -> 8.3 GB/s best of 61, round robin);
 # folding the plaintext in early keeps the state in registers but costs that
 _CLANG_O2_X4_SPILL = "clang -O2 spills 4 vectors per block (clean at -O3, the project's flags)"
+# clang-cl's /O2 is clang's -O2 (cl mode has no -O3): the same 4 vectors per block as above,
+# at /Ob1 and /Ob2 alike (the update is inlined: __forceinline); MSVC itself is not run here
+_CLANG_CL_X4_SPILL = "clang-cl /O2 (= clang -O2) spills 4 vectors per block, as clang -O2 does"
 _LATE_FOLD_SPILL = (
     "clang -O2 keeps one word of the decryption pass on the stack (2 moves per block) with the "
     "late plaintext fold"
@@ -138,7 +151,11 @@ KERNELS = (
         ENC_DEC,
         2,
         16,
-        known=(("clang", "O2", _CLANG_O2_X4_SPILL),),
+        known=(
+            ("clang", "O2", _CLANG_O2_X4_SPILL),
+            ("clang-cl", "Ob1", _CLANG_CL_X4_SPILL),
+            ("clang-cl", "Ob2", _CLANG_CL_X4_SPILL),
+        ),
         words=6,
     ),
     Kernel("x86_64", "aegis256x4/aegis256x4_avx512.c", ENC_DEC, 1, 32, words=6),
@@ -168,6 +185,34 @@ COMPILERS = {
 OBJDUMP = {"x86_64": "objdump", "aarch64": "aarch64-linux-gnu-objdump"}
 #: the project's flags (native/build_ffi.py) and plain -O2
 FLAGS = {"project": ["-O3", "-Wall", "-Wextra", "-fvisibility=hidden"], "O2": ["-O2"]}
+
+#: --msvc: MSVC's semantics through clang in cl mode (see the module docstring)
+MSVC_SHIM = ROOT / "tools" / "msvc_shim"
+MSVC_COMPILERS = [
+    (
+        "clang-cl",
+        [
+            "clang",
+            "--driver-mode=cl",
+            "--target=x86_64-pc-windows-msvc",
+            "/U__clang__",
+            "/Zl",
+            "-imsvc",
+            str(MSVC_SHIM),
+        ],
+    )
+]
+MSVC_FLAGS = {"Ob1": ["/O2", "/Ob1"], "Ob2": ["/O2", "/Ob2"]}
+MSVC_OBJDUMP = "llvm-objdump"
+_TARGET_DEFINE = re.compile(r'^#define SEALSTORE_TARGET "([^"]+)"', re.M)
+
+
+def target_mflags(source: Path) -> list[str]:
+    """The -m flags of a kernel file's own SEALSTORE_TARGET (MSVC mode)."""
+    m = _TARGET_DEFINE.search(source.read_text())
+    if m is None:
+        raise RuntimeError(f"{source}: no SEALSTORE_TARGET")
+    return [f"-m{feature}" for feature in m.group(1).split(",")]
 
 
 def check_object(kernel: Kernel, text: str) -> tuple[list[str], str]:
@@ -200,12 +245,20 @@ def check_object(kernel: Kernel, text: str) -> tuple[list[str], str]:
 
 def _build(n: int, kernel: Kernel, cc: list[str], flags: list[str], extra: list[str], tmp: str):
     obj = os.path.join(tmp, f"{n}-{kernel.name}.o")
-    cmd = [*cc, "-c", *flags, *extra, f"-I{INCLUDE}", str(SRC / kernel.source), "-o", obj]
+    src = SRC / kernel.source
+    if cc == MSVC_COMPILERS[0][1]:
+        # cl syntax; "--" ends the options (an absolute path would read as /option)
+        mflags = target_mflags(src)
+        cmd = [*cc, "/c", *flags, *mflags, *extra, f"/I{INCLUDE}", f"/Fo{obj}", "--", str(src)]
+        objdump = MSVC_OBJDUMP
+    else:
+        cmd = [*cc, "-c", *flags, *extra, f"-I{INCLUDE}", str(src), "-o", obj]
+        objdump = OBJDUMP[kernel.arch]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode:
         raise RuntimeError(f"{shlex.join(cmd)}\n{r.stderr[-2000:]}")
     d = subprocess.run(
-        [OBJDUMP[kernel.arch], "-d", "--no-show-raw-insn", obj],
+        [objdump, "-d", "--no-show-raw-insn", obj],
         capture_output=True,
         text=True,
         check=True,
@@ -213,21 +266,25 @@ def _build(n: int, kernel: Kernel, cc: list[str], flags: list[str], extra: list[
     return d.stdout
 
 
-def builds(arch: str | None, only: str | None, allow_missing: bool):
+def builds(arch: str | None, only: str | None, allow_missing: bool, msvc: bool = False):
     """(kernel, compiler label, command, flags label, flags) for every build to check."""
     out, missing = [], []
     for kernel in KERNELS:
         if (arch and kernel.arch != arch) or (only and only != kernel.name):
             continue
-        for label, cc in COMPILERS[kernel.arch]:
-            tools = [cc[0], OBJDUMP[kernel.arch]]
+        if msvc and kernel.arch != "x86_64":
+            continue
+        compilers = MSVC_COMPILERS if msvc else COMPILERS[kernel.arch]
+        all_flags = MSVC_FLAGS if msvc else FLAGS
+        for label, cc in compilers:
+            tools = [cc[0], MSVC_OBJDUMP if msvc else OBJDUMP[kernel.arch]]
             absent = [t for t in tools if shutil.which(t) is None]
             if label == "clang" and kernel.arch == "aarch64" and not Path(AARCH64_SYSROOT).is_dir():
                 absent.append(AARCH64_SYSROOT)
             if absent:
                 missing.append(f"{kernel.name} ({label}): missing {', '.join(absent)}")
                 continue
-            for flags_label, flags in FLAGS.items():
+            for flags_label, flags in all_flags.items():
                 out.append((kernel, label, cc, flags_label, flags))
     if missing and not allow_missing:
         raise FileNotFoundError("\n".join(missing))
@@ -237,6 +294,9 @@ def builds(arch: str | None, only: str | None, allow_missing: bool):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--arch", choices=sorted(COMPILERS))
+    ap.add_argument(
+        "--msvc", action="store_true", help="the x86 kernels as MSVC builds them, /Ob1 and /Ob2"
+    )
     ap.add_argument("--only", help="one kernel, by its file name (e.g. aegis128l_aesni)")
     ap.add_argument("--cflags", default="", help="extra compiler flags for every build")
     ap.add_argument("--allow-missing", action="store_true", help="skip absent toolchains")
@@ -244,7 +304,7 @@ def main(argv=None) -> int:
     opts = ap.parse_args(argv)
     t0 = time.monotonic()
     try:
-        todo, missing = builds(opts.arch, opts.only, opts.allow_missing)
+        todo, missing = builds(opts.arch, opts.only, opts.allow_missing, opts.msvc)
     except FileNotFoundError as e:
         print(f"inline guard: cannot build:\n{e}", file=sys.stderr)
         return 2
@@ -266,7 +326,7 @@ def main(argv=None) -> int:
     bad = known = 0
     for (kernel, label, _, flags_label, _), text in zip(todo, texts, strict=True):
         failures, summary = check_object(kernel, text)
-        where = f"{kernel.arch} {kernel.name} {label} {flags_label}"
+        where = f"{kernel.arch}{'-msvc' if opts.msvc else ''} {kernel.name} {label} {flags_label}"
         reason = {(c, f): r for c, f, r in kernel.known}.get((label, flags_label))
         if failures and reason:
             known += 1

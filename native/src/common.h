@@ -36,7 +36,8 @@ static const uint8_t sealstore_aegis_c1[16] = {0xdb, 0x3d, 0x18, 0x55, 0x6d, 0xc
 
 SEALSTORE_INLINE void sealstore_store64_le(uint8_t *p, uint64_t v)
 {
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#if (defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__) ||                  \
+    (defined(_MSC_VER) && !defined(__BYTE_ORDER__)) /* every MSVC target is little-endian */
     /* one 8-byte store (the byte loop compiles to eight shifts and byte inserts) */
     memcpy(p, &v, 8);
 #else

@@ -12,6 +12,11 @@
 #if SEALSTORE_X86 && (defined(__GNUC__) || defined(__clang__))
 #include <cpuid.h>
 #define SEALSTORE_HAVE_CPUID 1
+#elif SEALSTORE_X86 && defined(_MSC_VER)
+#include <intrin.h> /* __cpuidex, _xgetbv */
+#define SEALSTORE_HAVE_CPUID 1
+#elif SEALSTORE_X86
+#error "sealstore: no way to read CPUID with this compiler (every x86 kernel would be lost)"
 #else
 #define SEALSTORE_HAVE_CPUID 0
 #endif
@@ -123,13 +128,39 @@ static uint32_t features;
 static uint32_t features_keep = ~0u;
 static int forced = -1;
 
-#if SEALSTORE_HAVE_CPUID
+#if SEALSTORE_HAVE_CPUID && !defined(__GNUC__) && !defined(__clang__)
+/* MSVC: <intrin.h> */
+static uint64_t xgetbv0(void)
+{
+    return (uint64_t)_xgetbv(0);
+}
+
+static unsigned int cpuid_max(void)
+{
+    int r[4];
+    __cpuid(r, 0);
+    return (unsigned int)r[0];
+}
+
+#define CPUID_COUNT(leaf, sub, a, b, c, d)                                                     \
+    do {                                                                                       \
+        int r_[4];                                                                             \
+        __cpuidex(r_, (leaf), (sub));                                                          \
+        (a) = (unsigned int)r_[0];                                                             \
+        (b) = (unsigned int)r_[1];                                                             \
+        (c) = (unsigned int)r_[2];                                                             \
+        (d) = (unsigned int)r_[3];                                                             \
+    } while (0)
+#elif SEALSTORE_HAVE_CPUID
 static uint64_t xgetbv0(void)
 {
     uint32_t eax, edx;
     __asm__ __volatile__("xgetbv" : "=a"(eax), "=d"(edx) : "c"(0));
     return ((uint64_t)edx << 32) | eax;
 }
+
+#define cpuid_max() __get_cpuid_max(0, NULL)
+#define CPUID_COUNT(leaf, sub, a, b, c, d) __cpuid_count(leaf, sub, a, b, c, d)
 #endif
 
 #if SEALSTORE_ARM64
@@ -159,12 +190,12 @@ static uint32_t detect(void)
 #endif
 #if SEALSTORE_HAVE_CPUID
     unsigned int eax, ebx, ecx, edx;
-    unsigned int max = __get_cpuid_max(0, NULL);
+    unsigned int max = cpuid_max();
 
     if (max < 1) {
         return 0;
     }
-    __cpuid_count(1, 0, eax, ebx, ecx, edx);
+    CPUID_COUNT(1, 0, eax, ebx, ecx, edx);
     if (ecx & (1u << 25)) {
         f |= SEALSTORE_CPU_AESNI;
     }
@@ -182,7 +213,7 @@ static uint32_t detect(void)
         }
     }
     if (max >= 7) {
-        __cpuid_count(7, 0, eax, ebx, ecx, edx);
+        CPUID_COUNT(7, 0, eax, ebx, ecx, edx);
         if (ebx & (1u << 5)) {
             f |= SEALSTORE_CPU_AVX2;
         }

@@ -3,3 +3,4 @@
 #elif defined(__GNUC__)
 #pragma GCC pop_options
 #endif
+/* _MSC_VER: target_begin.h pushed nothing */

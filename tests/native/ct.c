@@ -41,7 +41,11 @@
 #define PUBLIC(p, n) VALGRIND_MAKE_MEM_DEFINED((p), (n))
 #endif
 
+#if defined(_MSC_VER) && !defined(__GNUC__) && !defined(__clang__)
+#define NOINLINE __declspec(noinline)
+#else
 #define NOINLINE __attribute__((noinline))
+#endif
 
 /* 1 when every byte of p[0..n) is secret-tainted: the checker tracked the secrets through the
    kernel to its outputs (otherwise a silent run would prove nothing). */

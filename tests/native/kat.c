@@ -206,6 +206,36 @@ static void run_vector(int lineno, const char *alg, size_t maclen, int valid, ch
     }
 }
 
+/* One line of fp into *line (grown as needed, NUL-terminated, newline kept); its length, or
+   -1 at end of file with nothing read.  Standard C only (POSIX getline is absent on Windows). */
+static long read_line(char **line, size_t *cap, FILE *fp)
+{
+    size_t len = 0;
+    int ch;
+
+    while ((ch = fgetc(fp)) != EOF) {
+        if (len + 2 > *cap) {
+            size_t ncap = *cap ? 2 * *cap : 256;
+            char *grown = realloc(*line, ncap);
+            if (grown == NULL) {
+                fprintf(stderr, "out of memory\n");
+                exit(2);
+            }
+            *line = grown;
+            *cap = ncap;
+        }
+        (*line)[len++] = (char)ch;
+        if (ch == '\n') {
+            break;
+        }
+    }
+    if (len == 0) {
+        return -1;
+    }
+    (*line)[len] = '\0';
+    return (long)len;
+}
+
 static int run_vectors(const char *path)
 {
     FILE *fp = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
@@ -217,7 +247,7 @@ static int run_vectors(const char *path)
         perror(path);
         return -1;
     }
-    while (getline(&line, &cap, fp) > 0) {
+    while (read_line(&line, &cap, fp) > 0) {
         char alg[32], hex[6][4096];
         unsigned maclen;
         int valid;

@@ -324,3 +324,77 @@ def test_aarch64_kernels_pass_under_qemu():
     assert r.returncode == 0, r.stdout + r.stderr
     assert "0 failures; kernels: armcrypto" in r.stdout, r.stdout
     assert "cross_aarch64: all passed" in r.stdout, r.stdout
+
+
+# ---- Windows (MSVC mode, mingw-w64) and macOS, checked on Linux ------------------------------
+
+
+@pytest.mark.skipif(not X86, reason="checked on an x86-64 host")
+def test_windows_and_macos_cross_build():
+    """tools/crossbuild.sh: the AMD64 sources in MSVC mode (clang-cl with __clang__ undefined,
+    zig cc -target x86_64-windows-msvc) and with mingw-w64, kat.exe from the MSVC-mode objects
+    and from the mingw ones under wine (the native build's kernels selected, 0 failures), the
+    inline guard over clang-cl's COFF objects at /Ob1 and /Ob2, and the x86_64-macos and
+    aarch64-macos builds (zig)."""
+    for tool in ("clang", "llvm-objdump", "x86_64-w64-mingw32-gcc", "wine"):
+        need_tool(tool)
+    if importlib.util.find_spec("ziglang") is None:
+        if IN_CI:
+            pytest.fail("the ziglang package is missing in CI (.ci/run installs it)")
+        pytest.skip("the ziglang package is not installed")
+    env = dict(os.environ, PYTHON=sys.executable)
+    r = run(["bash", str(ROOT / "tools" / "crossbuild.sh")], env=env, timeout=1200)
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = r.stdout
+    win, arm = len(builder_sources("AMD64")), len(builder_sources("arm64"))
+    for label in ("clang-cl", "zig-msvc", "zig-clang", "macos-x86_64"):
+        assert f"{label}: {win} sources compiled" in out, out
+    assert f"mingw: {win + 1} sources compiled" in out, out  # and kat.c
+    assert f"macos-aarch64: {arm} sources compiled" in out, out
+    nlines = len(kat_vectors.lines()) + len(kat_vectors.wycheproof_lines())
+    for exe in ("kat-msvc", "kat-mingw"):
+        assert f"{exe}: kat: {nlines} vector lines" in out, out
+    assert out.count(" 0 failures;") == 2, out
+    assert "inline guard: 30 builds, 0 failing" in out, out
+    assert "crossbuild: all passed" in out, out
+
+
+def _gnu_scan(stream: str, tmp_path: Path, source_text: str) -> subprocess.CompletedProcess:
+    src = tmp_path / "native" / "src" / "probe.c"
+    src.parent.mkdir(parents=True)
+    src.write_text(source_text)
+    text = stream.replace("SRC", str(src))
+    scan = ROOT / "tools" / "msvc_shim" / "gnu_scan.py"
+    return run([sys.executable, str(scan), "probe.c"], input=text)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "static int x __attribute__((unused));",
+        "int f(int a) { return ({ a; }); }",
+        "int g(void) { return __builtin_popcount(3); }",
+        'void h(void) { __asm__("nop"); }',
+    ],
+)
+def test_gnu_scan_finds_gnu_c_in_the_msvc_branches(tmp_path, code):
+    # a preprocessed stream (line markers as clang writes them) holding our own line
+    stream = f'# 1 "SRC"\n{code}\n'
+    r = _gnu_scan(stream, tmp_path, code + "\n")
+    assert r.returncode == 1 and "GNU C under MSVC" in r.stdout, r.stdout + r.stderr
+    # a kept #define of ours too
+    r = _gnu_scan('# 1 "SRC"\n#define U __attribute__((unused))\n', tmp_path / "d", "")
+    assert r.returncode == 1, r.stdout
+
+
+def test_gnu_scan_leaves_the_compilers_headers_and_their_expansions(tmp_path):
+    # builtins from a header, and from an intrinsic macro expanded on our line
+    stream = (
+        '# 1 "/usr/lib/clang/include/avxintrin.h" 3\n'
+        "static __inline __attribute__((__always_inline__)) int a(void);\n"
+        '# 3 "SRC"\n'
+        "v = ((__m128i)__builtin_ia32_extract128i256((__v4di)acc, (int)(1)));\n"
+    )
+    source = "\n\nv = _mm256_extracti128_si256(acc, 1);\n"
+    r = _gnu_scan(stream, tmp_path, source)
+    assert r.returncode == 0, r.stdout + r.stderr

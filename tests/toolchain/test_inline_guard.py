@@ -194,3 +194,77 @@ def test_every_vector_kernel_source_is_in_the_guard_table():
         if not p.name.endswith("_portable.c")
     }
     assert listed == tree
+
+
+# ---- COFF objects (llvm-objdump) and the MSVC-mode guard ----------------------------------
+
+# llvm-objdump's form: "0x" branch targets, "movq"/"callq", the Windows x64 prologue setting
+# rbp inside the frame
+COFF_LOOP = """
+0000000000000000 <aegis_encrypt_detached>:
+       0:      	pushq	%rbp
+       1:      	subq	$696, %rsp              # imm = 0x2B8
+       8:      	leaq	128(%rsp), %rbp
+       f:      	cmpq	$32, %r8
+      13:      	jb	0x40 <aegis_encrypt_detached+0x40>
+      15:      	vmovdqu	(%rdx), %xmm8
+      19:      	vaesenc	%xmm1, %xmm0, %xmm0
+      1e:      	vaesenc	%xmm2, %xmm1, %xmm1
+      23:      	{extra}
+      28:      	vmovdqu	%xmm8, (%rcx)
+      2c:      	addq	$32, %rdx
+      30:      	cmpq	$31, %r8
+      34:      	ja	0x15 <aegis_encrypt_detached+0x15>
+      40:      	popq	%rbp
+      41:      	retq
+"""
+
+
+def test_llvm_objdump_listing_of_a_coff_object():
+    loop = _loop(COFF_LOOP.format(extra="vpxor	%xmm3, %xmm4, %xmm4"))
+    assert loop is not None and loop.head == 0x15
+    assert loop.count(lambda i: i.is_aes) == 2
+    assert loop.count(lambda i: i.is_stack_vector) == 0
+    loop = _loop(COFF_LOOP.format(extra="callq	0x0 <aegis_update>"))
+    assert loop.count(lambda i: i.is_call) == 1
+    # rbp = rsp + 128 (the Windows frame): rbp-based vector moves are stack traffic
+    loop = _loop(COFF_LOOP.format(extra="vmovdqa	%xmm5, -48(%rbp)"))
+    assert loop.count(lambda i: i.is_stack_vector) == 1
+
+
+MSVC_TOOLS = ("clang", "llvm-objdump")
+
+
+def _need_msvc():
+    for tool in MSVC_TOOLS:
+        if shutil.which(tool) is None:
+            if IN_CI:
+                pytest.fail(f"{tool} is missing in CI (.ci/run installs it)")
+            pytest.skip(f"{tool} is not installed")
+
+
+@pytest.mark.toolchain
+def test_guard_passes_on_every_x86_kernel_as_msvc_builds_it():
+    """clang in cl mode, __clang__ undefined (the _MSC_VER branches), /Ob1 and /Ob2: every
+    x86 kernel keeps its update inlined (__forceinline) and its state in registers, but for
+    the listed known builds."""
+    _need_msvc()
+    r = _guard("--msvc", "-v")
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    ok = [x for x in lines if x.startswith("ok   x86_64-msvc ")]
+    known = [x for x in lines if x.startswith("KNOWN x86_64-msvc ")]
+    assert len(ok) + len(known) == 30 and len(known) <= 2, r.stdout
+    assert any(x.endswith(" Ob1: encrypt: 16 aes, 0 stack; decrypt: 16 aes, 0 stack") for x in ok)
+
+
+@pytest.mark.toolchain
+def test_msvc_guard_fails_without_forceinline():
+    """The seed's lesson: MSVC's default /Ob1 inlines only what is marked inline; with
+    __forceinline defined away, the updates become calls at /Ob1 and the guard says so."""
+    _need_msvc()
+    r = _guard("--msvc", "--only", "aegis128l_avx2", "--cflags=-D__forceinline=")
+    assert r.returncode == 1, r.stdout + r.stderr
+    fails = [x for x in r.stdout.splitlines() if x.startswith("FAIL ")]
+    assert len(fails) == 1 and " Ob1: " in fails[0], r.stdout
+    assert "no loop holds an AES round" in fails[0] or "calls" in fails[0], r.stdout
