@@ -214,6 +214,10 @@ class ColumnTypeMismatch(ColumnBindingError):
     the fix (``.column``, ``.stored``, ``.expected`` hold the first three).  The CLI prints it
     as one line and exits 3."""
 
+    column: str
+    stored: str
+    expected: str
+
     def __init__(
         self, message: str, *, column: str = "", stored: str = "", expected: str = ""
     ) -> None:
