@@ -797,13 +797,18 @@ def _alter_column(context, revision, op):
     return out
 
 
-def _render(name: str, autogen_context, op) -> str:
-    from alembic.autogenerate.render import _repr_type
-
+def _add_imports(autogen_context, what: str) -> None:
+    """The imports a rendered sealstore operation needs, so an unedited script.py.mako runs it."""
     imports = autogen_context.imports
     if imports is not None:
         imports.add("import sealstore.adapters.sqlalchemy")
-        imports.add("import sealstore.migrations.alembic.ops  # noqa: F401  (op.encrypt_column)")
+        imports.add(f"import sealstore.migrations.alembic.ops  # noqa: F401  ({what})")
+
+
+def _render(name: str, autogen_context, op) -> str:
+    from alembic.autogenerate.render import _repr_type
+
+    _add_imports(autogen_context, "op.encrypt_column")
     args = [
         repr(op.table_name),
         repr(op.column_name),
@@ -1067,10 +1072,7 @@ def _add_blind_index_column(context, revision, op):
 def _render_add_blind_index(autogen_context, op) -> str:
     from alembic.autogenerate.render import _repr_type
 
-    imports = autogen_context.imports
-    if imports is not None:
-        imports.add("import sealstore.adapters.sqlalchemy")
-        imports.add("import sealstore.migrations.alembic.ops  # noqa: F401  (op.add_blind_index)")
+    _add_imports(autogen_context, "op.add_blind_index")
     args = [
         repr(op.table_name),
         repr(op.column_name),
