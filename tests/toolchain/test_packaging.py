@@ -149,7 +149,7 @@ def test_tests_run_from_the_unpacked_sdist(sdist, tmp_path):
         tar.extractall(tmp_path, filter="data")
     (tree,) = tmp_path.iterdir()
     # they read docs/, tests/vectors, tools/ and native/ from the unpacked tree
-    files = ["tests/test_suites.py", "tests/test_layers.py", "tests/test_format.py"]
+    files = ["tests/core/test_suites.py", "tests/test_layers.py", "tests/core/test_format.py"]
     pytest_args = ["-q", "-p", "no:cacheprovider", "-m", "not toolchain", *files]
     proc = run([sys.executable, "-m", "pytest", *pytest_args], cwd=tree)
     assert " passed" in proc.stdout and "skipped" not in proc.stdout, proc.stdout[-2000:]

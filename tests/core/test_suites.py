@@ -29,7 +29,7 @@ from sealstore.suites import (
     spec,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 import layout  # noqa: E402  (tools/layout.py: pyproject's package-dir)
 

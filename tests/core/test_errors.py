@@ -10,10 +10,10 @@ from pathlib import Path
 
 import sealstore.errors as errors
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 import layout  # noqa: E402  (tools/layout.py: pyproject's package-dir)
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_all_lists_every_class_and_only_them():
