@@ -6,17 +6,11 @@ import sys
 from setuptools import setup
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "native"))
-from build_speedups import extension  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, "tools"))
+from layout import NATIVE, ROOTS  # noqa: E402  (tools/layout.py: pyproject's package-dir)
 
-# top-level directory -> import name (pyproject's package-dir says the same)
-ROOTS = {
-    "plugin": "sealstore",
-    "adapters": "sealstore.adapters",
-    "migrations": "sealstore.migrations",
-    "bench": "sealstore.bench",
-    "native": "sealstore._csrc",
-}
+sys.path.insert(0, os.path.join(HERE, NATIVE))
+from build_speedups import extension  # noqa: E402
 
 
 def packages():
@@ -27,7 +21,7 @@ def packages():
     for top, name in ROOTS.items():
         for dirpath, dirs, files in os.walk(os.path.join(HERE, top)):
             dirs[:] = [d for d in dirs if d.isidentifier() and d != "__pycache__"]
-            if "__init__.py" in files or top == "native":
+            if "__init__.py" in files or top == NATIVE:
                 rel = os.path.relpath(dirpath, os.path.join(HERE, top))
                 found.append(name if rel == "." else name + "." + rel.replace(os.sep, "."))
     return sorted(found)
@@ -35,7 +29,7 @@ def packages():
 
 setup(
     packages=packages(),
-    cffi_modules=["native/build_ffi.py:ffibuilder"],
+    cffi_modules=[f"{NATIVE}/build_ffi.py:ffibuilder"],
     # against the full API: the limited one (abi3) measured slower (native/build_speedups.py)
     ext_modules=[extension(limited=False)],
 )

@@ -4,7 +4,8 @@ decrypt-column (migrations.alembic.cli), medium-check (migrations.medium_cli), d
 
 from __future__ import annotations
 
-from .rotation.cli import Subcommands, add_commands, add_db_commands, add_keys_commands
+from .rotation.cli import add_commands, add_db_commands, add_keys_commands
+from .rotation.cli_setup import Subcommands
 from .alembic.cli import add_convert_commands
 from .medium_cli import add_medium_commands
 

@@ -16,7 +16,7 @@ import json
 import os
 import sys
 
-from .rotation.cli import DB_ENV, Subcommands, UsageError, _connect_check, _engine, _guard
+from .rotation.cli_setup import DB_ENV, Subcommands, UsageError, _connect_check, _engine, _guard
 
 __all__ = ["add_medium_commands", "cmd_medium_check"]
 

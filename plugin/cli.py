@@ -394,7 +394,7 @@ PROGRAMS = "sealstore.programs"
 #: The commands each ``sealstore.commands`` entry point adds, by entry-point name (``"keys X"``:
 #: an action of ``sealstore keys``).  When an entry point cannot load because its extra is not
 #: installed, these are the commands that answer one line naming the extra (and that the end of
-#: ``--help`` lists as not installed).  tests/test_cli_help.py checks this table against what
+#: ``--help`` lists as not installed).  tests/core/test_cli_help.py checks this table against what
 #: each entry point registers: a layer that adds a command adds its name here.
 ENTRY_POINT_COMMANDS: dict[str, tuple[str, ...]] = {
     "migrations": (

@@ -6,7 +6,7 @@ exactly what they mean.  Argument errors also inherit from the matching built-in
 working.  No exception message ever contains key material or plaintext.
 
 What the entry points that read stored input raise, whatever the bytes (fuzzed in CI:
-``tests/fuzz/``, ``tools/fuzz.sh``; and ``tests/test_hardening_stores.py``):
+``tests/fuzz/``, ``tools/fuzz.sh``; and ``tests/core/test_hardening_stores.py``):
 
 * ``load_config`` (a JSON or TOML file): :class:`ConfigError`, or :class:`InsecureConfig`
   (a ConfigError) for a file others could have written that says where keys come from;

@@ -70,7 +70,7 @@ def _withhold(record: logging.LogRecord) -> logging.LogRecord:
         return record
     name = record.name
     if name == "sealstore" or name.startswith("sealstore."):
-        return record  # sealstore's own records never carry secrets (tests/test_logging.py)
+        return record  # sealstore's own records never carry secrets (tests/core/test_logging.py)
     for attr in [a for a in record.__dict__ if a not in _STANDARD]:
         delattr(record, attr)
     record.msg = WITHHELD

@@ -39,7 +39,7 @@ def _c_str(p: CData) -> str:
 #: Kernel names, from the least to the most preferred.
 KERNELS = ("portable", "aesni", "avx2", "avx512", "armcrypto")
 #: Variant names and their native ids, as the C library reports them (the suite registry,
-#: ``sealstore.suites``, names each suite's variant; tests/test_suites.py checks they agree).
+#: ``sealstore.suites``, names each suite's variant; tests/core/test_suites.py checks they agree).
 VARIANTS = {_c_str(lib.sealstore_variant_name(v)): v for v in range(lib.SEALSTORE_NVARIANTS)}
 
 _FEATURES = (

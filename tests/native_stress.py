@@ -15,7 +15,7 @@ copy or hold what it reads before it releases the GIL or calls back into Python:
 * ``named``: the named sealer/opener on bytearrays being resized, while another thread swaps
   the keyring registered under the name.
 
-``tests/test_native_races.py`` runs each in a subprocess; ``tools/sanitize.sh asan`` runs them
+``tests/core/test_native_races.py`` runs each in a subprocess; ``tools/sanitize.sh asan`` runs them
 under AddressSanitizer.
 """
 

@@ -7,14 +7,18 @@ from __future__ import annotations
 import ast
 import json
 import re
+import sys
 import typing
 from pathlib import Path
 
 from pydantic import BaseModel
 from sealstore.config import ENV_PREFIX, SealstoreConfig
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+import layout  # noqa: E402  (tools/layout.py: pyproject's package-dir)
+
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("plugin", "adapters", "migrations")
+PACKAGES = tuple(layout.LIBRARY)  # the library's directories
 
 
 def _models(annotation) -> list[type[BaseModel]]:

@@ -16,13 +16,19 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
 from mkdocs.plugins import event_priority
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import layout  # noqa: E402  (tools/layout.py)
+
 ROOT = Path(__file__).resolve().parent.parent
-SUBPACKAGES = {"adapters": "adapters", "migrations": "migrations"}
+#: the subpackages the reference documents (the bench is a program): directory -> name, from
+#: tools/layout.py (pyproject's package-dir)
+SUBPACKAGES = {d: n for d, n in layout.SUBPACKAGES.items() if n in ("adapters", "migrations")}
 _stages: list[Path] = []
 
 
@@ -31,10 +37,10 @@ def stage() -> Path:
     top = Path(tempfile.mkdtemp(prefix="sealstore-docs-"))
     package = top / "sealstore"
     package.mkdir()
-    for entry in (ROOT / "plugin").iterdir():
+    for entry in (ROOT / layout.CORE).iterdir():
         if entry.name != "__pycache__":
             (package / entry.name).symlink_to(entry)
-    for name, source in SUBPACKAGES.items():
+    for source, name in SUBPACKAGES.items():
         (package / name).symlink_to(ROOT / source)
     _stages.append(top)
     return top

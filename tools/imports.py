@@ -16,10 +16,12 @@ import ast
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import layout  # noqa: E402  (tools/layout.py)
+
 ROOT = Path(__file__).resolve().parent.parent
-#: source folder -> the package it is installed as
-PACKAGES = {"plugin": "sealstore", "adapters": "sealstore.adapters",
-            "migrations": "sealstore.migrations", "bench": "sealstore.bench"}  # fmt: skip
+#: source folder -> the package it is installed as (tools/layout.py: pyproject's package-dir)
+PACKAGES = layout.PACKAGES
 EXTENSIONS = ("sealstore._native", "sealstore._speedups")
 KERNELS = ("sealstore.native", *EXTENSIONS)
 #: the adapters' shared base: any adapter may import it

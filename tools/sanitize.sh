@@ -78,23 +78,23 @@ run_asan() {
 
     note "ASan/UBSan: kernel tests (parametrized over every kernel: $kernels)"
     (cd "$ROOT" && "${env[@]}" "$PY" -m pytest -q -p no:cacheprovider \
-        tests/test_aead_vectors.py tests/test_aead_api.py tests/test_aead_properties.py \
-        tests/test_native.py tests/test_batch.py tests/test_rowmap.py tests/test_native_boundary.py \
+        tests/core/test_aead_vectors.py tests/core/test_aead_api.py tests/core/test_aead_properties.py \
+        tests/core/test_native.py tests/core/test_batch.py tests/core/test_rowmap.py tests/core/test_native_boundary.py \
         >"$WORK/asan-kernels.log" 2>&1) \
         || fail "kernel tests under ASan/UBSan"
     tail -n 1 "$WORK/asan-kernels.log"
     for k in $chosen; do
         note "ASan/UBSan: format, keyring, object stream, bad-input and fuzz-corpus tests, SEALSTORE_KERNEL=$k"
         (cd "$ROOT" && "${env[@]}" SEALSTORE_KERNEL="$k" "$PY" -m pytest -q -p no:cacheprovider \
-            tests/test_format.py tests/test_keyring.py tests/test_keyring_named.py tests/test_stream.py \
-            tests/test_hardening_inputs.py tests/toolchain/test_hardening_fuzz.py >"$WORK/asan-$k.log" 2>&1) \
+            tests/core/test_format.py tests/core/test_keyring.py tests/core/test_keyring_named.py tests/core/test_stream.py \
+            tests/core/test_hardening_inputs.py tests/toolchain/test_hardening_fuzz.py >"$WORK/asan-$k.log" 2>&1) \
             || fail "format/keyring tests on $k"
         tail -n 1 "$WORK/asan-$k.log"
     done
 
     note "ASan/UBSan: inputs changed by other threads during native calls (tests/native_stress.py)"
     (cd "$ROOT" && "${env[@]}" SEALSTORE_STRESS_SECONDS="${STRESS_SECONDS:-3}" "$PY" -m pytest -q \
-        -p no:cacheprovider tests/test_native_races.py >"$WORK/asan-races.log" 2>&1) \
+        -p no:cacheprovider tests/core/test_native_races.py >"$WORK/asan-races.log" 2>&1) \
         || { tail -n 40 "$WORK/asan-races.log"; fail "race stress tests under ASan/UBSan"; }
     tail -n 1 "$WORK/asan-races.log"
 
@@ -169,7 +169,7 @@ run_valgrind() {
     note "valgrind: Python draft vector tests of the AEGIS-128 family on the portable kernel"
     (cd "$ROOT" && SEALSTORE_KERNEL=portable PYTHONMALLOC=malloc "${vg[@]}" \
         --xml-file="$WORK/vg-py.%p.xml" "$PY" -m pytest -q -p no:cacheprovider \
-        tests/test_aead_vectors.py -k "portable and draft18 and AEGIS-128" 2>&1 | tail -n 1) \
+        tests/core/test_aead_vectors.py -k "portable and draft18 and AEGIS-128" 2>&1 | tail -n 1) \
         || fail "Python tests under valgrind"
     count_errors "$WORK"/vg-py.*.xml || fail "memcheck reports (Python tests)"
 }

@@ -26,8 +26,11 @@ import sysconfig
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import layout  # noqa: E402  (tools/layout.py: pyproject's package-dir)
+
 ROOT = Path(__file__).resolve().parents[1]
-NATIVE = ROOT / "native"
+NATIVE = ROOT / layout.NATIVE
 DEFAULT_FLAGS = "-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer"
 KAT_C = ROOT / "tests" / "native" / "kat.c"
 FUZZ_C = ROOT / "tests" / "native" / "fuzz_open.c"  # linked only with clang and ASan
@@ -51,15 +54,6 @@ def speedups_sources() -> list[str]:
     finally:
         sys.path.pop(0)
     return list(build_speedups.SOURCES)
-
-
-def package_roots() -> dict[str, str]:
-    """top-level directory -> package name, from pyproject's package-dir."""
-    import tomllib
-
-    conf = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    mapping = conf["tool"]["setuptools"]["package-dir"]
-    return {directory: name for name, directory in mapping.items()}
 
 
 def runtime(cc: str, flags: str) -> str:
@@ -127,7 +121,7 @@ def _compile_all(args, cflags: list[str], sources: list[Path], out: Path) -> Non
 
 def _copy_package(site: Path) -> None:
     """The package: the mapped directories, without any prebuilt native module."""
-    for directory, name in package_roots().items():
+    for directory, name in layout.ROOTS.items():
         src = ROOT / directory
         if src.is_dir():
             shutil.copytree(

@@ -24,10 +24,14 @@ import shutil
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import layout  # noqa: E402  (tools/layout.py)
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-#: directory -> where it goes in the package (the core's directory is the package itself)
-LAYERS = {"adapters": "adapters", "migrations": "migrations", "bench": "bench"}
-CORE = "plugin"
+#: directory -> where it goes in the package (the core's directory is the package itself):
+#: tools/layout.py, from pyproject's package-dir
+LAYERS = layout.SUBPACKAGES
+CORE = layout.CORE
 #: the floor CI holds pyright's completeness score to (issue 19 asks for 95); the score counts
 #: every public symbol of every public module, the migrations and the bench included.  At 99.8
 #: the only symbols left unknown are ``adapters/s3/body.py``'s ``OpenedBody`` and the function

@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from ..rotation.cli import (
+from ..rotation.cli_setup import (
     UsageError,
     _check_batch_size,
     _config,

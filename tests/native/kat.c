@@ -1,6 +1,6 @@
 /*
  * Known-answer and cross-kernel agreement driver for the native kernels, in plain C, linked
- * straight against native/src (no Python).  Used by tests/test_build.py (natively, and
+ * straight against native/src (no Python).  Used by tests/toolchain/test_build.py (natively, and
  * cross-compiled for aarch64 under qemu), by tools/sanitize.sh (ASan/UBSan) and under
  * valgrind memcheck.
  *

@@ -9,7 +9,7 @@
  *   - the same for the six-word AEGIS-256 lane of portable256_blk.h, and its Update on the
  *     draft's AEGIS-256 Update test vector;
  *   - pack/unpack round trips.
- * Built by tests/test_portable_kernel.py in each form of the plane word (vector, scalar struct,
+ * Built by tests/toolchain/test_portable_kernel.py in each form of the plane word (vector, scalar struct,
  * bytewise loads as on a big-endian host) and for aarch64 under qemu.
  *
  *   portable_check          run; prints one summary line, exit 0 when nothing failed

@@ -122,7 +122,7 @@ def vectors_file(tmp_path_factory) -> Path:
     return path
 
 
-#: the cases of each Wycheproof file (tests/test_aead_vectors.py checks the files hold them)
+#: the cases of each Wycheproof file (tests/core/test_aead_vectors.py checks the files hold them)
 WYCHEPROOF_CASES = {"AEGIS-128L": 479, "AEGIS-256": 472}
 
 

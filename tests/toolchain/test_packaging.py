@@ -26,6 +26,8 @@ pytestmark = [
 ]  # compilers, builds, whole runs: pytest -m 'not toolchain' skips them
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))
+import layout  # noqa: E402  (tools/layout.py: pyproject's package-dir)
 
 
 def run(cmd, **kw) -> subprocess.CompletedProcess:
@@ -86,7 +88,7 @@ def tracked(*folders: str) -> set[str]:
 
 def test_sdist_ships_what_the_test_suite_reads(sdist):
     names = sdist_names(sdist[0])
-    wanted = tracked("tests", "tools", "docs", "bench", "plugin", "adapters", "migrations")
+    wanted = tracked("tests", "tools", "docs", *layout.PACKAGES)
     wanted |= {"LICENSE", "README.md", "MANIFEST.in", "noxfile.py"}
     missing = wanted - names
     assert not missing, f"sdist lacks {sorted(missing)}"
@@ -136,10 +138,10 @@ def test_the_version_is_written_once():
     assert 'dynamic = ["version"]' in text and "\nversion =" not in text.split("[tool.")[0]
     written = [
         str(p.relative_to(ROOT))
-        for p in (ROOT / "plugin").rglob("*.py")
+        for p in (ROOT / layout.CORE).rglob("*.py")
         if f'"{sealstore.__version__}"' in p.read_text()
     ]
-    assert written == ["plugin/__init__.py"]
+    assert written == [f"{layout.CORE}/__init__.py"]
 
 
 def test_tests_run_from_the_unpacked_sdist(sdist, tmp_path):
@@ -147,7 +149,7 @@ def test_tests_run_from_the_unpacked_sdist(sdist, tmp_path):
         tar.extractall(tmp_path, filter="data")
     (tree,) = tmp_path.iterdir()
     # they read docs/, tests/vectors, tools/ and native/ from the unpacked tree
-    files = ["tests/test_suites.py", "tests/test_layers.py", "tests/test_format.py"]
+    files = ["tests/core/test_suites.py", "tests/test_layers.py", "tests/core/test_format.py"]
     pytest_args = ["-q", "-p", "no:cacheprovider", "-m", "not toolchain", *files]
     proc = run([sys.executable, "-m", "pytest", *pytest_args], cwd=tree)
     assert " passed" in proc.stdout and "skipped" not in proc.stdout, proc.stdout[-2000:]
@@ -156,8 +158,9 @@ def test_tests_run_from_the_unpacked_sdist(sdist, tmp_path):
 def test_installed_package_ships_the_kernel_sources():
     from importlib.resources import files
 
-    shipped = Path(str(files("sealstore._csrc")))
-    expected = {p.relative_to(ROOT / "native") for p in (ROOT / "native" / "src").rglob("*.[ch]")}
+    shipped = Path(str(files(layout.SOURCES_PACKAGE)))
+    native = ROOT / layout.NATIVE
+    expected = {p.relative_to(native) for p in (native / "src").rglob("*.[ch]")}
     expected |= {Path("include/sealstore.h")}
     missing = {p for p in expected if not (shipped / p).is_file()}
     assert not missing, f"the installed sealstore lacks {sorted(map(str, missing))}"

@@ -6,7 +6,7 @@ Writes one ``<suite>.json`` per suite beside this script and refuses to overwrit
 file: the point of these vectors is that values sealed by an old release keep opening, so a
 format change must add files (e.g. for a new version byte), never rewrite these.
 Each vector records the key material, key id, context, plaintext, the derived subkey and the
-sealed value; ``tests/test_format.py`` opens them through the Keyring and through the recipe
+sealed value; ``tests/core/test_format.py`` opens them through the Keyring and through the recipe
 documented in ``docs/FORMAT.md``.
 """
 

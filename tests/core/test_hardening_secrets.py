@@ -16,7 +16,9 @@ import pytest
 from sealstore import AEGIS128L, AEGIS128X2, AEGIS128X4, AESGCM, Keyring
 from sealstore.keyring import Key, KeyState
 
-ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.wheel  # run on the built wheel too (.ci/run, the 3.13 step)
+
+ROOT = Path(__file__).resolve().parents[2]
 NATIVE = ROOT / "native"
 IN_CI = os.environ.get("CI", "").lower() == "true"
 

@@ -1,6 +1,6 @@
 """Bad input at the public entry points: each gets its documented exception, never a crash or a
 silent wrong answer.  ``ROWS`` is the table of ``docs/HARDENING.md`` ("Bad input"); print it
-with ``python tests/test_hardening_inputs.py``.  The documented class is checked exactly
+with ``python tests/core/test_hardening_inputs.py``.  The documented class is checked exactly
 (``type(exc) is``), so a change of exception type is a visible change of the contract."""
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ from sealstore.format import pack_header, parse_header, sealed_size
 from sealstore.keysources.file import KeyFile
 from sealstore.keyring import Key, KeyState
 from sealstore.stream import open_stream, parse_object_header, seal_stream
+
+pytestmark = pytest.mark.wheel  # run on the built wheel too (.ci/run, the 3.13 step)
 
 K16 = bytes(range(16))
 N16 = bytes(16)

@@ -21,6 +21,8 @@ from sealstore.wrapping.kms import KmsWrapper
 from sealstore.keysources.database import DatabaseKeySource
 from sealstore.wrapping import MasterKeyWrapper
 
+pytestmark = pytest.mark.wheel  # run on the built wheel too (.ci/run, the 3.13 step)
+
 
 def test_defaults_without_file_or_environment():
     cfg = load_config(env={})

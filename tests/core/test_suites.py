@@ -8,6 +8,7 @@ import ast
 import importlib.util
 import os
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -28,7 +29,10 @@ from sealstore.suites import (
     spec,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))
+import layout  # noqa: E402  (tools/layout.py: pyproject's package-dir)
+
 SPEC_TAGS = [pytest.param(s, t, id=f"{s.label}-tag{t}") for s in SUITES for t in s.tag_sizes]
 SPECS = [pytest.param(s, id=s.label) for s in SUITES]
 NATIVE = [pytest.param(s, id=s.label) for s in SUITES if s.native_variant is not None]
@@ -281,8 +285,8 @@ def test_the_places_that_held_lists_are_built_from_the_registry():
 
 # ---- no second list ----------------------------------------------------------------------------
 
-_SOURCE_DIRS = ("plugin", "adapters", "migrations", "bench", "tools")
-_RULE_DIRS = ("plugin", "adapters", "migrations")  # where a suite-specific rule may not live
+_SOURCE_DIRS = (*layout.PACKAGES, "tools")
+_RULE_DIRS = tuple(layout.LIBRARY)  # where a suite-specific rule may not live
 _LABELS = {s.label for s in SUITES}
 _MEMBERS = {m.name for m in Suite}
 _CLASSES = {s.cipher.__name__ for s in SUITES}
@@ -291,7 +295,7 @@ _CLASSES = {s.cipher.__name__ for s in SUITES}
 def _sources():
     for d in _SOURCE_DIRS:
         for path in sorted((ROOT / d).rglob("*.py")):
-            if path != ROOT / "plugin" / "suites.py":
+            if path != ROOT / layout.CORE / "suites.py":
                 yield path, d
 
 

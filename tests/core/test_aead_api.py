@@ -21,6 +21,8 @@ from sealstore import AEGIS128L, AEGIS128X2, AEGIS128X4, AESGCM
 from sealstore.errors import InvalidTag, KernelUnavailable, SealstoreError
 from sealstore.suites import SUITES
 
+pytestmark = pytest.mark.wheel  # run on the built wheel too (.ci/run, the 3.13 step)
+
 AEGIS = [s.cipher for s in SUITES if s.native_variant is not None]
 KEY = bytes(range(0x40, 0x50))
 KEY32 = bytes(range(0x40, 0x60))  # AEGIS-256 keys

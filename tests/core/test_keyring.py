@@ -29,6 +29,8 @@ from sealstore.keyring import (
     use_keyring,
 )
 
+pytestmark = pytest.mark.wheel  # run on the built wheel too (.ci/run, the 3.13 step)
+
 SUITE_TAGS = [(s, t) for s in Suite for t in fmt.tag_sizes(s)]
 SUITE_IDS = [f"{s}-tag{t * 8}" for s, t in SUITE_TAGS]
 SIZES = [0, 1, 15, 16, 17, 100, 1023, 1024, 4096, 70000]

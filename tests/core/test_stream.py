@@ -26,6 +26,8 @@ from sealstore.errors import (
 )
 from sealstore.keyring import Keyring
 
+pytestmark = pytest.mark.wheel  # run on the built wheel too (.ci/run, the 3.13 step)
+
 SEG = 1024  # small segments: many segments per test object, cheap
 
 
@@ -447,7 +449,7 @@ def test_frozen_vectors(name, suites):
 
     from sealstore.keyring import Key
 
-    path = Path(__file__).parent / "vectors" / "objects" / name
+    path = Path(__file__).parent.parent / "vectors" / "objects" / name
     cases = json.loads(path.read_text())
     assert {c["suite"] for c in cases} == suites
     for case in cases:
@@ -541,7 +543,7 @@ def test_frozen_bound_vectors():
 
     from sealstore.keyring import Key
 
-    path = Path(__file__).parent / "vectors" / "objects" / "objects-v1-bound.json"
+    path = Path(__file__).parent.parent / "vectors" / "objects" / "objects-v1-bound.json"
     cases = json.loads(path.read_text())
     assert {c["suite"] for c in cases} == {"AEGIS-128X4", "AEGIS-128L", "AES-256-GCM"}
     for case in cases:

@@ -15,6 +15,8 @@ import sealstore
 from sealstore import AEGIS128L, AEGIS128X2, AEGIS128X4, AESGCM
 from sealstore.errors import InvalidTag, SealstoreError
 
+pytestmark = pytest.mark.wheel  # run on the built wheel too (.ci/run, the 3.13 step)
+
 KEY = bytes(range(0x40, 0x50))
 CIPHERS = [
     pytest.param((lambda: AEGIS128L(KEY), 16), id="AEGIS128L"),

@@ -17,6 +17,8 @@ from sealstore.format import HEADER_SIZE, Suite, context_digest
 from sealstore.keyring import _derive_subkey, make_cipher
 from sealstore.suites import SUITES
 
+pytestmark = pytest.mark.wheel  # run on the built wheel too (.ci/run, the 3.13 step)
+
 
 def test_aesgcm_keeps_its_key_when_the_callers_buffer_is_wiped():
     key = bytearray(os.urandom(32))

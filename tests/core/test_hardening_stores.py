@@ -26,7 +26,7 @@ from sealstore.config import load_config
 from sealstore.errors import ConfigError, InvalidKeyring, KeySourceError
 from sealstore.keysources.file import KeyFile
 
-FUZZ = Path(__file__).resolve().parent / "fuzz"
+FUZZ = Path(__file__).resolve().parent.parent / "fuzz"
 PROPERTY = settings(
     max_examples=150,
     deadline=None,

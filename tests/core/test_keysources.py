@@ -27,6 +27,8 @@ from sealstore.keysources.database import DatabaseKeySource, sealstore_keys, sea
 from sealstore.wrapping import MasterKeyWrapper
 from sqlalchemy import create_engine, select
 
+pytestmark = pytest.mark.wheel  # run on the built wheel too (.ci/run, the 3.13 step)
+
 posix_only = pytest.mark.skipif(os.name != "posix", reason="file modes are POSIX")
 
 

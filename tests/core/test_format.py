@@ -16,7 +16,9 @@ from sealstore.format import Suite
 
 from reference import aegis_ref
 
-GOLDEN = sorted((Path(__file__).parent / "vectors" / "golden").glob("*.json"))
+pytestmark = pytest.mark.wheel  # run on the built wheel too (.ci/run, the 3.13 step)
+
+GOLDEN = sorted((Path(__file__).parent.parent / "vectors" / "golden").glob("*.json"))
 
 
 # ---- sizes ------------------------------------------------------------------------------------

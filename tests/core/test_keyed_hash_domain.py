@@ -26,7 +26,7 @@ from sealstore.keyring import keys as keys_module
 from sealstore.keyring import ring as ring_module
 from sealstore.stream import object_key as object_key_module
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MATERIAL = bytes(range(32))
 
 

@@ -14,6 +14,8 @@ from sealstore.cli import main
 from sealstore.config import load_config
 from sealstore.keysources.file import KeyFile
 
+pytestmark = pytest.mark.wheel  # run on the built wheel too (.ci/run, the 3.13 step)
+
 
 @pytest.fixture
 def keyfile(tmp_path, monkeypatch):

@@ -33,6 +33,8 @@ from sealstore.keyring import (
     use_keyring,
 )
 
+pytestmark = pytest.mark.wheel  # run on the built wheel too (.ci/run, the 3.13 step)
+
 NAME = "named-test"
 CTX = column_context("people", "email")
 

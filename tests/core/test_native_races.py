@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-STRESS = Path(__file__).resolve().parent / "native_stress.py"
+STRESS = Path(__file__).resolve().parent.parent / "native_stress.py"
 SECONDS = os.environ.get("SEALSTORE_STRESS_SECONDS", "1.5")
 
 

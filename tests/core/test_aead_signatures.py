@@ -11,6 +11,8 @@ import pytest
 
 from sealstore import AEGIS128L, AEGIS128X2, AEGIS128X4, AESGCM, _speedups
 
+pytestmark = pytest.mark.wheel  # run on the built wheel too (.ci/run, the 3.13 step)
+
 KEY = bytes(16)
 CLASSES = [AEGIS128L, AEGIS128X2, AEGIS128X4, AESGCM]
 

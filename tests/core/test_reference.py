@@ -12,6 +12,8 @@ import pytest
 from aead_cases import draft_aead_cases, load_draft
 from reference import aegis_ref as ref
 
+pytestmark = pytest.mark.wheel  # run on the built wheel too (.ci/run, the 3.13 step)
+
 DRAFT = load_draft()
 INTER = DRAFT["intermediate"]
 

@@ -12,6 +12,8 @@ import pytest
 import sealstore.native as native
 from aead_cases import ALL_KERNELS, VARIANTS
 
+pytestmark = pytest.mark.wheel  # run on the built wheel too (.ci/run, the 3.13 step)
+
 
 def test_kernels_shape():
     ks = native.kernels()

@@ -23,6 +23,8 @@ from packaging.markers import Marker
 from sealstore import extras
 from sealstore.errors import MissingExtra, SealstoreError
 
+pytestmark = pytest.mark.wheel  # run on the built wheel too (.ci/run, the 3.13 step)
+
 PRELUDE = """
 import sys
 for name in {blocked!r}:

@@ -15,7 +15,7 @@ from sealstore.keyring import Keyring
 from sealstore.stream import object_key
 from sealstore.suites import Suite
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def object_table() -> dict[str, list[str]]:

@@ -13,6 +13,8 @@ import pytest
 from sealstore import AEGIS128L, native
 from sealstore.errors import InvalidTag
 
+pytestmark = pytest.mark.wheel  # run on the built wheel too (.ci/run, the 3.13 step)
+
 LENGTHS = [0, 1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 255, 1000]
 
 

@@ -9,6 +9,8 @@ import pytest
 from sealstore.errors import InvalidTag
 from sealstore.rowmap import map_columns
 
+pytestmark = pytest.mark.wheel  # run on the built wheel too (.ci/run, the 3.13 step)
+
 
 def test_map_columns():
     rows = [(1, b"a", b"bc"), [2, b"d", b""]]
