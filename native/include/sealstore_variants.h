@@ -4,7 +4,8 @@
  * (src/implementations.h), the dispatch, name and size tables (src/dispatch.c), the sources the
  * package builds (native/build_ffi.py parses this file), the Python classes' key and nonce
  * sizes (plugin/aead.py reads them from the library) and the inline guard's kernels
- * (tools/inline_guard.py parses it too).  tests/test_native_variants.py forbids a second list.
+ * (tools/inline_guard.py parses it too).  tests/core/test_native_variants.py forbids a second
+ * list.
  *
  * One line per variant, its id the line's position (0, 1, ...):
  *   SEALSTORE_VARIANT(ID, dir, "name", family, keybytes, npubbytes, lanes,

@@ -20,7 +20,7 @@ import pytest
 
 from sealstore import aead, native
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TABLE = ROOT / "native" / "include" / "sealstore_variants.h"
 SRC = ROOT / "native" / "src"
 
