@@ -1,7 +1,9 @@
-/* What cffi sees of include/sealstore.h (cffi's parser takes no expressions in #define). */
+/* What cffi sees of include/sealstore.h (cffi's parser takes no expressions in #define;
+   "..." takes the value from the compiled header: SEALSTORE_NVARIANTS counts the rows of
+   include/sealstore_variants.h). */
 #define SEALSTORE_MAX_KEYBYTES 32
 #define SEALSTORE_MAX_NPUBBYTES 32
-#define SEALSTORE_NVARIANTS 6
+#define SEALSTORE_NVARIANTS ...
 #define SEALSTORE_NKERNELS 5
 
 typedef int (*sealstore_encrypt_fn)(uint8_t *c, uint8_t *mac, size_t maclen, const uint8_t *m,

@@ -79,8 +79,13 @@ class _AEGIS:
     __doc__ = _AEGIS_DOC
 
     _variant = ""
-    key_size = 16
-    nonce_size = 16
+    #: bytes of key and nonce, as the native library's variant table says (set per subclass)
+    key_size: int = 0
+    nonce_size: int = 0
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.key_size, cls.nonce_size = native.variant_sizes(cls._variant)
 
     def __init__(self, key: Buffer, tag_size: int = 16, *, kernel: str | None = None) -> None:
         view = _key_bytes(key, (self.key_size,))
@@ -227,22 +232,16 @@ class AEGIS128X4(_AEGIS):
 class AEGIS256(_AEGIS):
     __doc__ = "AEGIS-256 (one lane; 32-byte keys and nonces). " + _AEGIS_DOC
     _variant = "AEGIS-256"
-    key_size = 32
-    nonce_size = 32
 
 
 class AEGIS256X2(_AEGIS):
     __doc__ = "AEGIS-256X2 (two lanes; 32-byte keys and nonces). " + _AEGIS_DOC
     _variant = "AEGIS-256X2"
-    key_size = 32
-    nonce_size = 32
 
 
 class AEGIS256X4(_AEGIS):
     __doc__ = "AEGIS-256X4 (four lanes; 32-byte keys and nonces). " + _AEGIS_DOC
     _variant = "AEGIS-256X4"
-    key_size = 32
-    nonce_size = 32
 
 
 class AESGCM:

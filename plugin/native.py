@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 ffi: FFI = _native.ffi
 lib: _Lib = _native.lib
 
-__all__ = ["KERNELS", "VARIANTS", "info", "kernels", "variant_kernels"]
+__all__ = ["KERNELS", "VARIANTS", "info", "kernels", "variant_kernels", "variant_sizes"]
 
 
 def _c_str(p: CData) -> str:
@@ -41,6 +41,16 @@ KERNELS = ("portable", "aesni", "avx2", "avx512", "armcrypto")
 #: Variant names and their native ids, as the C library reports them (the suite registry,
 #: ``sealstore.suites``, names each suite's variant; tests/core/test_suites.py checks they agree).
 VARIANTS = {_c_str(lib.sealstore_variant_name(v)): v for v in range(lib.SEALSTORE_NVARIANTS)}
+
+
+def variant_sizes(variant: str) -> tuple[int, int]:
+    """(key bytes, nonce bytes) of a variant, from the library's variant table
+    (native/include/sealstore_variants.h); InternalError for a variant the library lacks."""
+    v = VARIANTS.get(variant)
+    if v is None:
+        raise InternalError(f"the native library has no variant {variant!r}")
+    return lib.sealstore_key_size(v), lib.sealstore_nonce_size(v)
+
 
 _FEATURES = (
     "aesni",

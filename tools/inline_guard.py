@@ -16,7 +16,9 @@ AES rounds) and fails when
   the count is printed, not judged.  (armcrypto X4 runs its loop on half the state: its row
   says so.)
 
-A new kernel is covered by adding a row to KERNELS.
+The kernels are the variant table's (native/include/sealstore_variants.h, read with
+native/build_ffi.py): a new kernel is covered by setting its column there; KNOWN and
+STATE_REGS hold what only some kernels need.
 
 ``--msvc`` checks the x86 kernels as MSVC builds them instead: clang in cl mode, target
 x86_64-pc-windows-msvc, ``__clang__`` undefined (the ``_MSC_VER`` branches: ``__forceinline``,
@@ -51,10 +53,14 @@ from pathlib import Path
 from sealstore.bench import disasm
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "native"))
+try:
+    import build_ffi  # the variant table's reader
+finally:
+    sys.path.pop(0)
 SRC = ROOT / "native" / "src"
 INCLUDE = ROOT / "native" / "include"
 ENC_DEC = ("aegis_encrypt_detached", "aegis_decrypt_detached")
-BATCH = ("sealstore_aegis128l_encrypt4_avx512", "sealstore_aegis128l_decrypt4_avx512")
 #: registers a loop needs besides the state (message blocks, keystream, a zero key)
 STATE_ROOM = 4
 
@@ -96,74 +102,72 @@ _LATE_FOLD_SPILL = (
     "clang -O2 keeps one word of the decryption pass on the stack (2 moves per block) with the "
     "late plaintext fold"
 )
-KERNELS = (
-    Kernel(
-        "x86_64",
-        "aegis128l/aegis128l_aesni.c",
-        ENC_DEC,
-        1,
-        16,
-        known=(
-            ("clang", "project", _SSE_COPIES),
-            ("clang", "O2", _SSE_COPIES),
-            ("gcc", "project", _DEC2_SPILLS),
-            ("gcc", "O2", _DEC2_SPILLS),
-        ),
+#: (kernel, flags label) -> the rows of known failing builds, keyed by kernel file name
+KNOWN = {
+    "aegis128l_aesni": (
+        ("clang", "project", _SSE_COPIES),
+        ("clang", "O2", _SSE_COPIES),
+        ("gcc", "project", _DEC2_SPILLS),
+        ("gcc", "O2", _DEC2_SPILLS),
     ),
-    Kernel("x86_64", "aegis128l/aegis128l_avx2.c", ENC_DEC, 1, 16),
-    Kernel("x86_64", "aegis128l/aegis128l_batch_avx512.c", BATCH, 1, 32),
-    Kernel("x86_64", "aegis128x2/aegis128x2_aesni.c", ENC_DEC, 2, 16),
-    # one block per iteration (AEGIS_UNROLL 1): two spilled a vector per block with gcc
-    Kernel("x86_64", "aegis128x2/aegis128x2_avx2.c", ENC_DEC, 1, 16),
-    Kernel(
-        "x86_64",
-        "aegis128x4/aegis128x4_aesni.c",
-        ENC_DEC,
-        4,
-        16,
-        known=(("gcc", "O2", _LANE_LOOP),),
+    "aegis128x4_aesni": (("gcc", "O2", _LANE_LOOP),),
+    "aegis256x2_aesni": (("clang", "O2", _LATE_FOLD_SPILL),),
+    "aegis256x4_avx2": (
+        ("clang", "O2", _CLANG_O2_X4_SPILL),
+        ("clang-cl", "Ob1", _CLANG_CL_X4_SPILL),
+        ("clang-cl", "Ob2", _CLANG_CL_X4_SPILL),
     ),
-    Kernel("x86_64", "aegis128x4/aegis128x4_avx2.c", ENC_DEC, 2, 16),
-    Kernel("x86_64", "aegis128x4/aegis128x4_avx512.c", ENC_DEC, 1, 32),
-    Kernel("aarch64", "aegis128l/aegis128l_armcrypto.c", ENC_DEC, 1, 32),
-    Kernel("aarch64", "aegis128x2/aegis128x2_armcrypto.c", ENC_DEC, 2, 32),
+}
+#: kernels whose main loop holds fewer registers per state word than lanes * 16 bytes / the
+#: ISA's register width (the default): the ones that run the loop on part of the state
+STATE_REGS = {
     # two lanes at a time (aegis128x4_armcrypto_halves.h): the loop holds half the state
-    Kernel("aarch64", "aegis128x4/aegis128x4_armcrypto.c", ENC_DEC, 2, 32),
-    # the AEGIS-256 family: six state words
-    Kernel("x86_64", "aegis256/aegis256_aesni.c", ENC_DEC, 1, 16, words=6),
-    Kernel("x86_64", "aegis256/aegis256_avx2.c", ENC_DEC, 1, 16, words=6),
+    "aegis128x4_armcrypto": 2,
     # one register of the state per pass (AEGIS_SPLIT), as AEGIS-128X2: 6 state registers
-    Kernel(
-        "x86_64",
-        "aegis256x2/aegis256x2_aesni.c",
-        ENC_DEC,
-        1,
-        16,
-        known=(("clang", "O2", _LATE_FOLD_SPILL),),
-        words=6,
-    ),
-    Kernel("x86_64", "aegis256x2/aegis256x2_avx2.c", ENC_DEC, 1, 16, words=6),
-    Kernel("x86_64", "aegis256x4/aegis256x4_aesni.c", ENC_DEC, 1, 16, words=6),  # split
-    # the whole state (12 ymm registers) in one loop, one block per iteration
-    Kernel(
-        "x86_64",
-        "aegis256x4/aegis256x4_avx2.c",
-        ENC_DEC,
-        2,
-        16,
-        known=(
-            ("clang", "O2", _CLANG_O2_X4_SPILL),
-            ("clang-cl", "Ob1", _CLANG_CL_X4_SPILL),
-            ("clang-cl", "Ob2", _CLANG_CL_X4_SPILL),
-        ),
-        words=6,
-    ),
-    Kernel("x86_64", "aegis256x4/aegis256x4_avx512.c", ENC_DEC, 1, 32, words=6),
-    Kernel("aarch64", "aegis256/aegis256_armcrypto.c", ENC_DEC, 1, 32, words=6),
-    Kernel("aarch64", "aegis256x2/aegis256x2_armcrypto.c", ENC_DEC, 2, 32, words=6),
+    "aegis256x2_aesni": 1,
+    "aegis256x4_aesni": 1,
     # two lanes at a time (AEGIS_SPLIT with a register pair): the loop holds half the state
-    Kernel("aarch64", "aegis256x4/aegis256x4_armcrypto.c", ENC_DEC, 2, 32, words=6),
-)
+    "aegis256x4_armcrypto": 2,
+}
+#: kernel column of the variant table -> (arch, vector registers, register bytes)
+ISAS = {
+    "aesni": ("x86_64", 16, 16),
+    "avx2": ("x86_64", 16, 32),
+    "avx512": ("x86_64", 32, 64),
+    "batch_avx512": ("x86_64", 32, 64),
+    "armcrypto": ("aarch64", 32, 16),
+}
+#: state words of each family (the table's family column)
+FAMILY_WORDS = {128: 8, 256: 6}
+
+
+def _kernels() -> tuple[Kernel, ...]:
+    """Every vector kernel of the variant table (native/include/sealstore_variants.h)."""
+    out = []
+    for row in build_ffi.read_variants():
+        d = row["dir"]
+        for isa, (arch, regfile, width) in ISAS.items():
+            if not row[isa]:
+                continue
+            stem = f"{d}_{isa}"
+            symbols = (
+                (f"sealstore_{d}_encrypt4_avx512", f"sealstore_{d}_decrypt4_avx512")
+                if isa == "batch_avx512"
+                else ENC_DEC
+            )
+            regs = STATE_REGS.get(stem, max(1, row["lanes"] * 16 // width))
+            words = FAMILY_WORDS[row["family"]]
+            out.append(
+                Kernel(arch, f"{d}/{stem}.c", symbols, regs, regfile, KNOWN.get(stem, ()), words)
+            )
+    names = {k.name for k in out}
+    stale = (set(KNOWN) | set(STATE_REGS)) - names
+    if stale:
+        raise RuntimeError(f"inline guard: entries for kernels the table lacks: {sorted(stale)}")
+    return tuple(out)
+
+
+KERNELS = _kernels()
 
 AARCH64_SYSROOT = "/usr/aarch64-linux-gnu"
 #: arch -> (compiler label, command prefix), and the objdump that reads its objects

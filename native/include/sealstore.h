@@ -15,14 +15,13 @@
 #define SEALSTORE_MAX_KEYBYTES 32
 #define SEALSTORE_MAX_NPUBBYTES 32
 
-/* variants */
-#define SEALSTORE_AEGIS128L 0
-#define SEALSTORE_AEGIS128X2 1
-#define SEALSTORE_AEGIS128X4 2
-#define SEALSTORE_AEGIS256 3
-#define SEALSTORE_AEGIS256X2 4
-#define SEALSTORE_AEGIS256X4 5
-#define SEALSTORE_NVARIANTS 6
+/* variants: one id per line of sealstore_variants.h, in its order */
+enum {
+#define SEALSTORE_VARIANT(ID, ...) SEALSTORE_##ID,
+#include "sealstore_variants.h"
+#undef SEALSTORE_VARIANT
+    SEALSTORE_NVARIANTS
+};
 
 /* kernels, in increasing order of preference */
 #define SEALSTORE_KERNEL_PORTABLE 0

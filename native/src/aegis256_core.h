@@ -309,55 +309,13 @@ SEALSTORE_INLINE size_t aegis256_whole(blk s[6], uint8_t *dst, const uint8_t *sr
     return i;
 }
 
-static int aegis_encrypt_detached(uint8_t *c, uint8_t *mac, size_t maclen, const uint8_t *m,
-                                  size_t mlen, const uint8_t *ad, size_t adlen,
-                                  const uint8_t *npub, const uint8_t *k)
-{
-    blk s[6];
-    size_t i;
-
-    if (maclen != 16 && maclen != 32) {
-        return -1;
-    }
-    aegis256_init(s, k, npub);
-    aegis256_absorb_ad(s, ad, adlen);
-    i = aegis256_whole(s, c, m, mlen, 0);
-    if (mlen % RATE) {
-        SEALSTORE_ALIGN(64) uint8_t pad[RATE];
-        memset(pad, 0, sizeof pad);
-        memcpy(pad, m + i, mlen % RATE);
-        aegis256_enc(s, pad, pad);
-        memcpy(c + i, pad, mlen % RATE);
-        sealstore_memzero(pad, sizeof pad);
-    }
-    aegis256_mac(s, mac, maclen, adlen, mlen);
-    return 0;
-}
-
-static int aegis_decrypt_detached(uint8_t *m, const uint8_t *c, size_t clen, const uint8_t *mac,
-                                  size_t maclen, const uint8_t *ad, size_t adlen,
-                                  const uint8_t *npub, const uint8_t *k)
-{
-    blk s[6];
-    size_t i;
-    uint8_t computed[32];
-
-    if (maclen != 16 && maclen != 32) {
-        return -1;
-    }
-    aegis256_init(s, k, npub);
-    aegis256_absorb_ad(s, ad, adlen);
-    i = aegis256_whole(s, m, c, clen, 1);
-    if (clen % RATE) {
-        aegis256_dec_partial(s, m + i, c + i, clen % RATE);
-    }
-    aegis256_mac(s, computed, maclen, adlen, clen);
-    if (sealstore_verify(computed, mac, maclen) != 0) {
-        sealstore_memzero(m, clen);
-        return -1;
-    }
-    return 0;
-}
-
-const sealstore_aead_impl AEGIS_IMPL = {aegis_encrypt_detached, aegis_decrypt_detached,
-                                        AEGIS_KERNEL_NAME};
+/* the shared driver: encrypt/decrypt_detached and AEGIS_IMPL */
+#define DRIVER_WORDS 6
+#define DRIVER_INIT aegis256_init
+#define DRIVER_ABSORB_AD aegis256_absorb_ad
+#define DRIVER_WHOLE_ENC(i, s, dst, src, len) i = aegis256_whole(s, dst, src, len, 0)
+#define DRIVER_WHOLE_DEC(i, s, dst, src, len) i = aegis256_whole(s, dst, src, len, 1)
+#define DRIVER_ENC aegis256_enc
+#define DRIVER_DEC_PARTIAL aegis256_dec_partial
+#define DRIVER_MAC aegis256_mac
+#include "aegis_driver.h"

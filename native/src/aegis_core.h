@@ -297,84 +297,44 @@ SEALSTORE_INLINE void aegis_absorb_ad(blk s[8], const uint8_t *ad, size_t adlen)
     }
 }
 
-static int aegis_encrypt_detached(uint8_t *c, uint8_t *mac, size_t maclen, const uint8_t *m,
-                                  size_t mlen, const uint8_t *ad, size_t adlen,
-                                  const uint8_t *npub, const uint8_t *k)
-{
-    blk s[8];
-    size_t i;
-
-    if (maclen != 16 && maclen != 32) {
-        return -1;
-    }
-    aegis_init(s, k, npub);
-    aegis_absorb_ad(s, ad, adlen);
+/* The whole blocks of the message (the driver's DRIVER_WHOLE_ENC/_DEC: statements setting i to
+   the bytes done).  Macros, not a function: the loops stay in the exported functions as they
+   were written there (an inline function in their place changed the AEGIS-128 kernels' code). */
 #ifdef AEGIS_BULK
-    i = AEGIS_BULK(s, c, m, mlen, 0);
+#define AEGIS_WHOLE_ENC(i, s, dst, src, len) i = AEGIS_BULK(s, dst, src, len, 0)
+#define AEGIS_WHOLE_DEC(i, s, dst, src, len) i = AEGIS_BULK(s, dst, src, len, 1)
 #else
 #ifdef AEGIS_SPLIT
-    i = aegis_bulk(s, c, m, mlen, 0);
+#define AEGIS_WHOLE_FIRST(s, dst, src, len, decrypt) aegis_bulk(s, dst, src, len, decrypt)
 #else
-    i = 0;
+#define AEGIS_WHOLE_FIRST(s, dst, src, len, decrypt) 0
 #endif
-    for (; AEGIS_UNROLL == 2 && i + 2 * RATE <= mlen; i += 2 * RATE) {
-        aegis_enc(s, c + i, m + i);
-        aegis_enc(s, c + i + RATE, m + i + RATE);
+#define AEGIS_WHOLE_ENC(i, s, dst, src, len)                                                   \
+    i = AEGIS_WHOLE_FIRST(s, dst, src, len, 0);                                                \
+    for (; AEGIS_UNROLL == 2 && i + 2 * RATE <= len; i += 2 * RATE) {                          \
+        aegis_enc(s, dst + i, src + i);                                                        \
+        aegis_enc(s, dst + i + RATE, src + i + RATE);                                          \
+    }                                                                                          \
+    for (; i + RATE <= len; i += RATE) {                                                       \
+        aegis_enc(s, dst + i, src + i);                                                        \
     }
-    for (; i + RATE <= mlen; i += RATE) {
-        aegis_enc(s, c + i, m + i);
+#define AEGIS_WHOLE_DEC(i, s, dst, src, len)                                                   \
+    i = AEGIS_WHOLE_FIRST(s, dst, src, len, 1);                                                \
+    for (; AEGIS_UNROLL == 2 && i + 2 * RATE <= len; i += 2 * RATE) {                          \
+        aegis_dec2(s, dst + i, src + i);                                                       \
+    }                                                                                          \
+    for (; i + RATE <= len; i += RATE) {                                                       \
+        aegis_dec(s, dst + i, src + i);                                                        \
     }
 #endif
-    if (mlen % RATE) {
-        SEALSTORE_ALIGN(64) uint8_t pad[RATE];
-        memset(pad, 0, sizeof pad);
-        memcpy(pad, m + i, mlen % RATE);
-        aegis_enc(s, pad, pad);
-        memcpy(c + i, pad, mlen % RATE);
-        sealstore_memzero(pad, sizeof pad);
-    }
-    aegis_mac(s, mac, maclen, adlen, mlen);
-    return 0;
-}
 
-static int aegis_decrypt_detached(uint8_t *m, const uint8_t *c, size_t clen, const uint8_t *mac,
-                                  size_t maclen, const uint8_t *ad, size_t adlen,
-                                  const uint8_t *npub, const uint8_t *k)
-{
-    blk s[8];
-    size_t i;
-    uint8_t computed[32];
-
-    if (maclen != 16 && maclen != 32) {
-        return -1;
-    }
-    aegis_init(s, k, npub);
-    aegis_absorb_ad(s, ad, adlen);
-#ifdef AEGIS_BULK
-    i = AEGIS_BULK(s, m, c, clen, 1);
-#else
-#ifdef AEGIS_SPLIT
-    i = aegis_bulk(s, m, c, clen, 1);
-#else
-    i = 0;
-#endif
-    for (; AEGIS_UNROLL == 2 && i + 2 * RATE <= clen; i += 2 * RATE) {
-        aegis_dec2(s, m + i, c + i);
-    }
-    for (; i + RATE <= clen; i += RATE) {
-        aegis_dec(s, m + i, c + i);
-    }
-#endif
-    if (clen % RATE) {
-        aegis_dec_partial(s, m + i, c + i, clen % RATE);
-    }
-    aegis_mac(s, computed, maclen, adlen, clen);
-    if (sealstore_verify(computed, mac, maclen) != 0) {
-        sealstore_memzero(m, clen);
-        return -1;
-    }
-    return 0;
-}
-
-const sealstore_aead_impl AEGIS_IMPL = {aegis_encrypt_detached, aegis_decrypt_detached,
-                                        AEGIS_KERNEL_NAME};
+/* the shared driver: encrypt/decrypt_detached and AEGIS_IMPL */
+#define DRIVER_WORDS 8
+#define DRIVER_INIT aegis_init
+#define DRIVER_ABSORB_AD aegis_absorb_ad
+#define DRIVER_WHOLE_ENC AEGIS_WHOLE_ENC
+#define DRIVER_WHOLE_DEC AEGIS_WHOLE_DEC
+#define DRIVER_ENC aegis_enc
+#define DRIVER_DEC_PARTIAL aegis_dec_partial
+#define DRIVER_MAC aegis_mac
+#include "aegis_driver.h"

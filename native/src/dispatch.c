@@ -6,7 +6,6 @@
  */
 #include <stdlib.h>
 
-#include "aegis128l/aegis128l_batch.h"
 #include "implementations.h"
 
 #if SEALSTORE_X86 && (defined(__GNUC__) || defined(__clang__))
@@ -22,9 +21,9 @@
 #endif
 
 #if SEALSTORE_X86
-#define X86_IMPL(name) (&(name))
+#define X86_IMPL(flag, name) SEALSTORE_IMPL_OR_NULL(flag, name)
 #else
-#define X86_IMPL(name) NULL
+#define X86_IMPL(flag, name) NULL
 #endif
 
 #if SEALSTORE_ARM64 && defined(__linux__)
@@ -41,62 +40,65 @@
 #endif
 
 #if SEALSTORE_ARM64
-#define ARM_IMPL(name) (&(name))
+#define ARM_IMPL(flag, name) SEALSTORE_IMPL_OR_NULL(flag, name)
 #else
-#define ARM_IMPL(name) NULL
+#define ARM_IMPL(flag, name) NULL
 #endif
 
+/* The tables below come from the variant table (include/sealstore_variants.h), one row each. */
+#define SEALSTORE_VARIANT(ID, dir, name, family, keybytes, npubbytes, lanes, aesni, avx2,      \
+                          avx512, armcrypto, batch_avx512)                                     \
+    [SEALSTORE_##ID] = {&sealstore_##dir##_portable, X86_IMPL(aesni, sealstore_##dir##_aesni), \
+                        X86_IMPL(avx2, sealstore_##dir##_avx2),                                \
+                        X86_IMPL(avx512, sealstore_##dir##_avx512),                            \
+                        ARM_IMPL(armcrypto, sealstore_##dir##_armcrypto)},
 static const sealstore_aead_impl *const impls[SEALSTORE_NVARIANTS][SEALSTORE_NKERNELS] = {
-    [SEALSTORE_AEGIS128L] = {&sealstore_aegis128l_portable, X86_IMPL(sealstore_aegis128l_aesni),
-                             X86_IMPL(sealstore_aegis128l_avx2), NULL,
-                             ARM_IMPL(sealstore_aegis128l_armcrypto)},
-    [SEALSTORE_AEGIS128X2] = {&sealstore_aegis128x2_portable,
-                              X86_IMPL(sealstore_aegis128x2_aesni),
-                              X86_IMPL(sealstore_aegis128x2_avx2), NULL,
-                              ARM_IMPL(sealstore_aegis128x2_armcrypto)},
-    [SEALSTORE_AEGIS128X4] = {&sealstore_aegis128x4_portable,
-                              X86_IMPL(sealstore_aegis128x4_aesni),
-                              X86_IMPL(sealstore_aegis128x4_avx2),
-                              X86_IMPL(sealstore_aegis128x4_avx512),
-                              ARM_IMPL(sealstore_aegis128x4_armcrypto)},
-    [SEALSTORE_AEGIS256] = {&sealstore_aegis256_portable, X86_IMPL(sealstore_aegis256_aesni),
-                            X86_IMPL(sealstore_aegis256_avx2), NULL,
-                            ARM_IMPL(sealstore_aegis256_armcrypto)},
-    [SEALSTORE_AEGIS256X2] = {&sealstore_aegis256x2_portable,
-                              X86_IMPL(sealstore_aegis256x2_aesni),
-                              X86_IMPL(sealstore_aegis256x2_avx2), NULL,
-                              ARM_IMPL(sealstore_aegis256x2_armcrypto)},
-    [SEALSTORE_AEGIS256X4] = {&sealstore_aegis256x4_portable,
-                              X86_IMPL(sealstore_aegis256x4_aesni),
-                              X86_IMPL(sealstore_aegis256x4_avx2),
-                              X86_IMPL(sealstore_aegis256x4_avx512),
-                              ARM_IMPL(sealstore_aegis256x4_armcrypto)},
+#include "../include/sealstore_variants.h"
 };
+#undef SEALSTORE_VARIANT
 
 /* The suite-registry name of each variant (plugin/suites.py native_variant). */
+#define SEALSTORE_VARIANT(ID, dir, name, ...) [SEALSTORE_##ID] = name,
 static const char *const variant_names[SEALSTORE_NVARIANTS] = {
-    [SEALSTORE_AEGIS128L] = "AEGIS-128L",
-    [SEALSTORE_AEGIS128X2] = "AEGIS-128X2",
-    [SEALSTORE_AEGIS128X4] = "AEGIS-128X4",
-    [SEALSTORE_AEGIS256] = "AEGIS-256",
-    [SEALSTORE_AEGIS256X2] = "AEGIS-256X2",
-    [SEALSTORE_AEGIS256X4] = "AEGIS-256X4",
+#include "../include/sealstore_variants.h"
 };
+#undef SEALSTORE_VARIANT
 
 /* Key and nonce bytes of each variant (16 for the AEGIS-128 family, 32 for AEGIS-256). */
+#define SEALSTORE_VARIANT(ID, dir, name, family, keybytes, npubbytes, ...)                     \
+    [SEALSTORE_##ID] = {keybytes, npubbytes},
 static const unsigned char variant_sizes[SEALSTORE_NVARIANTS][2] = {
-    [SEALSTORE_AEGIS128L] = {16, 16},
-    [SEALSTORE_AEGIS128X2] = {16, 16},
-    [SEALSTORE_AEGIS128X4] = {16, 16},
-    [SEALSTORE_AEGIS256] = {32, 32},
-    [SEALSTORE_AEGIS256X2] = {32, 32},
-    [SEALSTORE_AEGIS256X4] = {32, 32},
+#include "../include/sealstore_variants.h"
 };
+#undef SEALSTORE_VARIANT
+
+/* Every size fits the context's key buffer and the segment nonce (C89-safe static check). */
+#define SEALSTORE_VARIANT(ID, dir, name, family, keybytes, npubbytes, ...)                     \
+    typedef char sealstore_##dir##_fits[(keybytes) <= SEALSTORE_MAX_KEYBYTES &&                \
+                                                (npubbytes) <= SEALSTORE_MAX_NPUBBYTES &&      \
+                                                (npubbytes) > 5                                \
+                                            ? 1                                                \
+                                            : -1];
+#include "../include/sealstore_variants.h"
+#undef SEALSTORE_VARIANT
 
 #if SEALSTORE_X86
-static const sealstore_batch_impl batch_128l_avx512 = {sealstore_aegis128l_encrypt4_avx512,
-                                                       sealstore_aegis128l_decrypt4_avx512,
-                                                       "avx512"};
+/* The four-message kernels (Keyring.seal_many) of the variants whose batch_avx512 is 1. */
+#define SEALSTORE_VARIANT(ID, dir, name, family, keybytes, npubbytes, lanes, aesni, avx2,      \
+                          avx512, armcrypto, batch_avx512)                                     \
+    SEALSTORE_IF(batch_avx512,                                                                 \
+                 static const sealstore_batch_impl batch_##dir##_avx512 = {                    \
+                     sealstore_##dir##_encrypt4_avx512, sealstore_##dir##_decrypt4_avx512,     \
+                     "avx512"};)
+#include "../include/sealstore_variants.h"
+#undef SEALSTORE_VARIANT
+#define SEALSTORE_VARIANT(ID, dir, name, family, keybytes, npubbytes, lanes, aesni, avx2,      \
+                          avx512, armcrypto, batch_avx512)                                     \
+    [SEALSTORE_##ID] = SEALSTORE_IMPL_OR_NULL(batch_avx512, batch_##dir##_avx512),
+static const sealstore_batch_impl *const batches_avx512[SEALSTORE_NVARIANTS] = {
+#include "../include/sealstore_variants.h"
+};
+#undef SEALSTORE_VARIANT
 #endif
 
 /* What each kernel needs from the CPU and the OS. */
@@ -340,11 +342,11 @@ sealstore_ctx *sealstore_ctx_new(int variant, int kernel, const uint8_t *k, size
     ctx->impl = impls[variant][kernel];
     ctx->batch = NULL;
 #if SEALSTORE_X86
-    /* four AEGIS-128L values at once in zmm lanes, unless a lesser kernel is forced */
-    if (variant == SEALSTORE_AEGIS128L && kernel != SEALSTORE_KERNEL_PORTABLE &&
+    /* four values at once in zmm lanes (AEGIS-128L), unless a lesser kernel is forced */
+    if (batches_avx512[variant] != NULL && kernel != SEALSTORE_KERNEL_PORTABLE &&
         sealstore_kernel_supported(SEALSTORE_KERNEL_AVX512) &&
         (forced < 0 || forced == SEALSTORE_KERNEL_AVX512)) {
-        ctx->batch = &batch_128l_avx512;
+        ctx->batch = batches_avx512[variant];
     }
 #endif
     ctx->maclen = maclen;

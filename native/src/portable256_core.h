@@ -150,56 +150,13 @@ SEALSTORE_INLINE void aegis256_mac(p6state *st, uint8_t *mac, size_t maclen, uin
     }
 }
 
-static int aegis_encrypt_detached(uint8_t *c, uint8_t *mac, size_t maclen, const uint8_t *m,
-                                  size_t mlen, const uint8_t *ad, size_t adlen,
-                                  const uint8_t *npub, const uint8_t *k)
-{
-    p6state st;
-    size_t i;
-
-    if (maclen != 16 && maclen != 32) {
-        return -1;
-    }
-    aegis256_init(&st, k, npub);
-    aegis256_absorb_ad(&st, ad, adlen);
-    for (i = 0; i + RATE <= mlen; i += RATE) {
-        p6_enc(&st, c + i, m + i);
-    }
-    if (mlen % RATE) {
-        aegis256_enc_partial(&st, c + i, m + i, mlen % RATE);
-    }
-    aegis256_mac(&st, mac, maclen, adlen, mlen);
-    sealstore_memzero(&st, sizeof st);
-    return 0;
-}
-
-static int aegis_decrypt_detached(uint8_t *m, const uint8_t *c, size_t clen, const uint8_t *mac,
-                                  size_t maclen, const uint8_t *ad, size_t adlen,
-                                  const uint8_t *npub, const uint8_t *k)
-{
-    p6state st;
-    size_t i;
-    uint8_t computed[32];
-
-    if (maclen != 16 && maclen != 32) {
-        return -1;
-    }
-    aegis256_init(&st, k, npub);
-    aegis256_absorb_ad(&st, ad, adlen);
-    for (i = 0; i + RATE <= clen; i += RATE) {
-        p6_dec(&st, m + i, c + i);
-    }
-    if (clen % RATE) {
-        aegis256_dec_partial(&st, m + i, c + i, clen % RATE);
-    }
-    aegis256_mac(&st, computed, maclen, adlen, clen);
-    sealstore_memzero(&st, sizeof st);
-    if (sealstore_verify(computed, mac, maclen) != 0) {
-        sealstore_memzero(m, clen);
-        return -1;
-    }
-    return 0;
-}
-
-const sealstore_aead_impl AEGIS_IMPL = {aegis_encrypt_detached, aegis_decrypt_detached,
-                                        AEGIS_KERNEL_NAME};
+/* the shared driver: encrypt/decrypt_detached and AEGIS_IMPL */
+#define DRIVER_STATE p6state
+#define DRIVER_INIT aegis256_init
+#define DRIVER_ABSORB_AD aegis256_absorb_ad
+#define DRIVER_ENC p6_enc
+#define DRIVER_DEC p6_dec
+#define DRIVER_ENC_PARTIAL aegis256_enc_partial
+#define DRIVER_DEC_PARTIAL aegis256_dec_partial
+#define DRIVER_MAC aegis256_mac
+#include "portable_driver.h"

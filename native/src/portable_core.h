@@ -111,56 +111,13 @@ SEALSTORE_INLINE void aegis_mac(pstate *st, uint8_t *mac, size_t maclen, uint64_
     }
 }
 
-static int aegis_encrypt_detached(uint8_t *c, uint8_t *mac, size_t maclen, const uint8_t *m,
-                                  size_t mlen, const uint8_t *ad, size_t adlen,
-                                  const uint8_t *npub, const uint8_t *k)
-{
-    pstate st;
-    size_t i;
-
-    if (maclen != 16 && maclen != 32) {
-        return -1;
-    }
-    aegis_init(&st, k, npub);
-    aegis_absorb_ad(&st, ad, adlen);
-    for (i = 0; i + RATE <= mlen; i += RATE) {
-        pstate_enc(&st, c + i, m + i);
-    }
-    if (mlen % RATE) {
-        aegis_enc_partial(&st, c + i, m + i, mlen % RATE);
-    }
-    aegis_mac(&st, mac, maclen, adlen, mlen);
-    sealstore_memzero(&st, sizeof st);
-    return 0;
-}
-
-static int aegis_decrypt_detached(uint8_t *m, const uint8_t *c, size_t clen, const uint8_t *mac,
-                                  size_t maclen, const uint8_t *ad, size_t adlen,
-                                  const uint8_t *npub, const uint8_t *k)
-{
-    pstate st;
-    size_t i;
-    uint8_t computed[32];
-
-    if (maclen != 16 && maclen != 32) {
-        return -1;
-    }
-    aegis_init(&st, k, npub);
-    aegis_absorb_ad(&st, ad, adlen);
-    for (i = 0; i + RATE <= clen; i += RATE) {
-        pstate_dec(&st, m + i, c + i);
-    }
-    if (clen % RATE) {
-        aegis_dec_partial(&st, m + i, c + i, clen % RATE);
-    }
-    aegis_mac(&st, computed, maclen, adlen, clen);
-    sealstore_memzero(&st, sizeof st);
-    if (sealstore_verify(computed, mac, maclen) != 0) {
-        sealstore_memzero(m, clen);
-        return -1;
-    }
-    return 0;
-}
-
-const sealstore_aead_impl AEGIS_IMPL = {aegis_encrypt_detached, aegis_decrypt_detached,
-                                        AEGIS_KERNEL_NAME};
+/* the shared driver: encrypt/decrypt_detached and AEGIS_IMPL */
+#define DRIVER_STATE pstate
+#define DRIVER_INIT aegis_init
+#define DRIVER_ABSORB_AD aegis_absorb_ad
+#define DRIVER_ENC pstate_enc
+#define DRIVER_DEC pstate_dec
+#define DRIVER_ENC_PARTIAL aegis_enc_partial
+#define DRIVER_DEC_PARTIAL aegis_dec_partial
+#define DRIVER_MAC aegis_mac
+#include "portable_driver.h"
