@@ -54,6 +54,7 @@ from sqlalchemy.orm import DeclarativeBase, Session
 from sealstore.adapters.sqlalchemy import EncryptedString, EncryptedText
 from sealstore.bench.json_output import write_json
 from sealstore.keyring import Keyring, forget_keyring, use_keyring
+from sealstore.redact import mask_url
 
 SMALL, LARGE = 100, 1024
 PATHS = ("core_insert", "core_select", "orm_insert", "orm_select")
@@ -206,7 +207,7 @@ def _connect(db_url: str | None):
         if tmp:
             tmp.cleanup()
         raise NotAvailable(
-            f"cannot connect to {engine.url.render_as_string(hide_password=True)}: {exc}"
+            f"cannot connect to {mask_url(engine.url.render_as_string(hide_password=False))}: {exc}"
         ) from None
     return engine, tmp
 
@@ -307,7 +308,7 @@ def run(
         _clean_up(engine, models, rings, tmp)
     suites = {name: str(ring.suite) for name, ring in rings.items()}
     return {"rows": _results(times, n), "unavailable": unavailable, "n": n, "repeat": repeat,
-            "db": engine.url.render_as_string(hide_password=True) if not tmp else "sqlite (temporary file)",
+            "db": mask_url(engine.url.render_as_string(hide_password=False)) if not tmp else "sqlite (temporary file)",
             "dialect": engine.dialect.name, "suites": suites}  # fmt: skip
 
 

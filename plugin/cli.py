@@ -32,7 +32,6 @@ import argparse
 import json
 import logging
 import os
-import re
 import sys
 import textwrap
 import traceback
@@ -42,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Callable, NoReturn
 
 from .errors import MissingExtra, SealstoreError
 from .format import Suite
+from .redact import mask_text
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
@@ -550,9 +550,6 @@ _ENVIRONMENT = frozenset(
     "sqlalchemy alembic botocore boto3 s3transfer psycopg psycopg2 pymysql asyncpg sqlite3 "
     "_sqlite3 urllib3".split()
 )
-#: a URL's password (``scheme://user:PASSWORD@``) and a DSN's (``password=...``)
-_URL_PASSWORD = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*:)[^\s@]*@")
-_DSN_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('[^']*'|\S+)", re.IGNORECASE)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -563,7 +560,7 @@ def _one_line(exc: BaseException) -> str:
     shown = orig if isinstance(orig, BaseException) else exc
     lines = str(shown).strip().splitlines()
     text = lines[0].strip() if lines else ""
-    text = _DSN_PASSWORD.sub(r"\1***", _URL_PASSWORD.sub(r"\1***@", text))
+    text = mask_text(text)
     return text if len(text) <= 300 else text[:300] + "..."
 
 

@@ -4,6 +4,8 @@
 password of the user-info part becomes ``***``, and so does every query parameter whose name
 says it holds a secret (``password``, ``sslpassword``, ``secret``, ``token``, ``key``, ...:
 drivers take passwords there too), and the fragment.  Nothing else changes.
+:func:`mask_text` does the same inside free text (an exception's message): every URL's
+password and every ``password=...`` (a DSN's, a query's).
 """
 
 from __future__ import annotations
@@ -11,12 +13,15 @@ from __future__ import annotations
 import re
 from urllib.parse import parse_qsl, quote, urlencode
 
-__all__ = ["MASK", "mask_url"]
+__all__ = ["MASK", "mask_text", "mask_url"]
 
 MASK = "***"
 # query parameter names that carry a secret (psycopg's password/sslpassword, token, api keys...)
 _USERINFO = re.compile(r"([^:/]*):(.*)@", re.DOTALL)
 _SECRET_PARAM = re.compile(r"pass|pwd|secret|token|key|credential|auth", re.IGNORECASE)
+# in free text: a URL's password (``scheme://user:PASSWORD@``) and a DSN's (``password=...``)
+_URL_PASSWORD = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*:)[^\s@]*@")
+_DSN_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('[^']*'|\S+)", re.IGNORECASE)
 
 
 def mask_url(url: object) -> str:
@@ -42,3 +47,8 @@ def mask_url(url: object) -> str:
             masked = [(k, MASK if _SECRET_PARAM.search(k) else v) for k, v in pairs]
             query = urlencode(masked, safe="*/", quote_via=quote)
     return f"{head}{sep}{netloc}{path}{qmark}{query}{hashmark}{MASK if fragment else ''}"
+
+
+def mask_text(text: str) -> str:
+    """``text`` with every URL's password and every ``password=...`` value replaced by ``***``."""
+    return _DSN_PASSWORD.sub(rf"\1{MASK}", _URL_PASSWORD.sub(rf"\1{MASK}@", text))

@@ -132,6 +132,7 @@ def cmd_db_init(args: argparse.Namespace) -> int:
     """Create sealstore's tables (jobs, batches, S3 prefixes, key registry) where missing."""
     from sealstore.migrations.schema import create_tables
     from sealstore.migrations.transient import RetryPolicy, scrubbed
+    from sealstore.redact import mask_url
 
     cfg = _config(args)
     engine = _engine(_db_url(args, cfg), must_exist=False)
@@ -140,7 +141,7 @@ def cmd_db_init(args: argparse.Namespace) -> int:
         scrubbed("db init", RetryPolicy().call, lambda: create_tables(engine), "db init")
     finally:
         engine.dispose()
-    where = engine.url.render_as_string(hide_password=True)
+    where = mask_url(engine.url.render_as_string(hide_password=False))
     _report_db_init(args, where)
     return 0
 

@@ -200,6 +200,7 @@ def _connect_check(engine) -> None:
     """Connect once, without retrying: a wrong host, port, database or password is reported
     at once rather than retried for the whole budget."""
     from sealstore.migrations.transient import describe, first_line
+    from sealstore.redact import mask_url
     from sqlalchemy.exc import SQLAlchemyError
 
     failure = None
@@ -207,7 +208,7 @@ def _connect_check(engine) -> None:
         with engine.connect():
             pass
     except SQLAlchemyError as exc:
-        where = engine.url.render_as_string(hide_password=True)
+        where = mask_url(engine.url.render_as_string(hide_password=False))
         failure = RuntimeFailure(
             f"cannot connect to {where}: {describe(exc)}: {first_line(exc)}; check the host, "
             "port, database name and credentials in --db"

@@ -81,6 +81,13 @@ def test_the_password_of_an_unreachable_database_is_not_printed(project, capsys)
     assert "hunter2" not in line and "***" in line
 
 
+def test_a_password_in_the_query_of_an_unreachable_database_is_not_printed(project, capsys):
+    # SQLAlchemy's hide_password masks the user-info password only
+    _, line = run(capsys, "status", "--db", "postgresql+psycopg://u@127.0.0.1:1/db?password=hunter2",
+                  "--column", "t.c")  # fmt: skip
+    assert "hunter2" not in line and "password=***" in line
+
+
 def test_missing_driver(project, capsys):
     if importlib.util.find_spec("MySQLdb") is not None:
         pytest.skip("mysqlclient is installed")
