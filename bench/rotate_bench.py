@@ -38,6 +38,8 @@ between the rotation's commits all along), never a time.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import argparse
@@ -59,7 +61,8 @@ TABLE = "sealstore_bench_rotate"
 FAIR_WAIT_TARGET = 1.5
 
 #: --fairness: the application writer (its own process): a row every 2 ms, each write's wait
-_WRITER = r"""
+#: (tests/migrations/test_rotate_sqlite_fairness.py runs the same writer, through sqlite_writer)
+SQLITE_WRITER = r"""
 import json, os, sqlite3, sys, time
 path, ready, stop, out = sys.argv[1:5]
 conn = sqlite3.connect(path, timeout=10, isolation_level=None)
@@ -81,10 +84,36 @@ json.dump({"waits": waits, "errors": errors, "n": n}, open(out, "w"))
 """
 
 
-def _fairness_run(tmp: Path, journal: str, rows: int, batch_size: int, pause: float) -> dict:
-    """One rotation of ``rows`` values beside the writer process, in ``journal`` mode."""
+@contextmanager
+def sqlite_writer(directory: Path, path: Path, name: str = "") -> Iterator[dict[str, Any]]:
+    """Run :data:`SQLITE_WRITER` on the SQLite database at ``path`` (its files in ``directory``,
+    prefixed ``name``) for as long as the block runs, started and ready before it begins.  The
+    yielded dict holds the writer's report (``waits``, ``errors``, ``n``) once the block is over
+    and the writer has stopped."""
     import subprocess
 
+    script, ready, stop, out = (
+        directory / f"{name}{n}" for n in ("writer.py", "ready", "stop", "out.json")
+    )
+    script.write_text(SQLITE_WRITER)
+    proc = subprocess.Popen([sys.executable, str(script), str(path), str(ready), str(stop),
+                             str(out)])  # fmt: skip
+    report: dict[str, Any] = {}
+    try:
+        deadline = time.monotonic() + 120  # a hang guard, not a bound
+        while not ready.exists():
+            if time.monotonic() > deadline:
+                raise RuntimeError("the SQLite writer process did not start")
+            time.sleep(0.01)
+        yield report
+    finally:
+        stop.touch()
+        proc.wait(300)
+    report.update(json.loads(out.read_text()))
+
+
+def _fairness_run(tmp: Path, journal: str, rows: int, batch_size: int, pause: float) -> dict:
+    """One rotation of ``rows`` values beside the writer process, in ``journal`` mode."""
     import sqlalchemy as sa
     from sealstore.adapters.sqlalchemy import EncryptedString
     from sealstore.keyring import Keyring, forget_keyring, use_keyring
@@ -100,9 +129,6 @@ def _fairness_run(tmp: Path, journal: str, rows: int, batch_size: int, pause: fl
     sa.Table("app_events", md, sa.Column("id", sa.Integer, primary_key=True),
              sa.Column("body", sa.String(40)))  # fmt: skip
     keyring = use_keyring(Keyring.generate(tag_size=32))
-    script, ready, stop, out = (
-        tmp / f"{journal}-{n}" for n in ("writer.py", "ready", "stop", "out")
-    )
     try:
         with engine.begin() as conn:
             conn.exec_driver_sql(f"PRAGMA journal_mode={journal}")
@@ -111,20 +137,11 @@ def _fairness_run(tmp: Path, journal: str, rows: int, batch_size: int, pause: fl
         with engine.begin() as conn:
             conn.execute(sa.insert(secrets), [{"id": i, "body": "v" * 150} for i in range(rows)])
         keyring.rotate()
-        script.write_text(_WRITER)
-        proc = subprocess.Popen([sys.executable, str(script), str(path), str(ready), str(stop),
-                                 str(out)])  # fmt: skip
-        try:
-            while not ready.exists():
-                time.sleep(0.01)
+        with sqlite_writer(tmp, path, f"{journal}-") as writer:
             t0 = time.perf_counter()
             rotate(engine, [ColumnSpec.from_column(secrets.c.body)], batch_size=batch_size,
                    sqlite_yield=pause)  # fmt: skip
             seconds = time.perf_counter() - t0
-        finally:
-            stop.touch()
-            proc.wait(300)
-        writer = json.loads(out.read_text())
     finally:
         forget_keyring()
         engine.dispose()

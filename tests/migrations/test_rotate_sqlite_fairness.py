@@ -11,40 +11,17 @@ wait figures are measured in bench/rotate_bench.py (``--fairness``)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import time
 from contextlib import contextmanager
 
 import pytest
 import sqlalchemy as sa
 from sealstore.adapters.sqlalchemy import EncryptedString
+from sealstore.bench.rotate_bench import sqlite_writer
 from sealstore.keyring import Keyring, forget_keyring, use_keyring
 from sealstore.migrations.rotation.reseal import rotate
 from sealstore.migrations.schema import create_tables
 from sealstore.migrations.rotation.spec import ColumnSpec
 
-WRITER = r"""
-import json, os, sqlite3, sys, time
-path, ready, stop, out = sys.argv[1:5]
-conn = sqlite3.connect(path, timeout=10, isolation_level=None)
-waits, errors, n = [], [], 0
-open(ready, "w").close()
-while not os.path.exists(stop):
-    t0 = time.monotonic()
-    try:
-        conn.execute("BEGIN IMMEDIATE")  # the write lock, as any INSERT would take it
-        conn.execute("INSERT INTO app_events (body) VALUES (?)", (f"event {n}",))
-        conn.execute("COMMIT")
-    except sqlite3.OperationalError as exc:
-        errors.append(str(exc))
-        conn.execute("ROLLBACK") if conn.in_transaction else None
-    waits.append(time.monotonic() - t0)
-    n += 1
-    time.sleep(0.002)  # an application, not a loop that holds the lock itself
-json.dump({"waits": waits, "errors": errors, "n": n}, open(out, "w"))
-"""
 
 ROWS = 60000  # 100 batches of 600: enough commits for a starved writer to show (see below)
 #: The longest run of consecutive rotation commits the writer may sit out, as a share of all of
@@ -69,30 +46,6 @@ events = sa.Table(
     sa.Column("id", sa.Integer, primary_key=True),
     sa.Column("body", sa.String(40)),
 )
-
-
-@contextmanager
-def _writer_process(tmp_path, path):
-    """Run WRITER on the database at ``path`` for as long as the block runs (started and ready
-    before it begins).  Yields a dict that holds the writer's report (waits, errors, n) once the
-    block is over and the writer has stopped."""
-    script = tmp_path / "writer.py"
-    script.write_text(WRITER)
-    ready, stop, out = tmp_path / "ready", tmp_path / "stop", tmp_path / "out.json"
-    proc = subprocess.Popen(
-        [sys.executable, str(script), str(path), str(ready), str(stop), str(out)]
-    )
-    report: dict = {}
-    try:
-        deadline = time.monotonic() + 120  # a hang guard, not a bound
-        while not ready.exists() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert ready.exists(), "the writer process did not start"
-        yield report
-    finally:
-        stop.touch()
-        proc.wait(300)
-    report.update(json.loads(out.read_text()))
 
 
 @contextmanager
@@ -150,7 +103,7 @@ def test_writer_process_beside_a_rotation_keeps_getting_the_lock(tmp_path, journ
         with engine.begin() as conn:
             conn.execute(sa.insert(secrets), [{"id": i, "body": "v" * 150} for i in range(ROWS)])
         keyring.rotate()
-        with _writer_process(tmp_path, path) as report:
+        with sqlite_writer(tmp_path, path) as report:
             with _writer_progress_at_each_commit(engine) as seen:
                 result = rotate(engine, ColumnSpec.from_column(secrets.c.body), batch_size=600)[0]
     finally:
@@ -181,7 +134,7 @@ def test_writer_process_beside_encrypt_column_keeps_getting_the_lock(tmp_path, j
         events.create(engine)
         with engine.begin() as conn:
             conn.execute(sa.insert(plain), [{"id": i, "body": "v" * 150} for i in range(ROWS)])
-        with _writer_process(tmp_path, path) as report:
+        with sqlite_writer(tmp_path, path) as report:
             with _writer_progress_at_each_commit(engine) as seen, engine.connect() as conn:
                 ctx = MigrationContext.configure(conn, opts={"transaction_per_migration": True})
                 with ctx.begin_transaction(_per_migration=True):
