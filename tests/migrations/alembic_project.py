@@ -10,6 +10,54 @@ import alembic
 from alembic.config import Config
 
 
+#: an ``env.py`` with sealstore's rewriter, the target metadata from
+#: ``config.attributes["target_metadata"]``, a transaction per migration
+REWRITER_ENV_PY = """
+from alembic import context
+from sqlalchemy import create_engine
+from sealstore.migrations.alembic.ops import rewriter
+
+config = context.config
+engine = create_engine(config.get_main_option("sqlalchemy.url"))
+try:
+    with engine.connect() as conn:
+        context.configure(
+            connection=conn,
+            target_metadata=config.attributes.get("target_metadata"),
+            process_revision_directives=rewriter,
+            transaction_per_migration=True,
+        )
+        with context.begin_transaction():
+            context.run_migrations()
+finally:
+    engine.dispose()
+"""
+
+#: an ``env.py`` whose autogenerate hooks ``config.attributes["hooks"]`` chooses: ``"options"``
+#: (``alembic_options()``, the default), ``"rewriter"`` (the rewriter alone) or ``"none"``; the
+#: target metadata from ``config.attributes["target"]``, a transaction per migration
+HOOKS_ENV_PY = """
+from alembic import context
+from sqlalchemy import create_engine
+from sealstore.migrations.alembic.autogen import alembic_options
+from sealstore.migrations.alembic.ops import rewriter
+
+config = context.config
+hooks = config.attributes.get("hooks", "options")
+extra = {"options": alembic_options(), "rewriter": {"process_revision_directives": rewriter},
+         "none": {}}[hooks]
+engine = create_engine(config.get_main_option("sqlalchemy.url"))
+try:
+    with engine.connect() as conn:
+        context.configure(connection=conn, target_metadata=config.attributes.get("target"),
+                          transaction_per_migration=True, **extra)
+        with context.begin_transaction():
+            context.run_migrations()
+finally:
+    engine.dispose()
+"""
+
+
 @contextmanager
 def alembic_project(tmp_path: Path, engine, env_py: str, revisions: dict[str, str] | None = None):
     """(Config, versions directory) of a project in ``tmp_path / "alembic"`` on ``engine``'s

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 from alembic import command
-from alembic_project import alembic_project
+from alembic_project import REWRITER_ENV_PY, alembic_project
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 from sealstore.adapters.sqlalchemy import BlindIndex, EncryptedString, index_state
@@ -235,28 +235,6 @@ def test_a_rotation_after_the_fill_keeps_the_unique_index_unique(project, keyrin
             session.commit()
 
 
-AUTOGEN_ENV_PY = """
-from alembic import context
-from sqlalchemy import create_engine
-from sealstore.migrations.alembic.ops import rewriter
-
-config = context.config
-engine = create_engine(config.get_main_option("sqlalchemy.url"))
-try:
-    with engine.connect() as conn:
-        context.configure(
-            connection=conn,
-            target_metadata=config.attributes.get("target_metadata"),
-            process_revision_directives=rewriter,
-            transaction_per_migration=True,
-        )
-        with context.begin_transaction():
-            context.run_migrations()
-finally:
-    engine.dispose()
-"""
-
-
 def test_autogenerate_writes_add_blind_index_for_a_new_index_on_an_existing_table(
     tmp_path, sql_engine, keyrings
 ):
@@ -265,7 +243,7 @@ def test_autogenerate_writes_add_blind_index_for_a_new_index_on_an_existing_tabl
     from sealstore.migrations import schema
 
     engine = sql_engine
-    with alembic_project(tmp_path, engine, AUTOGEN_ENV_PY, {"app_0001.py": MEMBERS_REV}) as (
+    with alembic_project(tmp_path, engine, REWRITER_ENV_PY, {"app_0001.py": MEMBERS_REV}) as (
         cfg,
         _,
     ):
@@ -339,7 +317,7 @@ def test_autogenerate_fills_a_new_index_after_its_source_is_encrypted(
     from sealstore.migrations import schema
 
     engine = sql_engine
-    with alembic_project(tmp_path, engine, AUTOGEN_ENV_PY, {"app_0001.py": PEOPLE_REV}) as (
+    with alembic_project(tmp_path, engine, REWRITER_ENV_PY, {"app_0001.py": PEOPLE_REV}) as (
         cfg,
         versions,
     ):

@@ -11,32 +11,11 @@ import sqlalchemy as sa
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from alembic_project import alembic_project, encrypt_users_ssn
+from alembic_project import REWRITER_ENV_PY, alembic_project, encrypt_users_ssn
 from sealstore.adapters.sqlalchemy import EncryptedString
 from sealstore.format import HEADER_SIZE, KEY_ID_OFFSET, column_context
 from sealstore.keyring import Keyring, forget_keyring, use_keyring
 from sealstore.migrations import schema
-
-ENV_PY = """
-from alembic import context
-from sqlalchemy import create_engine
-from sealstore.migrations.alembic.ops import rewriter
-
-config = context.config
-engine = create_engine(config.get_main_option("sqlalchemy.url"))
-try:
-    with engine.connect() as conn:
-        context.configure(
-            connection=conn,
-            target_metadata=config.attributes.get("target_metadata"),
-            process_revision_directives=rewriter,
-            transaction_per_migration=True,
-        )
-        with context.begin_transaction():
-            context.run_migrations()
-finally:
-    engine.dispose()
-"""
 
 USERS_REV = '''
 """users table"""
@@ -75,7 +54,7 @@ def keyring():
 def alembic_env(tmp_path, sql_engine):
     """(Config, engine): a user's Alembic environment whose version_locations include
     sealstore's revisions by package resource, on SQLite or PostgreSQL."""
-    with alembic_project(tmp_path, sql_engine, ENV_PY) as (cfg, versions):
+    with alembic_project(tmp_path, sql_engine, REWRITER_ENV_PY) as (cfg, versions):
         yield cfg, sql_engine, versions
 
 
