@@ -24,6 +24,12 @@ _URL_PASSWORD = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@]*:)[^\s@]*@")
 _DSN_PASSWORD = re.compile(r"(\bpassword\s*=\s*)('[^']*'|\S+)", re.IGNORECASE)
 
 
+def is_secret_param(name: str) -> bool:
+    """Whether a URL query parameter's name says its value is a secret (``password``,
+    ``sslpassword``, ``token``, ...): :func:`mask_url` masks those."""
+    return bool(_SECRET_PARAM.search(name))
+
+
 def mask_url(url: object) -> str:
     """``url`` with its password and its secret-looking query values replaced by ``***``."""
     text = str(url)

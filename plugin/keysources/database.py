@@ -294,7 +294,7 @@ def _engine(url: str) -> Engine:
     """``create_engine(url)``; a URL that cannot be used is a KeySourceError whose message
     holds no part of the URL (it may carry a password)."""
     try:
-        return create_engine(url)
+        return _created(url)
     except NoSuchModuleError:
         dialect = url.partition("://")[0]
         dialect = dialect if re.fullmatch(r"[A-Za-z0-9_.+-]{1,40}", dialect) else "?"
@@ -310,6 +310,22 @@ def _engine(url: str) -> Engine:
             f"database key source: not a usable SQLAlchemy URL ({type(exc).__name__}; the URL "
             "is not shown, it may hold a password): dialect+driver://user:password@host:port/db"
         ) from None
+
+
+def _created(url: str) -> Engine:
+    """The engine, with secret query values (``?password=``, ``?sslpassword=``) passed to the
+    driver as connect arguments rather than kept in ``engine.url``, whose ``repr`` (the
+    Engine's, SQLAlchemy's own) masks only the user-info password.  The driver receives the
+    same keyword arguments either way (SQLite's driver takes none: its URL is left as is)."""
+    from sqlalchemy.engine import make_url
+
+    from ..redact import is_secret_param
+
+    parsed = make_url(url)
+    secret = {k: v for k, v in parsed.query.items() if is_secret_param(k) and isinstance(v, str)}
+    if not secret or parsed.get_backend_name() == "sqlite":
+        return create_engine(parsed)
+    return create_engine(parsed.difference_update_query(secret), connect_args=secret)
 
 
 def _put_metadata(conn: Connection, meta: StoreMeta, exists: bool) -> None:

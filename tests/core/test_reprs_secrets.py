@@ -132,7 +132,7 @@ def test_database_key_source_repr_str_and_messages(tmp_path):
     wrapper = MasterKeyWrapper(MASTER)
     for url in URLS[:4]:
         src = DatabaseKeySource(url, wrapper)
-        assert_clean(src, wrapper)  # (SQLAlchemy's own Engine repr shows a ?password=)
+        assert_clean(src, wrapper, src.engine, src.engine.url)  # the Engine's own repr too
         assert "db.example" in repr(src)
     # a missing table: the message names the source (masked)
     src = DatabaseKeySource(f"sqlite:///{tmp_path / 'k.db'}?password={PASSWORD}", wrapper)
@@ -175,3 +175,24 @@ def test_s3_sealing_and_encrypted_client(tmp_path):
     )
     client = encrypt_client(client, ring, passthrough=True)
     assert_clean(client, client.sealstore, client.meta.events)
+
+
+def test_database_key_source_passes_a_query_password_to_the_driver():
+    """The ``?password=`` leaves ``engine.url`` (whose repr SQLAlchemy masks only in the
+    user-info part) and reaches the driver as the same keyword argument."""
+    from sqlalchemy import event
+
+    from sealstore.keysources.database import DatabaseKeySource
+
+    src = DatabaseKeySource(URLS[1], MasterKeyWrapper(MASTER))
+    seen: dict = {}
+
+    @event.listens_for(src.engine, "do_connect")
+    def capture(dialect, conn_rec, cargs, cparams):
+        seen.update(cparams)
+        raise ConnectionAbortedError  # nothing is sent anywhere
+
+    with pytest.raises(Exception):
+        src.engine.connect()
+    assert seen["password"] == PASSWORD and seen["sslmode"] == "require"
+    assert "password" not in src.engine.url.query
