@@ -212,8 +212,11 @@ class KmsTenantWrapping:
     def shred(self, tenant: str) -> str:
         """Disable the tenant's KMS key and schedule its deletion; returns its key id."""
         key_id = self.key_id(tenant)
-        self.client.disable_key(KeyId=key_id)
-        self.client.schedule_key_deletion(KeyId=key_id, PendingWindowInDays=self.pending_days)
+        state = self.client.describe_key(KeyId=key_id)["KeyMetadata"]["KeyState"]
+        if state == "Enabled":
+            self.client.disable_key(KeyId=key_id)
+        if state != "PendingDeletion":
+            self.client.schedule_key_deletion(KeyId=key_id, PendingWindowInDays=self.pending_days)
         return key_id
 
 
@@ -293,7 +296,7 @@ class TenantStore:
         ]
         return sorted(n for n in found if _NAME.match(n) and n not in gone)
 
-    def create(self, name: str, *, suite: str = str(DEFAULT_SUITE)) -> tuple[Keyring, Keyring]:
+    def create(self, name: str, *, suite: str | None = None) -> tuple[Keyring, Keyring]:
         """Create tenant ``name``: its KMS key (``kms=``), its data and its index keyrings."""
         check_name(name)
         private_directory(self.directory, what="tenant key directory")
@@ -304,8 +307,8 @@ class TenantStore:
             raise TenantError(f"tenant {name!r} already exists in {self}")
         if self.kms is not None:
             self.kms.create(name)
-        data = data_file.init(suite=suite)
-        index = index_file.init(suite=suite)
+        data = data_file.init(suite=suite or DEFAULT_SUITE)
+        index = index_file.init(suite=suite or DEFAULT_SUITE)
         check_separate(index, data, index_name=index_keyring_name(name),
                        other_name=keyring_name(name), what=f"tenant {name!r}")  # fmt: skip
         log.info("created tenant %s (data key %s, index key %s)", name,
@@ -335,34 +338,56 @@ class TenantStore:
             index.close()
 
     def shred(self, name: str, *, by: str | None = None) -> ShredRecord:
-        """Destroy every key of tenant ``name`` (see the module doc); returns the record."""
+        """Destroy every key of tenant ``name`` (see the module doc); returns the record.
+
+        The record is written first: from then on the tenant is refused everywhere (loads, and
+        live processes at their next refresh), even if the shredding stops half-way (a crash,
+        SIGKILL, a KMS outage).  Running it again finishes the work and returns the same record.
+        """
         check_name(name)
-        if self.shredded(name) is not None:
-            raise TenantShredded(f"tenant {name!r} was already shredded")
         data_file, index_file = self._files(name)
-        if not data_file.exists() or not index_file.exists():
-            raise UnknownTenant(f"tenant {name!r} has no keys in {self}")
-        ids: list[tuple[str, ...]] = []
+        record = self.shredded(name)
+        if record is None:
+            if not data_file.exists() or not index_file.exists():
+                raise UnknownTenant(f"tenant {name!r} has no keys in {self}")
+            ids = [
+                tuple(f"{r.key_id:08x}" for r in f._read_checked()) for f in (data_file, index_file)
+            ]
+            kms_key = self.kms.key_id(name) if self.kms is not None else None
+            at = datetime.now(timezone.utc).isoformat()
+            record = ShredRecord(name, by or _who(), at, ids[0], ids[1], kms_key)
+            self._append(record)
+        else:
+            log.info("tenant %s: finishing the shredding recorded at %s", name, record.at)
         for source in (data_file, index_file):
-            with source._mutex, source._exclusive():
-                records = source._read_checked()
-                ids.append(tuple(f"{r.key_id:08x}" for r in records))
-                for r in records:
-                    r.state, r.material, r.wrapped = KeyState.DESTROYED, None, None
-                source._store(records, create=False)
-            source.forget()
-        kms_key = self.kms.shred(name) if self.kms is not None else None
-        record = ShredRecord(
-            name, by or _who(), datetime.now(timezone.utc).isoformat(), ids[0], ids[1], kms_key
-        )
-        with exclusive_lock(self._log_path()):
-            entries = [r.as_json() for r in self.shred_log()] + [record.as_json()]
-            doc = {"sealstore_tenant_shredding": 1, "shredded": entries}
-            write_secret_file(self._log_path(), (json.dumps(doc, indent=2) + "\n").encode(),
-                              what="tenant shredding log")  # fmt: skip
+            if source.exists():
+                self._destroy_all(source)
+        if self.kms is not None:
+            self.kms.shred(name)
         log.warning("tenant %s shredded by %s: keys %s, index keys %s", name, record.by,
                     ", ".join(record.key_ids), ", ".join(record.index_key_ids))  # fmt: skip
         return record
+
+    def _append(self, record: ShredRecord) -> None:
+        with exclusive_lock(self._log_path()):
+            entries = [r.as_json() for r in self.shred_log()]
+            if any(e["tenant"] == record.tenant for e in entries):
+                raise TenantShredded(f"tenant {record.tenant!r} was already shredded")
+            doc = {"sealstore_tenant_shredding": 1, "shredded": [*entries, record.as_json()]}
+            write_secret_file(self._log_path(), (json.dumps(doc, indent=2) + "\n").encode(),
+                              what="tenant shredding log")  # fmt: skip
+
+    @staticmethod
+    def _destroy_all(source: KeyFile) -> None:
+        """Every key of ``source`` destroyed: no material, no wrapped blob left in the file."""
+        with source._mutex, source._exclusive():
+            records = source._read_checked()
+            if all(r.state is KeyState.DESTROYED for r in records):
+                return
+            for r in records:
+                r.state, r.material, r.wrapped = KeyState.DESTROYED, None, None
+            source._store(records, create=False)
+        source.forget()
 
 
 def _who() -> str:
