@@ -591,3 +591,78 @@ def test_object_binding_seam():
     finally:
         keys.close()
         T.use_tenant_keys(T.TenantKeys())
+
+
+# ---- status counts legacy values, rotation re-seals them to the tenant binding ----------------
+
+
+@pytest.fixture
+def sealstore_tables(engine):
+    """The sealstore tables (jobs), dropped afterwards when this test created them."""
+    from sqlalchemy import inspect
+
+    from sealstore.migrations.schema import JOBS_TABLE, create_tables, drop_tables
+
+    with engine.connect() as conn:
+        existed = inspect(conn).has_table(JOBS_TABLE)
+    create_tables(engine)
+    yield engine
+    if not existed:
+        drop_tables(engine)
+
+
+def test_status_counts_legacy_values_and_rotate_binds_them(engine, live, sealstore_tables):
+    from sealstore.format import key_id_of
+    from sealstore.migrations.rotation.reseal import rotate
+    from sealstore.migrations.rotation.spec import ColumnSpec
+    from sealstore.migrations.rotation.status import status
+
+    with engine.begin() as conn:
+        for key in range(1, 6):
+            conn.execute(insert(LEGACY).values(id=key, body=f"old {key}"))
+    with sealstore.tenant("tenant_a"), engine.begin() as conn:
+        conn.execute(insert(MEMOS).values(id=10, body="new"))
+    with sealstore.tenant("tenant_a"):
+        spec = ColumnSpec.from_column(MEMOS.c.body)
+        report = status(engine, [spec])
+        (col,) = [c for c in report.columns if c.kind == "encrypted"]
+        assert (col.tenant, col.legacy, col.not_primary) == ("tenant_a", 5, 5)
+        (result,) = rotate(engine, [spec])
+        assert result.failed == 0
+        col = [c for c in status(engine, [spec]).columns if c.kind == "encrypted"][0]
+        assert (col.legacy, col.not_primary) == (0, 0)
+    ring_a = T.tenant_keyring("tenant_a")
+    assert key_id_of(_raw(engine, "tn_memos", "body", 3)) == ring_a.primary.key_id
+    with sealstore.tenant("tenant_a"), engine.connect() as conn:
+        assert conn.execute(select(MEMOS.c.body).where(MEMOS.c.id == 3)).scalar() == "old 3"
+        # now bound: the strict model (no legacy) opens it, and it no longer opens as legacy
+        assert conn.execute(select(STRICT.c.body).where(STRICT.c.id == 3)).scalar() == "old 3"
+    with sealstore.tenant("tenant_b"), engine.connect() as conn, pytest.raises(REFUSED):
+        conn.execute(select(MEMOS.c.body).where(MEMOS.c.id == 3)).scalar()
+    with pytest.raises(TenantRequired):
+        ColumnSpec.from_column(MEMOS.c.body)
+
+
+def test_rotate_a_tenant_column_table_touches_only_the_tenants_rows(engine, live, sealstore_tables):
+    from sealstore.migrations.rotation.reseal import rotate
+    from sealstore.migrations.rotation.spec import ColumnSpec
+
+    for key, t in ((1, "tenant_a"), (2, "tenant_b")):
+        with sealstore.tenant(t), Session(engine) as session:
+            session.add(Note(id=key, tenant_id=t, body=f"n {t}"))
+            session.commit()
+    T.TenantStore(live.store.directory).rotate("tenant_a")
+    live.refresh()
+    before_b = _raw(engine, "tn_notes", "body", 2)
+    with sealstore.tenant("tenant_a"):
+        (result,) = rotate(engine, [ColumnSpec.from_column(Note.__table__.c.body)])
+    assert result.failed == 0
+    assert _raw(engine, "tn_notes", "body", 2) == before_b
+    from sealstore.format import key_id_of
+
+    assert (
+        key_id_of(_raw(engine, "tn_notes", "body", 1))
+        == T.tenant_keyring("tenant_a").primary.key_id
+    )
+    with sealstore.tenant("tenant_a"), Session(engine) as session:
+        assert session.get(Note, 1).body == "n tenant_a"
