@@ -69,6 +69,8 @@ __all__ = [
     "index_keyring_name",
     "keyring_name",
     "object_binding",
+    "pick_tenant",
+    "resolve_tenant",
     "tenant",
     "tenant_index_keyring",
     "tenant_keyring",
@@ -135,7 +137,11 @@ def resolve_tenant(option: str | None) -> str:
     """The tenant a context-tenanted value binds to: the execution option ``option`` or the
     active block's tenant (TenantMismatch when both are given and differ, TenantRequired when
     neither is)."""
-    scoped = _SCOPED.get()
+    return pick_tenant(option, _SCOPED.get())
+
+
+def pick_tenant(option: str | None, scoped: str | None) -> str:
+    """:func:`resolve_tenant` with the block's tenant ``scoped`` given."""
     if option is not None:
         if scoped is not None and scoped != option:
             raise TenantMismatch(

@@ -77,29 +77,46 @@ def _before_execute(conn: Any, elem: Any, multiparams: Any, params: Any, options
 event.listen(Engine, "before_execute", _before_execute, retval=True, insert=True)
 
 
-def resolve(type_: Any, *, statement: bool = True) -> tuple[str, str | None]:
-    """(tenant, schema) of a tenant-aware column for the value being processed now."""
-    ex = _EXEC.get() if statement else None
+#: what decides the tenant of a value: (sealstore_tenant option, schema_translate_map, the
+#: active sealstore.tenant() block's tenant)
+State = tuple[Any, Any, Any]
+
+
+def snapshot(options: Any = None) -> State:
+    """The state now: ``options`` (an execution's merged options) when given, else what the
+    statement executing on this thread set, and the active block's tenant."""
+    if options is not None:
+        option, smap = options.get("sealstore_tenant"), options.get("schema_translate_map")
+    else:
+        ex = _EXEC.get()
+        option, smap = ex if ex is not None else (None, None)
+    return option, smap, T._SCOPED.get()
+
+
+def resolve(
+    type_: Any, *, statement: bool = True, state: State | None = None
+) -> tuple[str, str | None]:
+    """(tenant, schema) of a tenant-aware column for the value being processed now (or in
+    ``state``; ``statement=False``: outside any statement, the block's tenant only)."""
+    if state is None:
+        state = snapshot() if statement else (None, None, T._SCOPED.get())
+    option, smap, scoped = state
     schema = type_.schema
-    option = None
-    if ex is not None:
-        option, smap = ex
-        if smap and schema in smap:
-            schema = smap[schema]
+    if smap and schema in smap:
+        schema = smap[schema]
     if type_.tenant_mode == "schema":
         if schema is None:
             raise TenantRequired(
                 f"{type_.table}.{type_.column} is bound to its schema's tenant, and its table "
                 "has no schema here: give the Table a schema= or a schema_translate_map"
             )
-        scoped = T.current_tenant()
         if option is not None and option != schema or scoped is not None and scoped != schema:
             raise TenantMismatch(
                 f"{type_.table}.{type_.column} is in schema {schema!r}, but the active tenant "
                 f"is {option or scoped!r}; nothing was written or read"
             )
         return T.check_name(schema), schema
-    return T.resolve_tenant(option), schema
+    return T.pick_tenant(option, scoped), schema
 
 
 def _contexts(type_: Any, tenant: str, schema: str | None) -> bytes:
@@ -131,16 +148,7 @@ def tenant_bind_processor(type_: Any, out: type[bytes | bytearray]) -> Callable[
         sealers[(tenant, schema)] = sealer
         return sealer
 
-    def process(value: Any) -> Any:
-        if value is None:
-            return None
-        where = resolve(type_)
-        sealer = sealers.get(where)
-        if sealer is None:
-            sealer = make(*where)
-        return sealer(value)
-
-    return process
+    return _dispatching(type_, sealers, make)
 
 
 def tenant_result_processor(type_: Any) -> Callable[[Any], Any]:
@@ -164,16 +172,83 @@ def tenant_result_processor(type_: Any) -> Callable[[Any], Any]:
         openers[(tenant, schema)] = opener
         return opener
 
-    def process(value: Any) -> Any:
+    return _dispatching(type_, openers, make)
+
+
+def _dispatching(
+    type_: Any,
+    made: dict[tuple[str, str | None], Callable[[Any], Any]],
+    make: Callable[[str, str | None], Callable[[Any], Any]],
+) -> Callable[[Any], Any]:
+    """The per-value processor: the tenant's own sealer (opener) found in a dict, built on
+    first use.  The usual cases cost two context-variable reads and one dict look-up: no
+    execution option or schema map, and the tenant of a ``sealstore.tenant()`` block (or the
+    table's own schema); anything else goes through :func:`resolve`."""
+    exec_get = _EXEC.get
+    scoped_get = T._SCOPED.get
+    schema = type_.schema
+    by_tenant: dict[str, Callable[[Any], Any]] = {}
+
+    def concrete(state: State | None = None) -> Callable[[Any], Any]:
+        where = resolve(type_, state=state)
+        fn = made.get(where)
+        if fn is None:
+            fn = make(*where)
+        return fn
+
+    def slow(value: Any) -> Any:
+        return concrete()(value)
+
+    if type_.tenant_mode == "schema":
+        if schema is None:
+
+            def unqualified(value: Any) -> Any:
+                return None if value is None else slow(value)
+
+            unqualified.sealstore_for = concrete  # type: ignore[attr-defined]
+            return unqualified
+
+        def by_schema(value: Any) -> Any:
+            if value is None:
+                return None
+            if exec_get() is None:
+                scoped = scoped_get()
+                if scoped is None or scoped == schema:
+                    fn = by_tenant.get(schema)
+                    if fn is not None:
+                        return fn(value)
+                    fn = by_tenant[schema] = make(T.check_name(schema), schema)
+                    return fn(value)
+            return slow(value)
+
+        by_schema.sealstore_for = concrete  # type: ignore[attr-defined]
+        return by_schema
+
+    def by_context(value: Any) -> Any:
         if value is None:
             return None
-        where = resolve(type_)
-        opener = openers.get(where)
-        if opener is None:
-            opener = make(*where)
-        return opener(value)
+        if exec_get() is None:
+            tenant = scoped_get()
+            if tenant is not None:
+                fn = by_tenant.get(tenant)
+                if fn is None:
+                    fn = by_tenant[tenant] = make(tenant, schema)
+                return fn(value)
+        return slow(value)
 
-    return process
+    by_context.sealstore_for = concrete  # type: ignore[attr-defined]
+    return by_context
+
+
+def for_execution(columns: Any, state: State) -> Any:
+    """``columns`` ((index, processor) pairs of a result) with each tenant-aware processor
+    replaced by the concrete opener of the execution's tenant (``state``, taken when the
+    statement ran): resolved once per result, not once per value."""
+    if not any(hasattr(p, "sealstore_for") for _, p in columns):
+        return columns
+    return tuple(
+        (i, p.sealstore_for(state) if hasattr(p, "sealstore_for") else p) for i, p in columns
+    )
 
 
 def _opened(type_: Any, sealed: bytes, tenant: str, ctx: bytes) -> Any:

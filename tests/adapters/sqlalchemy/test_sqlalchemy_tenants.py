@@ -666,3 +666,20 @@ def test_rotate_a_tenant_column_table_touches_only_the_tenants_rows(engine, live
     )
     with sealstore.tenant("tenant_a"), Session(engine) as session:
         assert session.get(Note, 1).body == "n tenant_a"
+
+
+def test_rows_open_under_the_tenant_their_statement_ran_for(engine, live):
+    """A result fetched after another tenant's statement still opens under its own tenant
+    (the tenant is taken from the execution, not from whatever ran last)."""
+    for key, t in ((1, "tenant_a"), (2, "tenant_b")):
+        with sealstore.tenant(t), engine.begin() as conn:
+            conn.execute(insert(MEMOS).values(id=key, body=f"m {t}"))
+    with engine.connect() as c1, engine.connect() as c2:
+        first = c1.execution_options(sealstore_tenant="tenant_a").execute(
+            select(MEMOS.c.body).where(MEMOS.c.id == 1)
+        )
+        second = c2.execution_options(sealstore_tenant="tenant_b").execute(
+            select(MEMOS.c.body).where(MEMOS.c.id == 2)
+        )
+        assert first.scalar() == "m tenant_a"
+        assert second.scalar() == "m tenant_b"
