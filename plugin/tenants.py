@@ -191,9 +191,9 @@ class KmsTenantWrapping:
     ) -> None:
         if not 7 <= pending_days <= 30:
             raise ValueError("pending_days must be 7..30 (what KMS allows)")
-        self.client = client
-        self.alias_prefix = alias_prefix
-        self.pending_days = pending_days
+        self.client: Any = client
+        self.alias_prefix: str = alias_prefix
+        self.pending_days: int = pending_days
 
     def alias(self, tenant: str) -> str:
         return self.alias_prefix + tenant
@@ -241,8 +241,8 @@ class TenantStore:
     ) -> None:
         if wrapper is not None and kms is not None:
             raise ValueError("give wrapper= or kms=, not both")
-        self.directory = Path(directory)
-        self.kms = kms
+        self.directory: Path = Path(directory)
+        self.kms: KmsTenantWrapping | None = kms
         self._wrapper = kms.wrapper if kms is not None else wrapper
 
     def __repr__(self) -> str:
@@ -412,7 +412,7 @@ class TenantKeys:
     :meth:`start`)."""
 
     def __init__(self, store: TenantStore | None = None) -> None:
-        self.store = store
+        self.store: TenantStore | None = store
         self._lock = threading.Lock()
         self._loaded: dict[str, tuple[Keyring, Keyring]] = {}
         self._shredded: set[str] = set()
