@@ -7,6 +7,7 @@ Every test runs on SQLite (each tenant schema an attached database) and PostgreS
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 import threading
 import uuid
 
@@ -683,3 +684,83 @@ def test_rows_open_under_the_tenant_their_statement_ran_for(engine, live):
         )
         assert first.scalar() == "m tenant_a"
         assert second.scalar() == "m tenant_b"
+
+
+# ---- the commands: status and rotate --tenant ------------------------------------------------
+
+_APP_MODELS = """
+from sqlalchemy import Column, Integer, MetaData, Table
+from sealstore.adapters.sqlalchemy import BlindIndex, EncryptedString
+
+metadata = MetaData()
+memos = Table(
+    "cli_memos", metadata,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("body", EncryptedString(40, tenant="context")),
+    Column("body_index", BlindIndex("body")),
+)
+"""
+
+
+def test_status_and_rotate_commands_per_tenant(tmp_path, monkeypatch, capsys):
+    import json
+    import sys as _sys
+
+    from sealstore.cli import main
+    from sealstore.config import load_config
+
+    _sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "migrations"))
+    from cli_runner import key_file_project
+
+    config = key_file_project(tmp_path, monkeypatch)
+    (tmp_path / "app_models.py").write_text(_APP_MODELS)
+    tenants_dir = tmp_path / "tenant-keys"
+    assert main(["tenants", "create", "acme", "--dir", str(tenants_dir)]) == 0
+    db = f"sqlite:///{tmp_path / 'app.db'}"
+    import app_models
+
+    engine = create_engine(db)
+    app_models.metadata.create_all(engine)
+    column_ring = use_keyring(load_config(str(config)).load_keyring())
+    use_keyring(Keyring.generate(), name="index")
+    keys = T.use_tenant_keys(T.TenantKeys(T.TenantStore(tenants_dir)))
+    legacy = Table(
+        "cli_memos", MetaData(),
+        Column("id", Integer, primary_key=True, autoincrement=False),
+        Column("body", EncryptedString(40)),
+    )  # fmt: skip
+    try:
+        with engine.begin() as conn:
+            conn.execute(insert(legacy), [{"id": i, "body": f"old {i}"} for i in range(3)])
+        capsys.readouterr()
+        common = ["--config", str(config)]
+        where = ["--db", db, "--models", "app_models:metadata", "--tenant", "acme",
+                 "--tenants-dir", str(tenants_dir)]  # fmt: skip
+        assert main([*common, "status", *where, "--json"]) == 1
+        out, err = capsys.readouterr()
+        (col,) = [c for c in json.loads(out)["columns"] if c["kind"] == "encrypted"]
+        assert (col["tenant"], col["legacy"]) == ("acme", 3)
+        assert "3 of them were sealed before their column was tenant-aware" in err
+        assert main([*common, "db", "init", "--db", db]) == 0
+        assert main([*common, "rotate", *where, "--progress", "none"]) == 0
+        capsys.readouterr()
+        main([*common, "status", *where, "--json"])
+        (col,) = [
+            c for c in json.loads(capsys.readouterr().out)["columns"] if c["kind"] == "encrypted"
+        ]
+        assert (col["legacy"], col["not_primary"]) == (0, 0)
+        # (the commands installed tenant keys of their own, and closed them)
+        keys = T.use_tenant_keys(T.TenantKeys(T.TenantStore(tenants_dir)))
+        with sealstore.tenant("acme"), engine.connect() as conn:
+            got = conn.execute(select(app_models.memos.c.body).order_by(app_models.memos.c.id))
+            assert [r[0] for r in got] == ["old 0", "old 1", "old 2"]
+        assert main([*common, "status", "--db", db, "--models", "app_models:metadata",
+                     "--tenant", "acme"]) == 2  # fmt: skip
+        assert "--tenants-dir" in capsys.readouterr().err
+    finally:
+        keys.close()
+        T.use_tenant_keys(T.TenantKeys())
+        forget_keyring("default")
+        forget_keyring("index")
+        column_ring.close()
+        engine.dispose()
