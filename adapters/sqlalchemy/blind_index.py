@@ -234,14 +234,25 @@ class BlindIndex(TypeDecorator[Any]):
             return B.candidates(*self._tenant_key(source_type), data, self.size)
         return B.candidates(self._keyring(source_type), self._info(), data, self.size)
 
-    def _tenant_key(self, source_type: Any) -> tuple[Keyring, bytes]:
+    def compute_for_tenant(self, value: Any, tenant: str, schema: str | None) -> bytes | None:
+        """The index value of ``value`` for ``tenant`` (and ``schema``), whatever the active
+        tenant: what a re-index of one tenant's rows writes."""
+        if value is None:
+            return None
+        source_type = self.source_column.type
+        data = source_type.codec.encode(value)
+        return B.index_value(*self._tenant_key(source_type, (tenant, schema)), data, self.size)
+
+    def _tenant_key(
+        self, source_type: Any, where: tuple[str, str | None] | None = None
+    ) -> tuple[Keyring, bytes]:
         """(index keyring, HKDF info) of a tenant-aware source column for the value being
         indexed now: the tenant's own index keyring, and an info naming the tenant and schema
         (tenancy.py), so equal values in two tenants give unrelated index values."""
         from . import tenancy  # (imported late: tenancy.py uses the column types)
         from ... import tenants
 
-        tenant, schema = tenancy.resolve(source_type)
+        tenant, schema = tenancy.resolve(source_type) if where is None else where
         keyring = tenants.tenant_index_keyring(tenant)
         memo = self._tenant_info_memo
         info = memo.get((tenant, schema))
