@@ -623,8 +623,12 @@ def test_status_counts_legacy_values_and_rotate_binds_them(engine, live, sealsto
             conn.execute(insert(LEGACY).values(id=key, body=f"old {key}"))
     with sealstore.tenant("tenant_a"), engine.begin() as conn:
         conn.execute(insert(MEMOS).values(id=10, body="new"))
+    from sealstore.migrations.rotation.verify import verify
+
     with sealstore.tenant("tenant_a"):
         spec = ColumnSpec.from_column(MEMOS.c.body)
+        (checked,) = verify(engine, [spec])
+        assert (checked.checked, checked.failed) == (6, 0)  # legacy values open too
         report = status(engine, [spec])
         (col,) = [c for c in report.columns if c.kind == "encrypted"]
         assert (col.tenant, col.legacy, col.not_primary) == ("tenant_a", 5, 5)
