@@ -94,6 +94,10 @@ class Note(Base):
     body: Mapped[str] = mapped_column(EncryptedString(40, tenant_column="tenant_id"))
 
 
+class UserRow(Base):
+    __table__ = USERS
+
+
 # ---- fixtures -------------------------------------------------------------------------------
 
 
@@ -801,3 +805,54 @@ def test_reindex_one_tenant_after_rotating_its_index_key(engine, live, sealstore
     with engine.connect() as conn:
         users = QUALIFIED["tenant_a"]
         assert conn.execute(select(users.c.id).where(users.c.email == "a@x.org")).all() == [(1,)]
+
+
+def test_orm_session_with_schema_translate_map(engine, live):
+    for t in TENANTS:
+        with Session(engine.execution_options(schema_translate_map={None: t})) as session:
+            session.add(UserRow(id=1, ssn=f"ssn {t}"[:11], email=f"{t}@x.org"))
+            session.commit()
+    for t in TENANTS:
+        with Session(engine.execution_options(schema_translate_map={None: t})) as session:
+            row = session.scalars(select(UserRow).where(UserRow.email == f"{t}@x.org")).one()
+            assert row.ssn == f"ssn {t}"[:11]
+            row.email = f"new-{t}@x.org"  # an ORM update: index recomputed for the tenant
+            session.commit()
+            assert session.scalars(
+                select(UserRow.id).where(UserRow.email == f"new-{t}@x.org")
+            ).all() == [1]
+    with Session(engine.execution_options(schema_translate_map={None: "tenant_b"})) as session:
+        assert (
+            session.scalars(select(UserRow.id).where(UserRow.email == "new-tenant_a@x.org")).all()
+            == []
+        )
+
+
+def test_no_key_material_in_messages_records_or_reprs(engine, live, store):
+    import base64
+    import json
+
+    materials = []
+    for f in store.directory.glob("*.json"):
+        doc = json.loads(f.read_text())
+        for k in doc.get("keys", ()):
+            if k.get("material"):
+                raw = base64.b64decode(k["material"])
+                materials += [k["material"], raw.hex(), repr(raw)]
+    assert materials
+    texts = [repr(store), repr(live), repr(T.tenant_keyring("tenant_a"))]
+    for exc_type, call in (
+        (TenantRequired, lambda: T.resolve_tenant(None)),
+        (UnknownTenant, lambda: live.keyrings("nobody")),
+    ):
+        with pytest.raises(exc_type) as info:
+            call()
+        texts.append(str(info.value))
+    with engine.begin() as conn, pytest.raises(REFUSED) as info:
+        conn.execute(insert(MEMOS).values(id=1, body="plaintext-marker"))
+    texts.append(str(info.value))
+    record = store.shred("tenant_b", by="ops")
+    texts += [repr(record), (store.directory / T.SHRED_LOG).read_text()]
+    for text_ in texts:
+        assert "plaintext-marker" not in text_
+        assert not any(m in text_ for m in materials)
