@@ -281,11 +281,6 @@ def open_for_tenant(type_: Any, sealed: bytes) -> Any:
     return _opened(type_, sealed, tenant, _contexts(type_, tenant, schema))
 
 
-def is_legacy(type_: Any, sealed: bytes, tenant: str) -> bool:
-    """True when ``sealed`` is not under a key of ``tenant`` (written before tenancy)."""
-    return key_id_of(sealed) not in T.tenant_keyring(tenant)
-
-
 # ---- tenant columns: checked on writes --------------------------------------------------------
 
 
