@@ -67,9 +67,8 @@ def _verify_column(engine, spec: ColumnSpec, batch_size, progress, max_failures)
     n = len(pk_cols)
     with engine.connect() as conn:
         check_spec(conn, spec)  # plaintext in a column declared encrypted: say so, once
-        counted = col.is_not(None)
-        if spec.rows_where(table) is not None:
-            counted = and_(spec.rows_where(table), counted)
+        rows_where = spec.rows_where(table)  # a tenant column: that tenant's rows only
+        counted = col.is_not(None) if rows_where is None else and_(rows_where, col.is_not(None))
         total = conn.execute(select(func.count()).select_from(table).where(counted)).scalar_one()
     if progress is not None:
         progress.start(f"verify {spec.name}", total)
