@@ -856,3 +856,86 @@ def test_no_key_material_in_messages_records_or_reprs(engine, live, store):
     for text_ in texts:
         assert "plaintext-marker" not in text_
         assert not any(m in text_ for m in materials)
+
+
+_WORKER = """
+import os, sys, time
+import sealstore
+from sqlalchemy import create_engine, insert, select
+from sealstore import tenants as T
+from sealstore.errors import SealstoreError, TenantShredded
+from sealstore.keyring import Keyring, use_keyring
+sys.path.insert(0, sys.argv[4])
+from test_sqlalchemy_tenants import MEMOS
+
+url, directory, role = sys.argv[1], sys.argv[2], sys.argv[3]
+use_keyring(Keyring.generate())
+use_keyring(Keyring.generate(), name="index")
+keys = T.use_tenant_keys(T.TenantKeys(T.TenantStore(directory)))
+keys.start(0.05)
+engine = create_engine(url)
+if role == "writer":  # tenant A, until the stop file appears; every value read back
+    n = 0
+    stop = os.path.join(directory, "..", "stop-writer")
+    while not os.path.exists(stop):
+        key = 10_000 + n
+        with sealstore.tenant("tenant_a"), engine.begin() as conn:
+            conn.execute(insert(MEMOS).values(id=key, body=f"p{key}"))
+        with sealstore.tenant("tenant_a"), engine.connect() as conn:
+            assert conn.execute(select(MEMOS.c.body).where(MEMOS.c.id == key)).scalar() == f"p{key}"
+        n += 1
+        if n == 5:
+            print("ready", flush=True)
+    print("wrote", n, flush=True)
+else:  # reads tenant B until its shredding reaches this process
+    print("ready", flush=True)
+    for _ in range(2000):
+        try:
+            with sealstore.tenant("tenant_b"), engine.connect() as conn:
+                conn.execute(select(MEMOS.c.body).where(MEMOS.c.id == 1)).scalar()
+        except SealstoreError as exc:
+            cause = exc
+            while not isinstance(cause, TenantShredded) and cause.__context__ is not None:
+                cause = cause.__context__
+            print("refused", type(cause).__name__, flush=True)
+            break
+        time.sleep(0.02)
+keys.close()
+"""
+
+
+def test_shred_while_other_processes_work(engine, live, store):
+    """Other processes: one writes and reads tenant A throughout, one reads tenant B; tenant B
+    is shredded by a third party.  A's writer never fails; B's reader is refused once its
+    refresh thread has seen the shredding."""
+    import subprocess
+    import sys as _sys
+
+    with sealstore.tenant("tenant_b"), engine.begin() as conn:
+        conn.execute(insert(MEMOS).values(id=1, body="b"))
+    url = engine.url.render_as_string(hide_password=False)
+    here = str(Path(__file__).resolve().parent)
+
+    def spawn(role):
+        return subprocess.Popen(
+            [_sys.executable, "-c", _WORKER, url, str(store.directory), role, here],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+
+    writer, reader = spawn("writer"), spawn("reader")
+    try:
+        assert writer.stdout.readline().strip() == "ready", writer.stderr.read()
+        assert reader.stdout.readline().strip() == "ready", reader.stderr.read()
+        T.TenantStore(store.directory).shred("tenant_b", by="test")
+        assert reader.stdout.readline().split() == ["refused", "TenantShredded"], (
+            reader.stderr.read()
+        )
+        (store.directory.parent / "stop-writer").touch()  # it wrote throughout, and still does
+        out, err = writer.communicate(timeout=120)
+        assert writer.returncode == 0, err
+        assert out.split()[0] == "wrote" and int(out.split()[1]) > 5
+    finally:
+        for proc in (writer, reader):
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait(30)
