@@ -11,7 +11,8 @@ incumbent, sqlalchemy-utils'
 ``StringEncryptedType`` with ``AesGcmEngine`` (only if ``sqlalchemy-utils`` is installed:
 ``pip install 'sealstore[bench]'``; otherwise reported as "not installed"); sealstore with an
 AES-256-GCM keyring; sealstore with the default AEGIS keyring (AEGIS-128X4, AEGIS-128L under
-1 KiB).  Paths: Core ``insert()`` executemany of all rows in one call, Core ``select()``
+1 KiB); and the same with tenant-aware columns (``tenant="context"``, one tenant set for the
+run, sealed under that tenant's own keyring: the per-row tenant lookup).  Paths: Core ``insert()`` executemany of all rows in one call, Core ``select()``
 fetching all rows, ORM ``add_all`` + ``commit`` (objects built in the timed part, as an
 application does), ORM ``select`` loading every object.
 
@@ -26,7 +27,8 @@ garbage collector stays on (it is a large share of ORM loads), but the input row
 process held before are frozen out of its way (``gc.freeze()``), so each timed run pays for the
 objects it creates, not for the benchmark's own fixtures.
 
-Targets from issue 4, checked at the end: Core insert >= 70% of plaintext rows/s, Core select
+Targets from issue 28: every path of the tenant variant takes at most 1.10x the time of the
+single-tenant AEGIS variant in the same run.  Targets from issue 4, checked at the end: Core insert >= 70% of plaintext rows/s, Core select
 >= 50%, ORM insert and select within 10% of plaintext, and every path >= 1.5x the incumbent.
 """
 
@@ -59,7 +61,13 @@ from sealstore.redact import mask_url
 SMALL, LARGE = 100, 1024
 PATHS = ("core_insert", "core_select", "orm_insert", "orm_select")
 FLOOR = "no-crypto TypeDecorator"
-VARIANTS = ("plaintext", FLOOR, "sqlalchemy-utils", "sealstore AES-256-GCM", "sealstore AEGIS")
+TENANT = "sealstore AEGIS tenant"
+VARIANTS = (
+    "plaintext", FLOOR, "sqlalchemy-utils", "sealstore AES-256-GCM", "sealstore AEGIS", TENANT,
+)  # fmt: skip
+BENCH_TENANT = "bench_tenant"
+#: the tenant path's goal against the single-tenant one, same run (issue 28)
+TENANT_TARGET = 1.10
 INCUMBENT = "sqlalchemy-utils"
 TARGETS = {  # path -> minimum fraction of plaintext rows/s (issue 4)
     "core_insert": 0.70,
@@ -110,6 +118,8 @@ def _column_types(variant: str):
         return _Utf8Blob(4 * SMALL), _Utf8Blob()
     if variant == INCUMBENT:
         return _incumbent_types()
+    if variant == TENANT:  # sealed under the tenant's own keyring, bound to the tenant
+        return EncryptedString(SMALL, tenant="context"), EncryptedText(tenant="context")
     name = {"sealstore AES-256-GCM": "bench-gcm", "sealstore AEGIS": "bench-aegis"}[variant]
     return EncryptedString(SMALL, keyring=name), EncryptedText(keyring=name)
 
@@ -272,7 +282,12 @@ def _results(
     base = {r["path"]: r["rows_per_s"] for r in results if r["variant"] == "plaintext"}
     inc = {r["path"]: r["rows_per_s"] for r in results if r["variant"] == INCUMBENT}
     floor = {r["path"]: r["rows_per_s"] for r in results if r["variant"] == FLOOR}
+    single = {r["path"]: r for r in results if r["variant"] == "sealstore AEGIS"}
     for r in results:
+        if r["variant"] == TENANT and r["path"] in single:  # time ratios: tenant / single-tenant
+            one = single[r["path"]]
+            r["vs_single_tenant"] = r["seconds"] / one["seconds"]
+            r["vs_single_tenant_cpu"] = r["client_cpu_us_per_row"] / one["client_cpu_us_per_row"]
         r["vs_floor"] = r["rows_per_s"] / floor[r["path"]] if r["path"] in floor else None
         r["vs_plaintext"] = r["rows_per_s"] / base[r["path"]] if r["path"] in base else None
         r["slowdown"] = base[r["path"]] / r["rows_per_s"] if r["path"] in base else None
@@ -296,15 +311,27 @@ def run(
         use_keyring(ring, name=name)
     models, unavailable = _models(variants)
     rows = _data(n)
+    tenant_keys = None
+    if TENANT in models:  # one tenant, its keyrings registered (what TenantKeys loads once)
+        from sealstore import tenants
+
+        tenant_keys = tenants.use_tenant_keys(tenants.TenantKeys())
+        tenant_keys.register(BENCH_TENANT, Keyring.generate(), Keyring.generate())
     # The input rows (100,000 dicts) and whatever the process held before (other bench
     # sections) would otherwise be traversed by every full collection inside a timed run:
     # freeze them, so the collector sees what each run allocates, as in an application.
     gc.collect()
     gc.freeze()
     try:
-        times = _timed_rounds(engine, models, rows, repeat, progress)
+        if tenant_keys is not None:  # the session's tenant, set once for the whole run
+            with tenants.tenant(BENCH_TENANT):
+                times = _timed_rounds(engine, models, rows, repeat, progress)
+        else:
+            times = _timed_rounds(engine, models, rows, repeat, progress)
     finally:
         gc.unfreeze()
+        if tenant_keys is not None:
+            tenants.use_tenant_keys(tenants.TenantKeys())  # closes the bench tenant's keyrings
         _clean_up(engine, models, rings, tmp)
     suites = {name: str(ring.suite) for name, ring in rings.items()}
     return {"rows": _results(times, n), "unavailable": unavailable, "n": n, "repeat": repeat,
@@ -316,6 +343,16 @@ def targets(result: dict[str, Any]) -> list[dict[str, Any]]:
     """docs/BENCH.md's goals for the sealstore AEGIS variant, next to what this run measured."""
     items = []
     for r in result["rows"]:
+        if r.get("vs_single_tenant") is not None:
+            items.append(
+                {
+                    "what": f"{r['path']}: time x single-tenant (tenant lookup per row)",
+                    "measured": f"x{r['vs_single_tenant']:.2f} "
+                    f"(client CPU x{r['vs_single_tenant_cpu']:.2f})",
+                    "goal": f"<= x{TENANT_TARGET:.2f}",
+                    "reached": r["vs_single_tenant"] <= TENANT_TARGET,
+                }
+            )
         if r["variant"] != "sealstore AEGIS":
             continue
         need = TARGETS[r["path"]]

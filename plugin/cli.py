@@ -5,6 +5,8 @@
     sealstore [--config PATH] keys init [--suite SUITE] [--tag-size 16|32] [--json]
     sealstore [--config PATH] keys list [--json]
     sealstore [--config PATH] keys rotate [--suite SUITE] [--json]
+    sealstore tenants create|rotate|shred NAME [--dir PATH] [--kms-alias-prefix P] [--json]
+    sealstore tenants list [--dir PATH] [--json]
 
 The key source comes from the configuration (:func:`sealstore.config.load_config`: the file
 given with ``--config`` or ``$SEALSTORE_CONFIG``, then ``SEALSTORE_*`` variables;
@@ -170,6 +172,147 @@ def _cmd_rotate(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---- sealstore tenants (docs/TENANTS.md) -----------------------------------------------------
+
+TENANTS_DIR_VARIABLE = "SEALSTORE_TENANTS_DIR"
+
+
+def _tenant_store(args: argparse.Namespace) -> Any:
+    from .errors import ConfigError
+    from .tenants import KmsTenantWrapping, TenantStore
+
+    directory = args.dir or os.environ.get(TENANTS_DIR_VARIABLE)
+    if not directory:
+        raise ConfigError(
+            f"no tenant key directory: give --dir PATH or set ${TENANTS_DIR_VARIABLE}"
+        )
+    kms = None
+    if args.kms_alias_prefix:
+        from .extras import require
+
+        require("kms", "sealstore tenants with per-tenant KMS keys", ("boto3",))
+        import boto3
+
+        client = boto3.client("kms", endpoint_url=args.kms_endpoint_url or None)
+        kms = KmsTenantWrapping(client, alias_prefix=args.kms_alias_prefix)
+    return TenantStore(directory, kms=kms)
+
+
+def _cmd_tenants_create(args: argparse.Namespace) -> int:
+    store = _tenant_store(args)
+    data, index = store.create(args.name, suite=args.suite)
+    doc = {"tenant": args.name, "key": data.primary.id_hex, "index_key": index.primary.id_hex}
+    data.close()
+    index.close()
+    if args.json:
+        print(json.dumps(doc, indent=2))
+    else:
+        print(f"tenant {args.name} created: key {doc['key']}, index key {doc['index_key']}")
+    if store.kms is None:
+        print(
+            f"sealstore: warning: tenant {args.name}'s keys are stored unwrapped in "
+            f"{store.directory}: shredding then holds against the live files only, not their "
+            "backups (use --kms-alias-prefix; docs/TENANTS.md)",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def _cmd_tenants_list(args: argparse.Namespace) -> int:
+    store = _tenant_store(args)
+    live = [{"tenant": n, "state": "live"} for n in store.names()]
+    gone = [
+        {"tenant": r.tenant, "state": "shredded", "by": r.by, "at": r.at,
+         "key_ids": list(r.key_ids), "index_key_ids": list(r.index_key_ids),
+         "kms_key": r.kms_key}
+        for r in store.shred_log()
+    ]  # fmt: skip
+    rows = sorted(live + gone, key=lambda r: r["tenant"])
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for r in rows:
+        extra = f"  shredded {r['at']} by {r['by']}" if r["state"] == "shredded" else ""
+        print(f"{r['tenant']}  {r['state']}{extra}")
+    return 0
+
+
+def _cmd_tenants_rotate(args: argparse.Namespace) -> int:
+    key, index_key = _tenant_store(args).rotate(args.name)
+    if args.json:
+        print(json.dumps({"tenant": args.name, "key": key, "index_key": index_key}, indent=2))
+    else:
+        print(f"tenant {args.name}: new primary key {key}, new index key {index_key}")
+    return 0
+
+
+def _cmd_tenants_shred(args: argparse.Namespace) -> int:
+    if not args.yes:
+        from .errors import TenantError
+
+        raise TenantError(
+            f"shredding destroys every key of tenant {args.name!r} for good: add --yes"
+        )
+    record = _tenant_store(args).shred(args.name, by=args.by)
+    if args.json:
+        print(json.dumps(record.as_json(), indent=2))
+    else:
+        print(
+            f"tenant {record.tenant} shredded by {record.by} at {record.at}: keys "
+            f"{', '.join(record.key_ids)}, index keys {', '.join(record.index_key_ids)}"
+            + (f", KMS key {record.kms_key} disabled and scheduled for deletion"
+               if record.kms_key else "")
+        )  # fmt: skip
+    return 0
+
+
+def _add_tenants_commands(commands: Any) -> None:
+    """``sealstore tenants create | list | rotate | shred``."""
+    tenants = commands.add_parser(
+        "tenants",
+        help="manage tenants: a keyring per tenant, crypto-shredding",
+        description="Create, list, rotate and shred tenants: each tenant has a data and an "
+        "index keyring of its own in the tenant key directory (docs/TENANTS.md).",
+    ).add_subparsers(dest="tenants_command", required=True, metavar="ACTION")
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--dir", metavar="PATH", help=f"tenant key directory (${TENANTS_DIR_VARIABLE})"
+        )
+        p.add_argument("--kms-alias-prefix", metavar="PREFIX",
+                       help="one AWS KMS key per tenant, alias PREFIX<tenant> (e.g. "
+                       "alias/sealstore-tenant-)")  # fmt: skip
+        p.add_argument("--kms-endpoint-url", metavar="URL", help=argparse.SUPPRESS)
+        p.add_argument("--json", action="store_true", help="machine-readable output")
+
+    p = tenants.add_parser("create", help="create a tenant's keyrings (and KMS key)",
+                           description="Create tenant NAME: its data and index keyrings, and "
+                           "its KMS key with --kms-alias-prefix.")  # fmt: skip
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--suite", choices=_SUITES, help="suite of the first keys")
+    common(p)
+    p.set_defaults(func=_cmd_tenants_create)
+    p = tenants.add_parser("list", help="list the tenants and the shredded ones",
+                           description="List the live tenants and every shredding recorded.")  # fmt: skip
+    common(p)
+    p.set_defaults(func=_cmd_tenants_list)
+    p = tenants.add_parser("rotate", help="a new primary in a tenant's keyrings",
+                           description="Create a new primary key in tenant NAME's data and "
+                           "index keyrings (sealstore rotate re-seals the values).")  # fmt: skip
+    p.add_argument("name", metavar="NAME")
+    common(p)
+    p.set_defaults(func=_cmd_tenants_rotate)
+    p = tenants.add_parser("shred", help="destroy a tenant's keys for good",
+                           description="Destroy every key of tenant NAME (and disable and "
+                           "schedule the deletion of its KMS key); records who, when and "
+                           "which key ids.")  # fmt: skip
+    p.add_argument("name", metavar="NAME")
+    p.add_argument("--yes", action="store_true", help="confirm: nothing of NAME opens again")
+    p.add_argument("--by", metavar="WHO", help="who shreds (default: the user name)")
+    common(p)
+    p.set_defaults(func=_cmd_tenants_shred)
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse's parser, whose usage errors are one line (``PROG: error: ...``, exit 2)
     instead of the usage text and the error.  Sub-parsers are of the same class (argparse's
@@ -239,6 +382,7 @@ def build_parser(programs: dict[str, EntryPoint] | None = None) -> argparse.Argu
     _add_global_options(parser)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     keys = _add_keys_commands(commands)
+    _add_tenants_commands(commands)
     keys_parser: _Parser = commands.choices["keys"]
     keys_parser.missing = {}
     programs = _programs() if programs is None else programs

@@ -70,19 +70,24 @@ __all__ = [
     "SharedIndexKey",
     "ShortTagRefused",
     "SourceChanged",
+    "TenantError",
+    "TenantMismatch",
+    "TenantRequired",
+    "TenantShredded",
     "TruncatedObject",
     "UndecodableValue",
     "UnencodableValue",
     "UnknownKeyId",
     "UnknownKeyring",
+    "UnknownTenant",
     "UnsealedExpression",
     "UnsealedPath",
     "UnsupportedClient",
     "UnsupportedComparison",
     "UnsupportedOperation",
     "ValueTooLong",
-    "WrongValueType",
     "WrongLocation",
+    "WrongValueType",
 ]
 
 
@@ -158,6 +163,31 @@ class ReservedDerivation(SealstoreError, ValueError):
 
 class UnknownKeyring(SealstoreError, LookupError):
     """No keyring is registered under the requested name (see ``sealstore.use_keyring``)."""
+
+
+class TenantError(SealstoreError, ValueError):
+    """Base of the tenancy errors (``sealstore.tenants``): a bad tenant name, or a tenant that
+    cannot be used.  The message names the tenant, never a key or a value."""
+
+
+class TenantRequired(TenantError):
+    """A tenant-aware column was written or read with no tenant available (no schema, no
+    ``sealstore.tenant(...)`` block, no ``sealstore_tenant`` execution option): nothing is
+    sealed without its tenant."""
+
+
+class TenantMismatch(TenantError):
+    """Two sources of the tenant disagree (a ``sealstore.tenant()`` block and an execution
+    option, or a row's tenant column and the active tenant); nothing is written."""
+
+
+class UnknownTenant(TenantError, LookupError):
+    """The tenant store holds no keys for this tenant (``sealstore tenants create NAME``)."""
+
+
+class TenantShredded(TenantError, KeyNotUsable):
+    """The tenant's keys were destroyed (crypto-shredding): none of its values opens again and
+    nothing is sealed for it."""
 
 
 class ConfigError(SealstoreError, ValueError):

@@ -169,6 +169,8 @@ def key_id_of(sealed: bytes | bytearray | memoryview) -> int:
 
 _COLUMN_DOMAIN = b"sealstore/v1/column"
 _ROW_DOMAIN = b"sealstore/v1/row"
+_TENANT_COLUMN_DOMAIN = b"sealstore/v1/tenant-column"
+_TENANT_ROW_DOMAIN = b"sealstore/v1/tenant-row"
 
 
 def _lp(data: bytes) -> bytes:
@@ -193,27 +195,53 @@ def _identity(value: Any) -> bytes:
     )
 
 
-def column_context(table: str, column: str, row: Any = None) -> bytes:
-    """Canonical context binding a value to ``table.column`` and optionally to one row.
+def column_context(
+    table: str,
+    column: str,
+    row: Any = None,
+    *,
+    tenant: str | None = None,
+    schema: str | None = None,
+) -> bytes:
+    """Canonical context binding a value to ``table.column``, optionally to one row, and
+    optionally to a tenant and the schema the table lives in.
 
     Encoding: a domain tag (``sealstore/v1/column`` or ``sealstore/v1/row``, length-prefixed),
     then the length-prefixed UTF-8 table and column names, then for rows a type-tagged,
     length-prefixed identity (a tuple for composite keys).  Types matter: ``5`` and ``"5"``
     are different rows.  Lengths are 4-byte big-endian, so no two inputs share an encoding.
+
+    With ``tenant=`` the domain is ``sealstore/v1/tenant-column`` (``sealstore/v1/tenant-row``)
+    and the tenant, then the schema, come first: the length-prefixed UTF-8 tenant name, then a
+    presence byte (``0x00`` no schema, ``0x01`` a schema) followed, when present, by the
+    length-prefixed schema name.  ``schema=`` without ``tenant=`` is refused: an untenanted
+    context keeps the version-1 encoding exactly (values written before tenancy keep opening).
     """
     if not isinstance(table, str) or not isinstance(column, str):
         raise TypeError("table and column must be str")
     if not table or not column:
         raise ValueError("table and column must be non-empty")
-    parts = [_lp(table.encode("utf-8")), _lp(column.encode("utf-8"))]
+    head: list[bytes] = []
+    if tenant is not None:
+        if not isinstance(tenant, str) or not tenant:
+            raise TypeError("tenant must be a non-empty str or None")
+        if schema is not None and (not isinstance(schema, str) or not schema):
+            raise TypeError("schema must be a non-empty str or None")
+        head.append(_lp(tenant.encode("utf-8")))
+        head.append(b"\x00" if schema is None else b"\x01" + _lp(schema.encode("utf-8")))
+    elif schema is not None:
+        raise ValueError("schema= binds only together with tenant=")
+    parts = head + [_lp(table.encode("utf-8")), _lp(column.encode("utf-8"))]
     if row is None:
-        return _lp(_COLUMN_DOMAIN) + b"".join(parts)
+        domain = _COLUMN_DOMAIN if tenant is None else _TENANT_COLUMN_DOMAIN
+        return _lp(domain) + b"".join(parts)
     items = row if isinstance(row, tuple) else (row,)
     if not items:
         raise ValueError("row identity must not be an empty tuple")
     parts.append(len(items).to_bytes(4, "big"))
     parts.extend(_identity(item) for item in items)
-    return _lp(_ROW_DOMAIN) + b"".join(parts)
+    domain = _ROW_DOMAIN if tenant is None else _TENANT_ROW_DOMAIN
+    return _lp(domain) + b"".join(parts)
 
 
 _DIGESTS: dict[Any, bytes] = {}  # keyed by the context objects (hashable ones)

@@ -25,6 +25,8 @@ from sealstore.extras import require
 
 require("sqlalchemy", "sealstore.adapters.sqlalchemy", ("sqlalchemy",))  # before any import of it
 
+# first: its before_execute hook records the execution's tenant for the hooks registered after it
+from . import tenancy as _tenancy  # noqa: F401,I001  (tenant columns are checked there too)
 from . import fetching as _fetching  # noqa: F401  (opens encrypted columns as rows are fetched)
 from . import orm as _orm  # noqa: F401  (registers the mapper hooks)
 from . import results as _results  # noqa: F401  (binary results on psycopg 3)

@@ -86,6 +86,7 @@ class BlindIndex(TypeDecorator[Any]):
         self._info_memo: bytes | None = None
         # (index keyring, its keys, each visible encryption keyring and its keys) last checked
         self._separate_memo: tuple[Any, ...] | None = None
+        self._tenant_info_memo: dict[tuple[str, str | None], bytes] = {}
         super().__init__(KEY_ID_SIZE + size)
 
     # ---- copies and binding -----------------------------------------------------------------
@@ -219,6 +220,8 @@ class BlindIndex(TypeDecorator[Any]):
                 )
             value = value.plaintext
         data = source_type.codec.encode(value)
+        if source_type.tenant_mode is not None:
+            return B.index_value(*self._tenant_key(source_type), data, self.size)
         return B.index_value(self._keyring(source_type), self._info(), data, self.size)
 
     def candidates(self, value: Any) -> list[bytes]:
@@ -227,7 +230,41 @@ class BlindIndex(TypeDecorator[Any]):
             return []
         source_type = self.source_column.type
         data = source_type.codec.encode(value)
+        if source_type.tenant_mode is not None:
+            return B.candidates(*self._tenant_key(source_type), data, self.size)
         return B.candidates(self._keyring(source_type), self._info(), data, self.size)
+
+    def compute_for_tenant(self, value: Any, tenant: str, schema: str | None) -> bytes | None:
+        """The index value of ``value`` for ``tenant`` (and ``schema``), whatever the active
+        tenant: what a re-index of one tenant's rows writes."""
+        if value is None:
+            return None
+        source_type = self.source_column.type
+        data = source_type.codec.encode(value)
+        return B.index_value(*self._tenant_key(source_type, (tenant, schema)), data, self.size)
+
+    def _tenant_key(
+        self, source_type: Any, where: tuple[str, str | None] | None = None
+    ) -> tuple[Keyring, bytes]:
+        """(index keyring, HKDF info) of a tenant-aware source column for the value being
+        indexed now: the tenant's own index keyring, and an info naming the tenant and schema
+        (tenancy.py), so equal values in two tenants give unrelated index values."""
+        from . import tenancy  # (imported late: tenancy.py uses the column types)
+        from ... import tenants
+
+        tenant, schema = tenancy.resolve(source_type) if where is None else where
+        keyring = tenants.tenant_index_keyring(tenant)
+        memo = self._tenant_info_memo
+        info = memo.get((tenant, schema))
+        if info is None:
+            if self.table is None or self.column is None:
+                raise BlindIndexError("BlindIndex is not bound to a table column")
+            if len(memo) >= 4096:
+                memo.clear()
+            info = memo[(tenant, schema)] = B.index_info(
+                column_context(self.table, self.column, tenant=tenant, schema=schema)
+            )
+        return keyring, info
 
     def key_id_of(self, stored: bytes) -> int:
         """The index key id at the start of a stored index value."""
@@ -310,6 +347,15 @@ def equality_via_index(expr: Any, op: Any, other: Any, name: str) -> Any:
             f"mapped_column(BlindIndex({getattr(expr, 'key', 'column')!r}), index=True)"
         )
     source = _source_bind(expr, op, other)
+    if source is None and getattr(index.type.source_column.type, "tenant_mode", None):
+        # a literal of a tenant-aware column: its index values depend on the tenant of the
+        # execution (an option, a schema map), so they are computed then, as for a bindparam
+        if isinstance(other, BindParameter):
+            other = other.value
+        source = BindParameter(None, other, unique=True)
+        lookup = IndexLookup(source, index, many=op in (operators.in_op, operators.not_in_op))
+        lookup.named, lookup.default = True, other
+        return index.in_(lookup) if op in (operators.eq, operators.in_op) else index.not_in(lookup)
     if source is not None:
         lookup = IndexLookup(source, index, many=op in (operators.in_op, operators.not_in_op))
         return index.in_(lookup) if op in (operators.eq, operators.in_op) else index.not_in(lookup)

@@ -46,6 +46,7 @@ from ...rowmap import map_columns
 from .blind_index import BlindIndex
 from .read_errors import with_primary_key
 from .results import returns_types
+from .tenancy import for_execution, snapshot
 from .types import EncryptedType
 
 __all__ = ["OPEN_ON_FETCH_OPTION"]
@@ -101,7 +102,7 @@ def _after_cursor_execute(conn, cursor, statement, parameters, context, executem
     # Every execution of a statement decided yes gets both, whatever it looks like now: its
     # cached metadata has no processors for the encrypted columns.  (A server-side cursor may
     # not even have a description before its first fetch.)
-    fetch = _OpeningFetch(_inner_strategy(context), plan)
+    fetch = _OpeningFetch(_inner_strategy(context), plan, state=snapshot(context.execution_options))
     context.cursor_fetch_strategy = fetch
     context.get_result_processor = _collector(context.get_result_processor, fetch, context)
 
@@ -140,10 +141,13 @@ def _collector(get_result_processor, fetch, context):
 class _OpeningFetch(ResultFetchStrategy):
     """SQLAlchemy's fetch strategy for one result, with the plan's columns opened on the way."""
 
-    __slots__ = ("columns", "inner", "plan")
+    __slots__ = ("columns", "inner", "plan", "tenancy")
 
-    def __init__(self, inner, plan, columns=_NOT_YET):
+    def __init__(self, inner, plan, columns=_NOT_YET, state=None):
         self.inner, self.plan, self.columns = inner, plan, columns
+        # the tenant state of the execution (tenancy.py): tenant-aware columns open under the
+        # tenant the statement ran for, however late the rows are fetched
+        self.tenancy = state
 
     @property
     def alternate_cursor_description(self):
@@ -159,6 +163,9 @@ class _OpeningFetch(ResultFetchStrategy):
                 raise InternalError("sealstore: result metadata was built without the fetch hook")
         if not columns:
             return rows
+        if self.tenancy is not None:
+            columns = self.columns = for_execution(columns, self.tenancy)
+            self.tenancy = None
         try:
             return map_columns(rows, columns)
         except SealstoreError:
@@ -177,7 +184,9 @@ class _OpeningFetch(ResultFetchStrategy):
     def yield_per(self, result, dbapi_cursor, num):
         self.inner.yield_per(result, dbapi_cursor, num)
         if result.cursor_strategy is not self:  # the inner strategy handed over to a buffered one
-            result.cursor_strategy = _OpeningFetch(result.cursor_strategy, self.plan, self.columns)
+            result.cursor_strategy = _OpeningFetch(
+                result.cursor_strategy, self.plan, self.columns, self.tenancy
+            )
 
     def fetchone(self, result, dbapi_cursor, hard_close=False):
         row = self.inner.fetchone(result, dbapi_cursor, hard_close)

@@ -32,6 +32,6 @@ def _bind_to_table(column: Column[Any], parent: Any) -> None:
                 "store the database's plaintext, which never opens; use default= (a Python value, "
                 "sealed like any other)"
             )
-        column.type = type_.bound_to(parent.name, column.name)
+        column.type = type_.bound_to(parent.name, column.name, parent.schema)
     elif isinstance(type_, BlindIndex):
         blind_index.attach(column, parent)

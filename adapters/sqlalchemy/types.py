@@ -93,6 +93,9 @@ class EncryptedType(TypeDecorator[Any]):
         column: str | None = None,
         bind_row: bool = False,
         overhead: int = MAX_OVERHEAD,
+        tenant: str | None = None,
+        tenant_column: str | None = None,
+        tenant_legacy: bool = True,
     ) -> None:
         if not isinstance(overhead, int) or isinstance(overhead, bool) or overhead < 0:
             raise ValueError(f"overhead must be a non-negative int, not {overhead!r}")
@@ -111,6 +114,19 @@ class EncryptedType(TypeDecorator[Any]):
         self.column = column
         self.bind_row: bool = bool(bind_row)
         self.overhead = overhead
+        if tenant not in (None, "schema", "context"):
+            raise ValueError(f"tenant must be None, 'schema' or 'context', not {tenant!r}")
+        if tenant_column is not None and (not isinstance(tenant_column, str) or not tenant_column):
+            raise TypeError("tenant_column must be a column name (a non-empty str) or None")
+        if tenant == "schema" and tenant_column is not None:
+            raise ValueError("tenant='schema' and tenant_column= are two tenancies: pick one")
+        if (tenant is not None or tenant_column is not None) and bind_row:
+            raise ValueError("tenant binding and bind_row=True do not combine yet")
+        self.tenant = tenant
+        self.tenant_column = tenant_column
+        self.tenant_legacy: bool = bool(tenant_legacy)
+        #: the schema of the table this column belongs to (set when bound)
+        self.schema: str | None = None
         self._pinned = (table, column)
         self._codec_memo: Codec | None = None
         self._context_memo: bytes | None = None
@@ -127,15 +143,26 @@ class EncryptedType(TypeDecorator[Any]):
         kwargs["table"], kwargs["column"] = table, column
         new = type(self)(**kwargs)
         new._pinned = self._pinned
+        new.schema = self.schema
         return new
 
     def copy(self, **kw: Any) -> "EncryptedType":
         return self._rebuild(self.table, self.column)
 
-    def bound_to(self, table: str, column: str) -> "EncryptedType":
-        """A copy bound to ``table.column``; names pinned in the constructor win."""
+    def bound_to(self, table: str, column: str, schema: str | None = None) -> "EncryptedType":
+        """A copy bound to ``table.column`` (of ``schema``); names pinned in the constructor win."""
         pinned_table, pinned_column = self._pinned
-        return self._rebuild(pinned_table or table, pinned_column or column)
+        new = self._rebuild(pinned_table or table, pinned_column or column)
+        new.schema = schema
+        return new
+
+    @property
+    def tenant_mode(self) -> str | None:
+        """How this column finds its tenant: ``"schema"``, ``"context"`` (a ``tenant_column``
+        column too: the active tenant, checked against the row's on writes), or None."""
+        if self.tenant_column is not None:
+            return "context"
+        return self.tenant
 
     @property
     def bound(self) -> bool:
@@ -239,6 +266,10 @@ class EncryptedType(TypeDecorator[Any]):
     # ---- value processing -------------------------------------------------------------------
 
     def bind_processor(self, dialect: Dialect) -> Callable[[Any], Any]:
+        if self.tenant_mode is not None:
+            from .tenancy import tenant_bind_processor
+
+            return tenant_bind_processor(self, _bind_type(dialect))
         if self.bind_row:
             from .rows import row_bind_processor
 
@@ -260,6 +291,10 @@ class EncryptedType(TypeDecorator[Any]):
         )  # fmt: skip
 
     def result_processor(self, dialect: Dialect, coltype: object) -> Callable[[Any], Any]:
+        if self.tenant_mode is not None:
+            from .tenancy import tenant_result_processor
+
+            return tenant_result_processor(self)
         if self.bind_row:
             from .rows import row_result_processor
 
@@ -296,6 +331,10 @@ class EncryptedType(TypeDecorator[Any]):
         """Seal one Python value as this column stores it (``row`` for row-bound columns)."""
         if value is None:
             return None
+        if self.tenant_mode is not None:
+            from .tenancy import seal_for_tenant
+
+            return seal_for_tenant(self, value)
         sealed = get_keyring(self.keyring_name).seal(self.codec.encode(value), self.context(row))
         return bytes(self.check_fits(sealed))
 
@@ -303,6 +342,10 @@ class EncryptedType(TypeDecorator[Any]):
         """Open one stored value of this column (``row`` for row-bound columns)."""
         if sealed is None:
             return None
+        if self.tenant_mode is not None:
+            from .tenancy import open_for_tenant
+
+            return open_for_tenant(self, bytes(sealed))
         return self._opened(bytes(sealed), self.context(row), row)
 
     def _opened(self, sealed: bytes, ctx: bytes, row: Any = None) -> Any:
@@ -379,10 +422,15 @@ class EncryptedJSON(EncryptedType):
         column: str | None = None,
         bind_row: bool = False,
         overhead: int = MAX_OVERHEAD,
+        tenant: str | None = None,
+        tenant_column: str | None = None,
+        tenant_legacy: bool = True,
     ) -> None:
         super().__init__(
-            None, keyring=keyring, table=table, column=column, bind_row=bind_row, overhead=overhead
-        )
+            None, keyring=keyring, table=table, column=column, bind_row=bind_row,
+            overhead=overhead, tenant=tenant, tenant_column=tenant_column,
+            tenant_legacy=tenant_legacy,
+        )  # fmt: skip
 
     def _make_codec(self) -> Codec:
         return json_codec(self._codec_name())
@@ -407,6 +455,9 @@ class Encrypted(EncryptedType):
         column: str | None = None,
         bind_row: bool = False,
         overhead: int = MAX_OVERHEAD,
+        tenant: str | None = None,
+        tenant_column: str | None = None,
+        tenant_legacy: bool = True,
     ) -> None:
         inner = to_instance(type_)
         if isinstance(inner, EncryptedType):
@@ -414,8 +465,10 @@ class Encrypted(EncryptedType):
         codec_for(inner)  # TypeError now, at model definition, for unsupported types
         self.type_ = inner
         super().__init__(
-            None, keyring=keyring, table=table, column=column, bind_row=bind_row, overhead=overhead
-        )
+            None, keyring=keyring, table=table, column=column, bind_row=bind_row,
+            overhead=overhead, tenant=tenant, tenant_column=tenant_column,
+            tenant_legacy=tenant_legacy,
+        )  # fmt: skip
 
     def _make_codec(self) -> Codec:
         where = f"{self.table}.{self.column}" if self.bound else None

@@ -102,6 +102,13 @@ def _report_status(args, report, states: dict, missing: list[str]) -> int:
             f"sealstore: {old_values} values are not under their primary key (run sealstore rotate)",
             file=sys.stderr,
         )
+    legacy = sum(c.legacy for c in columns)
+    if legacy:
+        print(
+            f"sealstore: {legacy} of them were sealed before their column was tenant-aware "
+            "(not bound to their tenant: sealstore rotate --tenant re-seals them)",
+            file=sys.stderr,
+        )
     if old_index:
         print(
             f"sealstore: {old_index} blind-index values are not under the index keyring's primary "
@@ -127,6 +134,7 @@ def _status_json(report) -> str:
             "primary": None if c.primary_key_id is None else f"{c.primary_key_id:08x}",
             "by_key": {("-" if k is None else f"{k:08x}"): n for k, n in c.by_key.items()},
             "not_primary": c.not_primary, "keyring": c.keyring,
+            **({"tenant": c.tenant, "legacy": c.legacy} if c.tenant is not None else {}),
             **({"unfilled": c.unfilled} if c.kind == "blind index" else {}),
         } for c in report.columns],
         "jobs": [{

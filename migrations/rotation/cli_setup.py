@@ -10,6 +10,8 @@ Used by ``rotation/cli.py`` (rotate, reindex, status, verify, db init), ``rotati
 
 from __future__ import annotations
 
+import contextlib
+
 from typing import Any, TypeAlias
 
 import argparse
@@ -263,7 +265,9 @@ def _setup(args):
     engine = _engine(_db_url(args, cfg))
     keyring = use_keyring(cfg.load_keyring(), args.keyring)
     extra: list = []
+    scope = contextlib.ExitStack()
     try:
+        _tenancy(args, scope)
         _connect_check(engine)
         columns, indexes = _specs(args, engine, args.keyring)
         _check_tables(engine, columns, indexes)
@@ -271,10 +275,29 @@ def _setup(args):
         columns = [s for s in columns if s.keyring == args.keyring]
         yield _Setup(keyring, engine, columns, indexes, extra)
     finally:
+        scope.close()
         for name, kr in [(args.keyring, keyring), *extra]:
             forget_keyring(name)
             kr.close()
         engine.dispose()
+
+
+def _tenancy(args, scope) -> None:
+    """Tenant keys from --tenants-dir / $SEALSTORE_TENANTS_DIR, and the --tenant block."""
+    from sealstore import tenants
+
+    directory = getattr(args, "tenants_dir", None) or os.environ.get("SEALSTORE_TENANTS_DIR")
+    name = getattr(args, "tenant", None)
+    if directory:
+        keys = tenants.use_tenant_keys(tenants.TenantKeys(tenants.TenantStore(directory)))
+        scope.callback(lambda: tenants.use_tenant_keys(tenants.TenantKeys()))
+        scope.callback(keys.close)
+    elif name:
+        raise UsageError(
+            "--tenant needs the tenant keys: --tenants-dir PATH or $SEALSTORE_TENANTS_DIR"
+        )
+    if name:
+        scope.enter_context(tenants.tenant(name))
 
 
 class _Setup:
@@ -361,6 +384,17 @@ def _columns_args(p, *, progress: bool = True, json_output: bool = True) -> None
         help="a column-bound column by name",
     )
     p.add_argument("--table", help="only this table")
+    p.add_argument(
+        "--tenant",
+        metavar="NAME",
+        help="tenant-aware columns: the tenant whose values to count or re-seal (schema-"
+        "qualified models name theirs); keys from --tenants-dir (docs/TENANTS.md)",
+    )
+    p.add_argument(
+        "--tenants-dir",
+        metavar="PATH",
+        help="tenant key directory (default $SEALSTORE_TENANTS_DIR)",
+    )
     p.add_argument(
         "--keyring",
         default="default",

@@ -60,6 +60,11 @@ class ReindexTask:
         check_spec(conn, self.spec)
 
     def _stale(self, key_id: int):
+        rows = self.source.rows_where(self.table)
+        stale = self._stale_values(key_id)
+        return stale if rows is None else and_(rows, stale)
+
+    def _stale_values(self, key_id: int):
         src, idx = self.src, self.idx
         return or_(
             and_(
@@ -103,14 +108,18 @@ class ReindexTask:
                 out.append((pk, (src, idx), None))
                 continue
             try:
-                value = decode(keyring.open(src, source.context_of(pk), allow_retired=True))
+                value = decode(source.open_value(keyring, src, pk))
             except SealstoreError as exc:
                 stats.failed += 1
                 key_id = int.from_bytes(src[2:6], "big") if len(src) >= 6 else None
                 stats.failures.append((pk, key_id, type(exc).__name__))
                 continue
             stats.sealed += 1
-            out.append((pk, (src, idx), index_type.compute(value)))
+            if source.tenant is not None:  # the spec's tenant, not whatever is active
+                new = index_type.compute_for_tenant(value, source.tenant, source.schema)
+            else:
+                new = index_type.compute(value)
+            out.append((pk, (src, idx), new))
         return out
 
     def process(

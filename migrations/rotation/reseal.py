@@ -84,7 +84,9 @@ class ResealTask:
         check_spec(conn, self.spec)
 
     def _stale(self, key_id: int):
-        return and_(self.col.is_not(None), key_id_sql(self.col) != key_id_bytes(key_id))
+        stale = and_(self.col.is_not(None), key_id_sql(self.col) != key_id_bytes(key_id))
+        rows = self.spec.rows_where(self.table)
+        return stale if rows is None else and_(rows, stale)
 
     def count_stale(self, conn: Connection) -> int:
         """Non-NULL values whose key id is not the primary's (computed in SQL)."""
@@ -132,7 +134,7 @@ class ResealTask:
         for pk, old in todo:
             ctx = spec.context_of(pk)
             try:
-                plaintext = keyring.open(old, ctx, allow_retired=True)
+                plaintext = spec.open_value(keyring, old, pk)
             except SealstoreError as exc:
                 stats.failed += 1
                 stats.failures.append((pk, _stored_key_id(old), type(exc).__name__))

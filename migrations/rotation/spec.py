@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from sqlalchemy import Column, LargeBinary, MetaData, Table, inspect
+from sqlalchemy import Column, LargeBinary, MetaData, String, Table, inspect
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.types import TypeEngine
 
@@ -49,6 +49,13 @@ class ColumnSpec:
     schema: str | None = None
     type: Any = None  # the sealstore column type, when the spec came from a model
     max_bytes: int | None = None  # the reflected column's width in bytes, when it has one
+    #: a tenant-aware column (docs/TENANTS.md): the tenant whose values this spec re-seals
+    #: (under the tenant's own keyring); ``keyring`` and ``legacy_context`` then describe the
+    #: values written before the column was tenant-aware, re-sealed to the tenant binding
+    tenant: str | None = None
+    legacy_context: ContextFn | None = None
+    #: (column name, value): only the rows whose tenant column holds the tenant
+    row_filter: tuple[str, Any] | None = None
     _sql: dict[tuple[str, ...], Table] = field(default_factory=dict, repr=False)
 
     @property
@@ -58,7 +65,42 @@ class ColumnSpec:
         return f"{prefix}{self.table}.{self.column}"
 
     def get_keyring(self) -> Keyring:
+        """The keyring values are re-sealed with (a tenant's own, for a tenant spec)."""
+        if self.tenant is not None:
+            from ... import tenants
+
+            return tenants.tenant_keyring(self.tenant)
         return self.keyring if isinstance(self.keyring, Keyring) else get_keyring(self.keyring)
+
+    def legacy_keyring(self) -> Keyring | None:
+        """A tenant spec's keyring of the values written before tenancy (None: not loaded)."""
+        if self.tenant is None or self.legacy_context is None:
+            return None
+        if isinstance(self.keyring, Keyring):
+            return self.keyring
+        from ...keyring.named import _NAMED
+
+        return _NAMED.get(self.keyring)
+
+    def open_value(self, keyring: Keyring, sealed: bytes, row: PrimaryKey | None) -> bytes:
+        """The plaintext of one stored value: under ``keyring`` with this spec's context, or,
+        for a tenant spec, a legacy value (its key is the column keyring's, not the tenant's)
+        with the legacy context."""
+        legacy = self.legacy_keyring()
+        if legacy is not None and self.legacy_context is not None:
+            from ...format import key_id_of
+
+            key_id = key_id_of(sealed)
+            if key_id not in keyring and key_id in legacy:
+                return legacy.open(sealed, self.legacy_context(None), allow_retired=True)
+        return keyring.open(sealed, self.context_of(row), allow_retired=True)
+
+    def is_legacy(self, key_id: int | None) -> bool:
+        """True for a key id of the legacy keyring that the tenant's keyring does not hold."""
+        legacy = self.legacy_keyring()
+        if legacy is None or key_id is None:
+            return False
+        return key_id in legacy and key_id not in self.get_keyring()
 
     def context_of(self, row: PrimaryKey | None) -> bytes:
         """The context of the value in row ``row`` (ignored unless row-bound)."""
@@ -78,6 +120,12 @@ class ColumnSpec:
             )
         return sealed
 
+    def rows_where(self, table: Table) -> Any:
+        """The WHERE clause selecting this spec's rows (a tenant column's), or None."""
+        if self.row_filter is None:
+            return None
+        return table.c[self.row_filter[0]] == self.row_filter[1]
+
     def sql_table(self, *extra: str) -> Table:
         """A private Core table with the primary key and this column as raw bytes (plus
         ``extra`` raw-bytes columns): reads and writes through it never seal or open."""
@@ -88,13 +136,17 @@ class ColumnSpec:
             for name in (self.column, *extra):
                 if name not in self.pk:
                     cols.append(Column(name, LargeBinary))
+            if self.row_filter is not None and self.row_filter[0] not in self.pk:
+                cols.append(Column(self.row_filter[0], String))
             table = Table(self.table, MetaData(), *cols, schema=self.schema)
             self._sql[key] = table
         return table
 
     @classmethod
     def from_column(cls, column: Column[Any]) -> ColumnSpec:
-        """The spec of a model column typed with a sealstore encrypted type."""
+        """The spec of a model column typed with a sealstore encrypted type.  A tenant-aware
+        column's spec is for one tenant: its table's schema (``tenant="schema"``), else the
+        active ``sealstore.tenant()`` block's tenant (TenantRequired without one)."""
         from ...adapters.sqlalchemy import EncryptedType
 
         type_ = column.type
@@ -104,6 +156,8 @@ class ColumnSpec:
         pk = tuple(table.primary_key.columns)
         if not pk:
             raise ColumnBindingError(f"table {table.name} has no primary key to paginate on")
+        if type_.tenant_mode is not None:
+            return cls._tenant_spec(column, type_, pk)
         return cls(
             table=table.name,  # SQL name; the context comes from the type
             column=column.name,
@@ -114,6 +168,49 @@ class ColumnSpec:
             keyring=type_.keyring_name,
             schema=table.schema,
             type=type_,
+        )
+
+    @classmethod
+    def _tenant_spec(cls, column: Column[Any], type_: Any, pk: tuple[Any, ...]) -> ColumnSpec:
+        from ... import tenants
+        from ...errors import TenantRequired
+
+        table = column.table
+        active = tenants.current_tenant()
+        schema = table.schema
+        if type_.tenant_mode == "schema":
+            if schema is None and active is not None:
+                schema = active  # a schema_translate_map model, rotated for one tenant
+            if schema is None:
+                raise TenantRequired(
+                    f"{table.name}.{column.name} binds to its schema's tenant: rotate a "
+                    "schema-qualified model, or name the tenant (sealstore.tenant(), --tenant)"
+                )
+            tenant = tenants.check_name(schema)
+        elif active is None:
+            raise TenantRequired(
+                f"{table.name}.{column.name} binds to the active tenant: name the tenant to "
+                "rotate (sealstore.tenant(), --tenant)"
+            )
+        else:
+            tenant = active
+        names = (type_.table, type_.column)
+
+        def context(row: Any, _t: str = tenant, _s: str | None = schema) -> bytes:
+            return column_context(names[0], names[1], tenant=_t, schema=_s)
+
+        return cls(
+            table=table.name,
+            column=column.name,
+            pk=tuple(c.name for c in pk),
+            pk_types=tuple(_plain(c.type) for c in pk),
+            context=context,
+            keyring=type_.keyring_name,
+            schema=schema,
+            type=type_,
+            tenant=tenant,
+            legacy_context=type_.context if type_.tenant_legacy else None,
+            row_filter=(type_.tenant_column, tenant) if type_.tenant_column else None,
         )
 
     @classmethod
@@ -174,6 +271,10 @@ class IndexSpec:
         return self.source.table
 
     def get_keyring(self) -> Keyring:
+        if self.source.tenant is not None:  # a tenant-aware source: the tenant's index keyring
+            from ... import tenants
+
+            return tenants.tenant_index_keyring(self.source.tenant)
         return get_keyring(self.type.keyring)
 
 

@@ -53,6 +53,10 @@ class ColumnStatus:
     unfilled: int = 0
     #: the keyring name the primary is read from (None: not known)
     keyring: str | None = None
+    #: a tenant-aware column: the tenant counted, and its values still sealed as before tenancy
+    #: (under the column keyring, not bound to the tenant: ``sealstore rotate`` re-seals them)
+    tenant: str | None = None
+    legacy: int = 0
 
     @property
     def not_primary(self) -> int:
@@ -99,7 +103,12 @@ def column_status(conn: Connection, spec: ColumnSpec | IndexSpec) -> ColumnStatu
     kid = key_id_sql(col, offset)
     by_key: dict[int | None, int] = {}
     rows = nulls = 0
-    for raw, n in conn.execute(select(kid, func.count()).select_from(table).group_by(kid)):
+    q = select(kid, func.count()).select_from(table).group_by(kid)
+    owner = spec.source if isinstance(spec, IndexSpec) else spec
+    rows_where = owner.rows_where(table)
+    if rows_where is not None:
+        q = q.where(rows_where)
+    for raw, n in conn.execute(q):
         rows += n
         if raw is None:
             nulls += n
@@ -120,7 +129,16 @@ def column_status(conn: Connection, spec: ColumnSpec | IndexSpec) -> ColumnStatu
         kind, keyring = "blind index", spec.type.keyring
     else:
         kind, keyring = "encrypted", spec.keyring
-    return ColumnStatus(spec.name, kind, rows, nulls, by_key, primary, unfilled, keyring)
+    legacy = 0
+    if isinstance(spec, ColumnSpec) and spec.tenant is not None:
+        try:
+            legacy = sum(n for k, n in by_key.items() if spec.is_legacy(k))
+        except SealstoreError:  # the tenant's keyring cannot be loaded: counts only
+            legacy = 0
+        keyring = f"tenant {spec.tenant}"
+    return ColumnStatus(
+        spec.name, kind, rows, nulls, by_key, primary, unfilled, keyring, owner.tenant, legacy
+    )
 
 
 def status(engine: Engine, columns: Any = (), indexes: Any = ()) -> StatusReport:

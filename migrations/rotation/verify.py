@@ -67,9 +67,9 @@ def _verify_column(engine, spec: ColumnSpec, batch_size, progress, max_failures)
     n = len(pk_cols)
     with engine.connect() as conn:
         check_spec(conn, spec)  # plaintext in a column declared encrypted: say so, once
-        total = conn.execute(
-            select(func.count()).select_from(table).where(col.is_not(None))
-        ).scalar_one()
+        rows_where = spec.rows_where(table)  # a tenant column: that tenant's rows only
+        counted = col.is_not(None) if rows_where is None else and_(rows_where, col.is_not(None))
+        total = conn.execute(select(func.count()).select_from(table).where(counted)).scalar_one()
     if progress is not None:
         progress.start(f"verify {spec.name}", total)
     cursor = None
@@ -77,6 +77,9 @@ def _verify_column(engine, spec: ColumnSpec, batch_size, progress, max_failures)
         while True:
             cond = after(pk_cols, cursor)
             where = col.is_not(None) if cond is None else and_(cond, col.is_not(None))
+            rows_where = spec.rows_where(table)  # a tenant column: that tenant's rows only
+            if rows_where is not None:
+                where = and_(rows_where, where)
             q = select(*pk_cols, col).where(where).order_by(*pk_cols).limit(batch_size)
             with engine.connect() as conn:
                 rows = conn.execute(q).all()
@@ -110,7 +113,7 @@ def _check(spec: ColumnSpec, keyring, keys, values) -> list[tuple[int, str]]:
     bad = []
     for i, (pk, value) in enumerate(zip(keys, values)):
         try:
-            keyring.open(value, spec.context_of(pk))
+            spec.open_value(keyring, value, pk)  # a tenant spec: legacy values too
         except SealstoreError as exc:
             bad.append((i, type(exc).__name__))
     return bad
