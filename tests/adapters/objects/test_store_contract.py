@@ -64,11 +64,23 @@ def s3_localstack_store(localstack_endpoint):
     return _s3_store(localstack_endpoint)
 
 
+@pytest.fixture
+def gcs_store(gcs_emulator):
+    from fixtures_gcs import make_gcs_client
+    from sealstore.adapters.gcs.store import GCSStore
+
+    client = make_gcs_client(gcs_emulator)
+    name = _bucket_name()
+    client.create_bucket(name)
+    return GCSStore(client), name
+
+
 #: one record per store: its name in test ids -> the fixture giving (store, fresh bucket)
 STORES = {
     "memory": "memory_store",
     "s3-moto": "s3_moto_store",
     "s3-localstack": "s3_localstack_store",
+    "gcs": "gcs_store",
 }
 
 
