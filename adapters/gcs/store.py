@@ -31,7 +31,7 @@ from sealstore.errors import ObjectChanged, ObjectNotFound
 from ..objects.location import encode_location, location_domain
 from ..objects.store import PartLimits, StoredObject
 
-__all__ = ["GCS_LIMITS", "GCSStore", "blob_properties", "store_from_url"]
+__all__ = ["GCS_LIMITS", "WRITABLE", "GCSStore", "blob_properties", "store_from_url", "stored_of"]
 
 #: a resumable session takes chunks of 256 KiB multiples; one request (a multipart/related
 #: upload, read into memory by the library) is kept at 8 MiB, google-cloud-storage's own limit
@@ -43,14 +43,15 @@ _DOMAIN = location_domain("gs")  # b"sealstore/v1/gs-object": the URL scheme nam
 _PROPERTIES: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar(
     "sealstore_gcs_properties", default={}
 )
-_WRITABLE = ("cacheControl", "contentDisposition", "contentEncoding", "contentLanguage",
+#: object resource fields a write stores (google-cloud-storage's writable fields with content)
+WRITABLE = ("cacheControl", "contentDisposition", "contentEncoding", "contentLanguage",
              "contentType", "customTime", "storageClass")  # fmt: skip
 
 
 @contextlib.contextmanager
 def blob_properties(properties: Mapping[str, Any]) -> Iterator[None]:
     """Writes inside the block store these object resource fields (``contentType``...)."""
-    token = _PROPERTIES.set({k: v for k, v in properties.items() if k in _WRITABLE and v})
+    token = _PROPERTIES.set({k: v for k, v in properties.items() if k in WRITABLE and v})
     try:
         yield
     finally:
@@ -130,9 +131,9 @@ class GCSStore:
     scheme = "gs"
     limits = GCS_LIMITS
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, *, sealing: Any = None) -> None:
         self.client = client
-        self._sealing = getattr(client, "sealstore", None)
+        self._sealing = sealing if sealing is not None else getattr(client, "sealstore", None)
         self._sessions: dict[str, _Session] = {}
         self._lock = threading.Lock()
 
