@@ -15,9 +15,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from google.api_core import exceptions as gexc
-from sealstore.errors import ObjectChanged, RangeNotSatisfiable, UnsupportedOperation
+from sealstore.errors import (
+    ObjectChanged,
+    ObjectNotFound,
+    RangeNotSatisfiable,
+    UnsupportedOperation,
+)
 from sealstore.keyring import Keyring
-from sealstore.stream import DEFAULT_SEGMENT_SIZE
+from sealstore.stream import DEFAULT_SEGMENT_SIZE, source_length
 
 from ..objects import metadata as M
 from ..objects.engine import ObjectSealing
@@ -36,6 +41,18 @@ def _token(generation: Any) -> str | None:
     return None if generation is None else str(int(generation))
 
 
+@contextlib.contextmanager
+def library_errors() -> Iterator[None]:
+    """The store's conditions and absences as the library raises them (a caller of the
+    library catches ``google.api_core.exceptions.PreconditionFailed`` and ``NotFound``)."""
+    try:
+        yield
+    except ObjectChanged as exc:
+        raise gexc.PreconditionFailed(str(exc)) from exc
+    except ObjectNotFound as exc:
+        raise gexc.NotFound(str(exc)) from exc
+
+
 def _only(what: str, **conditions: Any) -> None:
     """Refuse the preconditions the sealed path does not implement (rather than ignore them)."""
     given = sorted(k for k, v in conditions.items() if v is not None)
@@ -44,6 +61,20 @@ def _only(what: str, **conditions: Any) -> None:
             f"{what} on an encrypted client supports if_generation_match (and, for copies, "
             f"if_source_generation_match) only, not {', '.join(given)}"
         )
+
+
+class _Prefix:
+    """The next ``size`` bytes of a file (a source longer than the upload's ``size``)."""
+
+    def __init__(self, raw: Any, size: int) -> None:
+        self._raw = raw
+        self._left = size
+
+    def read(self, n: int | None = -1) -> bytes:
+        n = self._left if n is None or n < 0 else min(n, self._left)
+        data: bytes = self._raw.read(n) if n else b""
+        self._left -= len(data)
+        return data
 
 
 class GCSSealing:
@@ -118,8 +149,10 @@ class GCSSealing:
         props["contentType"] = blob._get_content_type(
             content_type, filename=getattr(file_obj, "name", None)
         )
+        if size is not None and source_length(file_obj) != size:
+            file_obj = _Prefix(file_obj, size)  # the library reads ``size`` bytes, no more
         none_match = if_generation_match is not None and int(if_generation_match) == 0
-        with blob_properties(props):
+        with blob_properties(props), library_errors():
             generation = self.engine.seal(
                 self.store, blob.bucket.name, blob.name, file_obj, length=size,
                 metadata=blob.metadata if "metadata" in blob._changes else None,
@@ -152,10 +185,12 @@ class GCSSealing:
         elif start is None and end is not None:
             first = 0
         try:
-            return self.engine.open(
-                self.store, blob.bucket.name, blob.name, first=first, last=last, suffix=suffix,
-                version=_token(blob.generation), if_match=_token(if_generation_match), head=head,
-            )  # fmt: skip
+            with library_errors():
+                return self.engine.open(
+                    self.store, blob.bucket.name, blob.name, first=first, last=last,
+                    suffix=suffix, version=_token(blob.generation),
+                    if_match=_token(if_generation_match), head=head,
+                )  # fmt: skip
         except RangeNotSatisfiable as exc:
             # what the library raises for GCS's 416, with the plaintext size
             raise gexc.RequestRangeNotSatisfiable(
@@ -211,11 +246,13 @@ class GCSSealing:
         head = stored_of(loaded, _token(source_generation))
         want = _token(if_source_generation_match)
         if want is not None and want != head.etag:
-            raise ObjectChanged(f"{bucket.name}/{source.name} is not the generation asked for")
+            raise gexc.PreconditionFailed(
+                f"{bucket.name}/{source.name} is not the generation asked for"
+            )
         user = M.split_user_metadata(head.metadata) if metadata is None else metadata
         props = dict(loaded._properties) if properties is None else properties
         none_match = if_generation_match is not None and int(if_generation_match) == 0
-        with self.opened(loaded, head=head) as body, blob_properties(props):
+        with self.opened(loaded, head=head) as body, blob_properties(props), library_errors():
             generation = self.engine.seal(
                 self.store, dst_bucket, dst_name, body, length=body.length, metadata=user,
                 if_none_match=none_match,

@@ -11,9 +11,10 @@ time, so each part is streamed into the session as it comes, in the 256 KiB mult
 takes (the rest, under 256 KiB, waits for the next part or the completion, which sends the final
 chunk with the total size).  Memory: one part and 256 KiB.
 
-Conditions (``if_match``/``if_none_match``) go to GCS as ``ifGenerationMatch``; they are also
-checked with a HEAD first, because the emulator the tests run on ignores every precondition (on
-GCS that check is redundant, not racy: the server's own check decides).
+Conditions (``if_match``/``if_none_match``) go to GCS as ``ifGenerationMatch``, which GCS checks
+atomically.  An emulator ignores every precondition: for a client pointed at one
+(``STORAGE_EMULATOR_HOST``), or with ``check_conditions=True``, each condition is also checked
+with a HEAD first (racy, but the emulator offers nothing better).
 """
 
 from __future__ import annotations
@@ -131,8 +132,13 @@ class GCSStore:
     scheme = "gs"
     limits = GCS_LIMITS
 
-    def __init__(self, client: Any, *, sealing: Any = None) -> None:
+    def __init__(
+        self, client: Any, *, sealing: Any = None, check_conditions: bool | None = None
+    ) -> None:
         self.client = client
+        if check_conditions is None:
+            check_conditions = bool(getattr(client, "_is_emulator_set", False))
+        self.check_conditions = check_conditions
         self._sealing = sealing if sealing is not None else getattr(client, "sealstore", None)
         self._sessions: dict[str, _Session] = {}
         self._lock = threading.Lock()
@@ -151,8 +157,8 @@ class GCSStore:
     def _check(
         self, bucket: str, key: str, if_match: str | None, if_none_match: bool, what: str
     ) -> None:
-        """The HEAD check of a condition (see the module docstring)."""
-        if if_match is None and not if_none_match:
+        """The HEAD check of a condition on an emulator (see the module docstring)."""
+        if not self.check_conditions or (if_match is None and not if_none_match):
             return
         try:
             current: str | None = self.head(bucket, key).etag
@@ -187,6 +193,7 @@ class GCSStore:
     ) -> BinaryIO:
         blob = self.client.bucket(bucket).blob(key, generation=int(version) if version else None)
         url = blob._get_download_url(self.client, if_generation_match=_generation(if_match))
+        self._check(bucket, key, if_match, False, "get")  # before: one request at a time
         headers = {"accept-encoding": "identity"}
         if first or last is not None:
             headers["range"] = f"bytes={first}-{'' if last is None else last}"
@@ -201,8 +208,6 @@ class GCSStore:
             _status(resp, f"get {bucket}/{key}")
             if if_match is not None and resp.headers.get("x-goog-generation", if_match) != if_match:
                 raise ObjectChanged(f"get {bucket}/{key}: changed meanwhile")
-            if if_match is not None and "x-goog-generation" not in resp.headers:
-                self._check(bucket, key, if_match, False, "get")
         except BaseException:
             resp.close()
             raise
@@ -226,7 +231,8 @@ class GCSStore:
         self._check(bucket, key, if_match, if_none_match, "put")
         blob = self.client.bucket(bucket).blob(key)
         props = dict(_PROPERTIES.get())
-        blob._properties.update(props)
+        for name, value in props.items():  # as changed fields: the library sends those
+            blob._patch_property(name, value)
         blob.metadata = dict(metadata or {})
         with _calls(f"put {bucket}/{key}"), self._raw():
             blob.upload_from_file(
@@ -242,7 +248,8 @@ class GCSStore:
     ) -> str:
         blob = self.client.bucket(bucket).blob(key)
         props = dict(_PROPERTIES.get())
-        blob._properties.update(props)
+        for name, value in props.items():  # as changed fields: the library sends those
+            blob._patch_property(name, value)
         blob.metadata = dict(metadata or {})
         with _calls(f"resumable upload {bucket}/{key}"), self._raw():
             url = blob.create_resumable_upload_session(content_type=props.get("contentType"))
@@ -274,11 +281,11 @@ class GCSStore:
 
     def upload_part(self, bucket: str, key: str, upload_id: str, number: int, body: bytes) -> str:
         session = self._session(upload_id)
-        session.pending += body
-        n = len(session.pending) // CHUNK * CHUNK
+        data = bytes(session.pending) + bytes(body) if session.pending else bytes(body)
+        n = len(data) // CHUNK * CHUNK
         if n:
-            self._send(session, bytes(session.pending[:n]), None, f"upload {bucket}/{key}")
-            del session.pending[:n]
+            self._send(session, data if n == len(data) else data[:n], None, f"upload {key}")
+        session.pending = bytearray(data[n:])
         return str(number)
 
     def complete_multipart(
