@@ -30,7 +30,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from google.cloud.storage import Blob, Bucket, Client
+from google.cloud.storage import Blob, Bucket, Client, transfer_manager
 from sealstore.errors import UnsealedPath, UnsupportedOperation
 
 from .files import open_blob
@@ -173,6 +173,15 @@ def _signed_url(sealing: Any, blob: Any, a: dict[str, Any]) -> Any:
     )
 
 
+def _chunked_download(sealing: Any, blob: Any, a: dict[str, Any]) -> None:
+    """``transfer_manager.download_chunks_concurrently``: each chunk is a sealed ranged
+    download (authenticated); the whole-file CRC32C the library would compare is the stored
+    (sealed) object's, so it is not computed over the plaintext."""
+    original = transfer_manager.download_chunks_concurrently.sealstore_original  # type: ignore[attr-defined]
+    a = {**a, "crc32c_checksum": False}
+    return original(blob, **a)  # type: ignore[no-any-return]
+
+
 def _post_policy(sealing: Any, client: Any, a: dict[str, Any]) -> None:
     raise UnsealedPath(
         "generate_signed_post_policy_v4 on an encrypted client would let a form upload "
@@ -181,7 +190,7 @@ def _post_policy(sealing: Any, client: Any, a: dict[str, Any]) -> None:
 
 
 #: (class, method, replacement): the whole surface an encrypted client changes
-DOORS: tuple[tuple[type, str, Callable[..., Any]], ...] = (
+DOORS: tuple[tuple[Any, str, Callable[..., Any]], ...] = (
     (Blob, "_prep_and_do_upload", _upload),
     (Blob, "_prep_and_do_download", _download),
     (Blob, "open", _open),
@@ -191,6 +200,7 @@ DOORS: tuple[tuple[type, str, Callable[..., Any]], ...] = (
     (Blob, "create_resumable_upload_session", _resumable_session),
     (Blob, "generate_signed_url", _signed_url),
     (Client, "generate_signed_post_policy_v4", _post_policy),
+    (transfer_manager, "download_chunks_concurrently", _chunked_download),
 )
 
 _installed = False
