@@ -235,9 +235,12 @@ class S3Store:
             raw.delete_object(Bucket=bucket, Key=key)
 
 
-def store_from_url(url: str) -> S3Store:
-    """The store for an ``s3://`` URL: a boto3 client from the environment's configuration
-    (``AWS_*`` variables, ``AWS_ENDPOINT_URL_S3``, profiles)."""
+def store_from_url(
+    url: Any, *, endpoint_url: str | None = None, region: str | None = None
+) -> S3Store:
+    """The store for an ``s3://`` URL (``sealstore.adapters.objects.stores``): a boto3 client
+    from the environment's configuration (``AWS_*`` variables, profiles), at ``endpoint_url``
+    in ``region`` when given."""
     import boto3
 
-    return S3Store(boto3.client("s3"))
+    return S3Store(boto3.client("s3", endpoint_url=endpoint_url, region_name=region))

@@ -129,7 +129,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 @_guard
 def cmd_db_init(args: argparse.Namespace) -> int:
-    """Create sealstore's tables (jobs, batches, S3 prefixes, key registry) where missing."""
+    """Create sealstore's tables (jobs, batches, object prefixes, key registry) where missing."""
     from sealstore.migrations.schema import create_tables
     from sealstore.migrations.transient import RetryPolicy, scrubbed
     from sealstore.redact import mask_url
@@ -206,7 +206,7 @@ def add_db_commands(commands: Subcommands) -> None:
     db = commands.add_parser(
         "db",
         help="sealstore's own tables",
-        description="Manage sealstore's own tables (jobs, batches, S3 prefixes, key registry).",
+        description="Manage sealstore's own tables (jobs, batches, object prefixes, key registry).",
     ).add_subparsers(dest="db_command", required=True, metavar="ACTION")
     p = db.add_parser(
         "init",
@@ -240,12 +240,17 @@ def _retire_parser(p, func) -> None:
     p.add_argument("key_id", metavar="KEY_ID", help="8 hex digits (sealstore keys list)")
     _columns_args(p, progress=False)
     p.add_argument(
+        "--objects",
         "--s3",
+        dest="s3",
         action="append",
-        metavar="s3://BUCKET/PREFIX",
-        help="also check these objects",
+        metavar="URL",
+        help="also check the objects under this prefix (s3://BUCKET/PREFIX, or another "
+        "store's URL: sealstore.adapters.objects.stores)",
     )
-    p.add_argument("--endpoint-url", help="S3-compatible endpoint (default: AWS)")
-    p.add_argument("--region", help="S3 region (default: boto3's)")
+    p.add_argument(
+        "--endpoint-url", help="the object store's endpoint (S3-compatible: default AWS)"
+    )
+    p.add_argument("--region", help="the object store's region (S3: default from the environment)")
     p.add_argument("--force", action="store_true", help="go ahead even if values still use the key")
     p.set_defaults(func=func)
