@@ -18,11 +18,15 @@ from botocore.exceptions import ClientError
 from sealstore.errors import ObjectChanged, ObjectNotFound
 
 from ..objects.store import PartLimits, StoredObject
+from .large import MAX_SINGLE_REQUEST, copy_multipart
 from .location import object_location
+from .settings import for_copy, object_settings
+from .transfer import MAX_PART, MAX_PARTS, MIN_PART
 
 __all__ = ["S3_LIMITS", "S3Store", "store_from_url"]
 
-S3_LIMITS = PartLimits(min_part=5 << 20, max_part=5 << 30, max_parts=10_000, max_single=5 << 30)
+S3_LIMITS = PartLimits(min_part=MIN_PART, max_part=MAX_PART, max_parts=MAX_PARTS,
+                       max_single=MAX_SINGLE_REQUEST)  # fmt: skip
 
 _MISSING = ("NoSuchKey", "NoSuchBucket", "NotFound", "404", "NoSuchUpload", "NoSuchVersion")
 _CHANGED = ("PreconditionFailed", "412", "ConditionalRequestConflict")
@@ -76,8 +80,15 @@ class S3Store:
             head = raw.head_object(**args)
         return StoredObject(
             bucket, key, head["ContentLength"], head["ETag"],
-            {str(k).lower(): v for k, v in (head.get("Metadata") or {}).items()}, version,
+            {str(k).lower(): v for k, v in (head.get("Metadata") or {}).items()}, version, head,
         )  # fmt: skip
+
+    def settings(self, obj: StoredObject) -> dict[str, Any]:
+        """What a rewrite of ``obj`` repeats (``settings.py``: content headers, storage class,
+        server-side encryption, object lock, tags, ACL), as request parameters."""
+        head = obj.raw if isinstance(obj.raw, dict) else self.head(obj.bucket, obj.key).raw
+        with _calls(f"GetObjectTagging/Acl {obj.bucket}/{obj.key}"), self._raw() as raw:
+            return object_settings(raw, obj.bucket, obj.key, head)
 
     def get(
         self,
@@ -114,10 +125,10 @@ class S3Store:
         metadata: Mapping[str, str] | None = None,
         if_match: str | None = None,
         if_none_match: bool = False,
-        **extra: Any,
+        settings: Mapping[str, Any] | None = None,
     ) -> str:
         args: dict[str, Any] = {"Bucket": bucket, "Key": key, "Body": body, "ContentLength": length,
-                                "Metadata": dict(metadata or {}), **extra}  # fmt: skip
+                                "Metadata": dict(metadata or {}), **(settings or {})}  # fmt: skip
         if if_match is not None:
             args["IfMatch"] = if_match
         if if_none_match:
@@ -126,11 +137,16 @@ class S3Store:
             return str(raw.put_object(**args)["ETag"])
 
     def create_multipart(
-        self, bucket: str, key: str, *, metadata: Mapping[str, str] | None = None, **extra: Any
+        self,
+        bucket: str,
+        key: str,
+        *,
+        metadata: Mapping[str, str] | None = None,
+        settings: Mapping[str, Any] | None = None,
     ) -> str:
         with _calls(f"CreateMultipartUpload {bucket}/{key}"), self._raw() as raw:
             resp = raw.create_multipart_upload(
-                Bucket=bucket, Key=key, Metadata=dict(metadata or {}), **extra
+                Bucket=bucket, Key=key, Metadata=dict(metadata or {}), **(settings or {})
             )
         return str(resp["UploadId"])
 
@@ -180,19 +196,35 @@ class S3Store:
         *,
         metadata: Mapping[str, str] | None = None,
         if_match: str | None = None,
+        settings: Mapping[str, Any] | None = None,
     ) -> str:
+        """CopyObject; above ``limits.max_single`` a multipart copy (UploadPartCopy ranges of
+        the stored bytes, each conditional on the source's ETag; ``large.py``)."""
+        source = self.head(src_bucket, src_key)
+        if if_match is not None and source.etag != if_match:
+            # S3 checks CopySourceIfMatch itself; moto (5.2) ignores it, so it is checked first
+            raise ObjectChanged(f"CopyObject {src_bucket}/{src_key}: changed meanwhile")
+        meta = dict(source.metadata if metadata is None else metadata)
+        if source.size > self.limits.max_single:
+            same = (src_bucket, src_key) == (dst_bucket, dst_key)
+            with _calls(f"UploadPartCopy {src_bucket}/{src_key}"), self._raw() as raw:
+                copy_multipart(
+                    raw, {"Bucket": src_bucket, "Key": src_key}, dst_bucket, dst_key,
+                    source.size, metadata=meta, extra=dict(settings or {}),
+                    source_if_match=if_match or source.etag,
+                    if_match=(if_match or source.etag) if same else None,
+                )  # fmt: skip
+            return self.head(dst_bucket, dst_key).etag
         args: dict[str, Any] = {
             "Bucket": dst_bucket,
             "Key": dst_key,
             "CopySource": {"Bucket": src_bucket, "Key": src_key},
+            "CopySourceIfMatch": if_match or source.etag,
+            **for_copy(dict(settings or {})),
         }
         if metadata is not None:
             args["MetadataDirective"] = "REPLACE"
-            args["Metadata"] = dict(metadata)
-        if if_match is not None:
-            args["CopySourceIfMatch"] = if_match
-            if self.head(src_bucket, src_key).etag != if_match:  # moto (5.2) ignores the header
-                raise ObjectChanged(f"CopyObject {src_bucket}/{src_key}: changed meanwhile")
+            args["Metadata"] = meta
         with _calls(f"CopyObject {src_bucket}/{src_key}"), self._raw() as raw:
             resp = raw.copy_object(**args)
         return str(resp["CopyObjectResult"]["ETag"])
