@@ -56,6 +56,7 @@ __all__ = [
     "RotationReport",
     "default_checkpoint",
     "pending_objects",
+    "record_outcome",
     "rotate_object",
     "rotate_objects",
 ]
@@ -166,7 +167,7 @@ def rotate_objects(
     seal_plaintext: bool = False,
     pause: float = 0.0,
     progress: Callable[[RotationReport, str, str], None] | None = None,
-    errors: tuple[type[BaseException], ...] = (),
+    errors: tuple[type[BaseException], ...] | None = None,
 ) -> RotationReport:
     """Re-seal every object under ``bucket/prefix`` of ``store`` with the primary key of
     ``sealing``'s keyring.
@@ -175,8 +176,10 @@ def rotate_objects(
     count; ``seal_plaintext``: also seal objects that are not sealed; ``pause``: seconds to
     wait between objects (throttle); ``progress(report, key, outcome)`` is called per object;
     ``errors``: the store client's error classes to record as one object's failure (the run
-    goes on) rather than stop the run.
+    goes on) rather than stop the run (default: the store's ``client_errors``).
     """
+    if errors is None:
+        errors = tuple(getattr(store, "client_errors", ()))
     primary = sealing.keyring.primary
     report = RotationReport(bucket, prefix, primary.id_hex, dry_run=dry_run)
     report.after = _load_checkpoint(checkpoint, bucket, prefix, primary.id_hex)
@@ -190,7 +193,7 @@ def rotate_objects(
     )  # fmt: skip
     for item in store.list(bucket, prefix, start_after=report.after):
         key = item.key
-        outcome = _outcome(
+        outcome = record_outcome(
             report, key, errors,
             lambda: rotate_object(sealing, store, bucket, key, dry_run=dry_run,
                                   seal_plaintext=seal_plaintext),
@@ -217,7 +220,7 @@ def rotate_objects(
 _COUNTED = ("current", "repaired", "resealed", "sealed_plaintext", "not_sealed")
 
 
-def _outcome(report: RotationReport, key: str, errors, rotate) -> str:
+def record_outcome(report: RotationReport, key: str, errors, rotate) -> str:
     """Run ``rotate()`` for ``key`` and record its outcome in ``report``: a changed or deleted
     object is a conflict (left as it is), a sealstore error or one of the store's ``errors`` a
     failure (its class and message only; the run goes on)."""

@@ -166,3 +166,7 @@ class ObjectStore(Protocol):
 #
 # whose answer the engine passes back as ``settings=`` to ``put``, ``create_multipart`` and
 # ``copy`` of a rewrite (rotation).  Stores without it are never passed ``settings``.
+#
+# Optional too: ``client_errors: tuple[type[BaseException], ...]``, the client's errors of one
+# object's request (S3: botocore's ClientError) that a rotation records as that object's
+# failure and goes on (any other error stops the run).

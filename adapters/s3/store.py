@@ -58,6 +58,8 @@ class S3Store:
 
     scheme = "s3"
     limits = S3_LIMITS
+    #: errors of one object's request that a rotation records as that object's failure
+    client_errors: tuple[type[BaseException], ...] = (ClientError,)
 
     def __init__(self, client: Any) -> None:
         self.client = client
