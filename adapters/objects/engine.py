@@ -22,7 +22,7 @@ from __future__ import annotations
 import io
 import logging
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from sealstore.errors import (
@@ -337,7 +337,19 @@ class ObjectSealing:
         return self._multipart(store, bucket, key, reader, first, step, meta, if_match, extra,
                                lambda: _check_end(source, length))  # fmt: skip
 
-    def _multipart(self, store, bucket, key, reader, first, step, meta, if_match, extra, check):
+    def _multipart(
+        self,
+        store: ObjectStore,
+        bucket: str,
+        key: str,
+        reader: SealingReader,
+        first: bytes,
+        step: int,
+        meta: dict[str, str],
+        if_match: str | None,
+        extra: dict[str, Any],
+        check: Callable[[], None],
+    ) -> str:
         upload_id = store.create_multipart(bucket, key, metadata=meta, **extra)
         parts: list[tuple[int, str]] = []
         try:
@@ -466,7 +478,14 @@ class ObjectSealing:
             raise MalformedObject("the object's metadata header differs from its body header")
         return OpeningReader(cipher, body)
 
-    def _passed_through(self, store, obj, first, last, suffix) -> OpenedObject:
+    def _passed_through(
+        self,
+        store: ObjectStore,
+        obj: StoredObject,
+        first: int | None,
+        last: int | None,
+        suffix: int | None,
+    ) -> OpenedObject:
         if not self.passthrough:
             raise NotSealedObject(f"{obj.bucket}/{obj.key} is not a sealstore object")
         log.warning(

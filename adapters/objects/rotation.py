@@ -101,7 +101,7 @@ def default_checkpoint(url: str) -> str:
     return str(directory / f"rotate-{hashlib.sha256(url.encode()).hexdigest()[:12]}.json")
 
 
-def _load_checkpoint(path, bucket, prefix, primary) -> str | None:
+def _load_checkpoint(path: str | None, bucket: str, prefix: str, primary: str) -> str | None:
     """The position a checkpoint file holds for this run (None: no file, another rotation,
     or a finished one).  Read as key files are (no link followed, a regular file of the
     current user or root, mode 0600, in a directory only they can write, at most
@@ -131,7 +131,7 @@ def _load_checkpoint(path, bucket, prefix, primary) -> str | None:
     return last
 
 
-def _save_checkpoint(path, report: RotationReport) -> None:
+def _save_checkpoint(path: str | None, report: RotationReport) -> None:
     """The report, written as key files are (sealstore.securefile: a new temp file with a
     random name, mode 0600, fsync, rename over ``path``; a link there is replaced, not
     followed; a crash leaves the previous checkpoint whole)."""
@@ -220,7 +220,12 @@ def rotate_objects(
 _COUNTED = ("current", "repaired", "resealed", "sealed_plaintext", "not_sealed")
 
 
-def record_outcome(report: RotationReport, key: str, errors, rotate) -> str:
+def record_outcome(
+    report: RotationReport,
+    key: str,
+    errors: tuple[type[BaseException], ...],
+    rotate: Callable[[], str],
+) -> str:
     """Run ``rotate()`` for ``key`` and record its outcome in ``report``: a changed or deleted
     object is a conflict (left as it is), a sealstore error or one of the store's ``errors`` a
     failure (its class and message only; the run goes on)."""

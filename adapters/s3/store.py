@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import io
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 from botocore.exceptions import ClientError
 from sealstore.errors import ObjectChanged, ObjectNotFound
@@ -32,14 +32,14 @@ _MISSING = ("NoSuchKey", "NoSuchBucket", "NotFound", "404", "NoSuchUpload", "NoS
 _CHANGED = ("PreconditionFailed", "412", "ConditionalRequestConflict")
 
 
-def _translated(exc: ClientError, what: str) -> Exception:
+def _translated(exc: ClientError, what: str) -> BaseException:
     code = str(exc.response.get("Error", {}).get("Code"))
     status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
     if code in _MISSING or status == 404:
         return ObjectNotFound(f"{what}: not found ({code})")
     if code in _CHANGED or status == 412:
         return ObjectChanged(f"{what}: changed meanwhile ({code})")
-    return exc
+    return cast(BaseException, exc)
 
 
 @contextlib.contextmanager

@@ -130,15 +130,14 @@ def _rotate_objects(args: argparse.Namespace) -> int:
                         f"{r.resealed} re-sealed, {len(r.conflicts)} conflicts, "
                         f"{len(r.failures)} failed{'' if r.complete else ' (job left running)'}")  # fmt: skip
             else:
-                report = rotate_objects(sealing, store, url.bucket, url.prefix,
+                rep = rotate_objects(sealing, store, url.bucket, url.prefix,
                                         checkpoint=default_checkpoint(str(url)), progress=progress,
                                         pause=args.pause)  # fmt: skip
-                r = report
-                doc = {"url": str(url), "coordinated": False, **asdict(report)}
-                line = (f"{url}: {report.scanned} objects, {report.resealed + report.repaired} "
-                        f"re-sealed, {len(report.conflicts)} conflicts, {len(report.failures)} "
+                doc = {"url": str(url), "coordinated": False, **asdict(rep)}
+                line = (f"{url}: {rep.scanned} objects, {rep.resealed + rep.repaired} "
+                        f"re-sealed, {len(rep.conflicts)} conflicts, {len(rep.failures)} "
                         "failed (no database: checkpoint file)")  # fmt: skip
-            failed = failed or bool(r.failures or r.conflicts)
+            failed = failed or bool(doc["failures"] or doc["conflicts"])
             results.append(doc)
             if not args.json:
                 print(line)

@@ -62,8 +62,9 @@ def downgrade() -> None:
         sa.column("registered_at", sa.DateTime(timezone=True)),
     )
     bind = op.get_bind()
-    rows = bind.execute(sa.select(new.c.scheme, new.c.bucket, new.c.prefix, new.c.registered_at))
-    rows = rows.all()
+    rows = bind.execute(
+        sa.select(new.c.scheme, new.c.bucket, new.c.prefix, new.c.registered_at)
+    ).all()
     others = sorted({r.scheme for r in rows if r.scheme != "s3"})
     if others:
         raise ValueError(
