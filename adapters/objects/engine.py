@@ -22,7 +22,7 @@ from __future__ import annotations
 import io
 import logging
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from sealstore.errors import (
@@ -30,6 +30,7 @@ from sealstore.errors import (
     NotSealedObject,
     ObjectChanged,
     RangeNotSatisfiable,
+    SourceChanged,
     TruncatedObject,
 )
 from sealstore.stream import (
@@ -63,7 +64,7 @@ __all__ = [
     "spooled",
 ]
 
-log: logging.Logger = logging.getLogger("sealstore.objects")
+log: logging.Logger = logging.getLogger(__name__)
 
 #: sealed bytes a spooled request body holds in memory before it moves to a temporary file
 SPOOL_MEMORY = 8 << 20
@@ -165,6 +166,16 @@ class OpenedObject(io.RawIOBase):
         super().close()
 
 
+def _check_end(source: Any, length: int | None) -> None:
+    """A file-like ``source`` sealed to its declared ``length`` must end there (reading on
+    also makes an opened object verify its final segment)."""
+    if length is None or isinstance(source, (bytes, bytearray, memoryview)):
+        return
+    read = getattr(source, "read", None)
+    if read is not None and read(1):
+        raise SourceChanged(f"the source holds more than its declared {length} bytes")
+
+
 class _Limited:
     """``raw`` (a stored body), reading at most ``count`` bytes of it."""
 
@@ -211,7 +222,7 @@ class ObjectSealing:
         bind_location: bool = True,
         allow_retired: bool = False,
         passthrough: bool = False,
-        part_size: int = RESEAL_PART,
+        part_size: int | None = None,
     ) -> None:
         ObjectCipher.create(keyring, segment_size=segment_size)  # validates the settings early
         self.keyring = keyring
@@ -220,7 +231,7 @@ class ObjectSealing:
         self.bind_location = bool(bind_location)
         self.allow_retired = allow_retired
         self.passthrough = passthrough
-        self.part_size = part_size
+        self.part_size = part_size  # None: RESEAL_PART when a part is planned
 
     def __repr__(self) -> str:
         return (
@@ -271,6 +282,7 @@ class ObjectSealing:
         if_match: str | None = None,
         if_none_match: bool = False,
         cipher: ObjectCipher | None = None,
+        settings: Mapping[str, Any] | None = None,
     ) -> str:
         """Seal ``source`` (bytes-like, a binary file object or an iterable of bytes; ``length``
         plaintext bytes when given, else found by itself or by reading to the end) into
@@ -279,8 +291,13 @@ class ObjectSealing:
         only after the source's end was read (so its final segment is authenticated) and
         aborted on any error.  ``if_match``/``if_none_match``: the store's conditions (a failed
         one raises ObjectChanged, and nothing is written).  ``metadata``: the caller's fields
-        (``sealstore-*`` names refused)."""
+        (``sealstore-*`` names refused).  ``settings``: the store's own settings for the
+        write (``store.settings(obj)`` of an object rewritten), passed on to ``put`` and
+        ``create_multipart``.  A file-like source given a ``length`` must end there:
+        SourceChanged otherwise, before the object is written (reading to its end also
+        verifies the final segment of an opened object being re-sealed)."""
         M.reject_reserved(metadata)
+        extra = {} if settings is None else {"settings": settings}
         user = dict(metadata or {})
         cipher = cipher or self.new_cipher(store, bucket, key)
         if length is None:
@@ -288,17 +305,23 @@ class ObjectSealing:
         limits = store.limits
         if length is not None and cipher.sealed_size(length) <= limits.max_single:
             reader = SealingReader(cipher, source, length)
-            body, size = (reader, len(reader)) if reader.seekable() else spooled(reader)
+            if reader.seekable():
+                body, size = reader, len(reader)
+            else:
+                body, size = spooled(reader)
             meta = {**user, **M.object_metadata(cipher.header, length)}
             try:
+                if body is not reader:
+                    _check_end(source, length)
                 return store.put(
                     bucket, key, body, length=size, metadata=meta,
-                    if_match=if_match, if_none_match=if_none_match,
+                    if_match=if_match, if_none_match=if_none_match, **extra,
                 )  # fmt: skip
             finally:
                 if body is not reader:
                     body.close()
-        plain_part = part_size(length, self.part_size, cipher.segment_size, limits)
+        wanted = RESEAL_PART if self.part_size is None else self.part_size
+        plain_part = part_size(length, wanted, cipher.segment_size, limits)
         step = sealed_part_size(plain_part, cipher.segment_size, cipher.tag_size)
         reader = SealingReader(cipher, source, length)
         first = read_exactly(reader, HEADER_SIZE + step)
@@ -308,15 +331,26 @@ class ObjectSealing:
             meta = {**user, **M.object_metadata(cipher.header, n)}
             return store.put(
                 bucket, key, first, length=len(first), metadata=meta,
-                if_match=if_match, if_none_match=if_none_match,
+                if_match=if_match, if_none_match=if_none_match, **extra,
             )  # fmt: skip
-        return self._multipart(
-            store, bucket, key, reader, first, step, cipher,
-            {**user, **M.object_metadata(cipher.header, length)}, if_match,
-        )  # fmt: skip
+        meta = {**user, **M.object_metadata(cipher.header, length)}
+        return self._multipart(store, bucket, key, reader, first, step, meta, if_match, extra,
+                               lambda: _check_end(source, length))  # fmt: skip
 
-    def _multipart(self, store, bucket, key, reader, first, step, cipher, meta, if_match) -> str:
-        upload_id = store.create_multipart(bucket, key, metadata=meta)
+    def _multipart(
+        self,
+        store: ObjectStore,
+        bucket: str,
+        key: str,
+        reader: SealingReader,
+        first: bytes,
+        step: int,
+        meta: dict[str, str],
+        if_match: str | None,
+        extra: dict[str, Any],
+        check: Callable[[], None],
+    ) -> str:
+        upload_id = store.create_multipart(bucket, key, metadata=meta, **extra)
         parts: list[tuple[int, str]] = []
         try:
             data, total = first, 0
@@ -325,6 +359,7 @@ class ObjectSealing:
                 parts.append((number, store.upload_part(bucket, key, upload_id, number, data)))
                 total += len(data)
                 data = read_exactly(reader, step)
+            check()
             log.debug("sealed %s/%s in %d parts (%d stored bytes)", bucket, key, len(parts), total)
             return store.complete_multipart(bucket, key, upload_id, parts, if_match=if_match)
         except BaseException:
@@ -361,10 +396,12 @@ class ObjectSealing:
             if self.passthrough:
                 return obj.size
             raise NotSealedObject(f"{bucket}/{key} is not a sealstore object")
-        return self._plaintext_size(obj, found[0])
+        return self.plaintext_size(obj, found[0])
 
     @staticmethod
-    def _plaintext_size(obj: StoredObject, header: ObjectHeader) -> int:
+    def plaintext_size(obj: StoredObject, header: ObjectHeader) -> int:
+        """The plaintext size of the stored object ``obj`` that ``header`` heads (no request);
+        MalformedObject when its metadata's length disagrees."""
         n = _from_stored(obj.size, header.segment_size, header.tag_size)
         expected = M.stored_length(obj.metadata)
         if expected is not None and expected != n:
@@ -400,7 +437,7 @@ class ObjectSealing:
         if found is None:
             return self._passed_through(store, obj, first, last, suffix)
         header, raw_header, _ = found
-        n = self._plaintext_size(obj, header)
+        n = self.plaintext_size(obj, header)
         span = _span(first, last, suffix, n)
         cipher = self.opener(store, bucket, key, header, allow_retired=allow_retired)
         if span is None:  # an empty object: its final (empty) segment is still verified
@@ -441,7 +478,14 @@ class ObjectSealing:
             raise MalformedObject("the object's metadata header differs from its body header")
         return OpeningReader(cipher, body)
 
-    def _passed_through(self, store, obj, first, last, suffix) -> OpenedObject:
+    def _passed_through(
+        self,
+        store: ObjectStore,
+        obj: StoredObject,
+        first: int | None,
+        last: int | None,
+        suffix: int | None,
+    ) -> OpenedObject:
         if not self.passthrough:
             raise NotSealedObject(f"{obj.bucket}/{obj.key} is not a sealstore object")
         log.warning(

@@ -34,6 +34,8 @@ class StoredObject:
     etag: str  #: the version token to pass back as ``if_match``
     metadata: Mapping[str, str] = field(default_factory=dict)
     version: str | None = None  #: a version id (None: the current version, or no versioning)
+    #: the store's own description (S3: the HeadObject response), for its ``settings``
+    raw: Any = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -155,3 +157,16 @@ class ObjectStore(Protocol):
     def delete(self, bucket: str, key: str) -> None:
         """Delete the object (no error if it is absent)."""
         ...
+
+
+# Optional, for stores whose objects carry settings a rewrite must repeat (S3: content headers,
+# tags, storage class, server-side encryption, object lock, ACL): a method
+#
+#     def settings(self, obj: StoredObject) -> Mapping[str, Any]
+#
+# whose answer the engine passes back as ``settings=`` to ``put``, ``create_multipart`` and
+# ``copy`` of a rewrite (rotation).  Stores without it are never passed ``settings``.
+#
+# Optional too: ``client_errors: tuple[type[BaseException], ...]``, the client's errors of one
+# object's request (S3: botocore's ClientError) that a rotation records as that object's
+# failure and goes on (any other error stops the run).

@@ -12,30 +12,34 @@ from __future__ import annotations
 import contextlib
 import io
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, cast
 
 from botocore.exceptions import ClientError
 from sealstore.errors import ObjectChanged, ObjectNotFound
 
 from ..objects.store import PartLimits, StoredObject
+from .large import MAX_SINGLE_REQUEST, copy_multipart
 from .location import object_location
+from .settings import for_copy, object_settings
+from .transfer import MAX_PART, MAX_PARTS, MIN_PART
 
 __all__ = ["S3_LIMITS", "S3Store", "store_from_url"]
 
-S3_LIMITS = PartLimits(min_part=5 << 20, max_part=5 << 30, max_parts=10_000, max_single=5 << 30)
+S3_LIMITS = PartLimits(min_part=MIN_PART, max_part=MAX_PART, max_parts=MAX_PARTS,
+                       max_single=MAX_SINGLE_REQUEST)  # fmt: skip
 
 _MISSING = ("NoSuchKey", "NoSuchBucket", "NotFound", "404", "NoSuchUpload", "NoSuchVersion")
 _CHANGED = ("PreconditionFailed", "412", "ConditionalRequestConflict")
 
 
-def _translated(exc: ClientError, what: str) -> Exception:
+def _translated(exc: ClientError, what: str) -> BaseException:
     code = str(exc.response.get("Error", {}).get("Code"))
     status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
     if code in _MISSING or status == 404:
         return ObjectNotFound(f"{what}: not found ({code})")
     if code in _CHANGED or status == 412:
         return ObjectChanged(f"{what}: changed meanwhile ({code})")
-    return exc
+    return cast(BaseException, exc)
 
 
 @contextlib.contextmanager
@@ -54,6 +58,8 @@ class S3Store:
 
     scheme = "s3"
     limits = S3_LIMITS
+    #: errors of one object's request that a rotation records as that object's failure
+    client_errors: tuple[type[BaseException], ...] = (ClientError,)
 
     def __init__(self, client: Any) -> None:
         self.client = client
@@ -76,8 +82,15 @@ class S3Store:
             head = raw.head_object(**args)
         return StoredObject(
             bucket, key, head["ContentLength"], head["ETag"],
-            {str(k).lower(): v for k, v in (head.get("Metadata") or {}).items()}, version,
+            {str(k).lower(): v for k, v in (head.get("Metadata") or {}).items()}, version, head,
         )  # fmt: skip
+
+    def settings(self, obj: StoredObject) -> dict[str, Any]:
+        """What a rewrite of ``obj`` repeats (``settings.py``: content headers, storage class,
+        server-side encryption, object lock, tags, ACL), as request parameters."""
+        head = obj.raw if isinstance(obj.raw, dict) else self.head(obj.bucket, obj.key).raw
+        with _calls(f"GetObjectTagging/Acl {obj.bucket}/{obj.key}"), self._raw() as raw:
+            return object_settings(raw, obj.bucket, obj.key, head)
 
     def get(
         self,
@@ -114,10 +127,10 @@ class S3Store:
         metadata: Mapping[str, str] | None = None,
         if_match: str | None = None,
         if_none_match: bool = False,
-        **extra: Any,
+        settings: Mapping[str, Any] | None = None,
     ) -> str:
         args: dict[str, Any] = {"Bucket": bucket, "Key": key, "Body": body, "ContentLength": length,
-                                "Metadata": dict(metadata or {}), **extra}  # fmt: skip
+                                "Metadata": dict(metadata or {}), **(settings or {})}  # fmt: skip
         if if_match is not None:
             args["IfMatch"] = if_match
         if if_none_match:
@@ -126,11 +139,16 @@ class S3Store:
             return str(raw.put_object(**args)["ETag"])
 
     def create_multipart(
-        self, bucket: str, key: str, *, metadata: Mapping[str, str] | None = None, **extra: Any
+        self,
+        bucket: str,
+        key: str,
+        *,
+        metadata: Mapping[str, str] | None = None,
+        settings: Mapping[str, Any] | None = None,
     ) -> str:
         with _calls(f"CreateMultipartUpload {bucket}/{key}"), self._raw() as raw:
             resp = raw.create_multipart_upload(
-                Bucket=bucket, Key=key, Metadata=dict(metadata or {}), **extra
+                Bucket=bucket, Key=key, Metadata=dict(metadata or {}), **(settings or {})
             )
         return str(resp["UploadId"])
 
@@ -180,19 +198,35 @@ class S3Store:
         *,
         metadata: Mapping[str, str] | None = None,
         if_match: str | None = None,
+        settings: Mapping[str, Any] | None = None,
     ) -> str:
+        """CopyObject; above ``limits.max_single`` a multipart copy (UploadPartCopy ranges of
+        the stored bytes, each conditional on the source's ETag; ``large.py``)."""
+        source = self.head(src_bucket, src_key)
+        if if_match is not None and source.etag != if_match:
+            # S3 checks CopySourceIfMatch itself; moto (5.2) ignores it, so it is checked first
+            raise ObjectChanged(f"CopyObject {src_bucket}/{src_key}: changed meanwhile")
+        meta = dict(source.metadata if metadata is None else metadata)
+        if source.size > self.limits.max_single:
+            same = (src_bucket, src_key) == (dst_bucket, dst_key)
+            with _calls(f"UploadPartCopy {src_bucket}/{src_key}"), self._raw() as raw:
+                copy_multipart(
+                    raw, {"Bucket": src_bucket, "Key": src_key}, dst_bucket, dst_key,
+                    source.size, metadata=meta, extra=dict(settings or {}),
+                    source_if_match=if_match or source.etag,
+                    if_match=(if_match or source.etag) if same else None,
+                )  # fmt: skip
+            return self.head(dst_bucket, dst_key).etag
         args: dict[str, Any] = {
             "Bucket": dst_bucket,
             "Key": dst_key,
             "CopySource": {"Bucket": src_bucket, "Key": src_key},
+            "CopySourceIfMatch": if_match or source.etag,
+            **for_copy(dict(settings or {})),
         }
         if metadata is not None:
             args["MetadataDirective"] = "REPLACE"
-            args["Metadata"] = dict(metadata)
-        if if_match is not None:
-            args["CopySourceIfMatch"] = if_match
-            if self.head(src_bucket, src_key).etag != if_match:  # moto (5.2) ignores the header
-                raise ObjectChanged(f"CopyObject {src_bucket}/{src_key}: changed meanwhile")
+            args["Metadata"] = meta
         with _calls(f"CopyObject {src_bucket}/{src_key}"), self._raw() as raw:
             resp = raw.copy_object(**args)
         return str(resp["CopyObjectResult"]["ETag"])
@@ -235,9 +269,12 @@ class S3Store:
             raw.delete_object(Bucket=bucket, Key=key)
 
 
-def store_from_url(url: str) -> S3Store:
-    """The store for an ``s3://`` URL: a boto3 client from the environment's configuration
-    (``AWS_*`` variables, ``AWS_ENDPOINT_URL_S3``, profiles)."""
+def store_from_url(
+    url: Any, *, endpoint_url: str | None = None, region: str | None = None
+) -> S3Store:
+    """The store for an ``s3://`` URL (``sealstore.adapters.objects.stores``): a boto3 client
+    from the environment's configuration (``AWS_*`` variables, profiles), at ``endpoint_url``
+    in ``region`` when given."""
     import boto3
 
-    return S3Store(boto3.client("s3"))
+    return S3Store(boto3.client("s3", endpoint_url=endpoint_url, region_name=region))
