@@ -27,7 +27,7 @@ from sealstore.stream import DEFAULT_SEGMENT_SIZE, source_length
 from ..objects import metadata as M
 from ..objects.engine import ObjectSealing
 from ..objects.store import StoredObject
-from .store import WRITABLE, GCSStore, blob_properties, stored_of
+from .store import WRITABLE, GCSStore, resource_settings, stored_of
 
 __all__ = ["COPY_CHUNK", "GCS_PART", "GCSSealing"]
 
@@ -152,9 +152,9 @@ class GCSSealing:
         if size is not None and source_length(file_obj) != size:
             file_obj = _Prefix(file_obj, size)  # the library reads ``size`` bytes, no more
         none_match = if_generation_match is not None and int(if_generation_match) == 0
-        with blob_properties(props), library_errors():
+        with library_errors():
             generation = self.engine.seal(
-                self.store, blob.bucket.name, blob.name, file_obj, length=size,
+                self.store, blob.bucket.name, blob.name, file_obj, length=size, settings=props,
                 metadata=blob.metadata if "metadata" in blob._changes else None,
                 if_none_match=none_match,
                 if_match=None if none_match else _token(if_generation_match),
@@ -250,11 +250,12 @@ class GCSSealing:
                 f"{bucket.name}/{source.name} is not the generation asked for"
             )
         user = M.split_user_metadata(head.metadata) if metadata is None else metadata
-        props = dict(loaded._properties) if properties is None else properties
+        props = resource_settings(loaded._properties if properties is None else properties)
         none_match = if_generation_match is not None and int(if_generation_match) == 0
-        with self.opened(loaded, head=head) as body, blob_properties(props), library_errors():
+        with self.opened(loaded, head=head) as body, library_errors():
             generation = self.engine.seal(
                 self.store, dst_bucket, dst_name, body, length=body.length, metadata=user,
+                settings=props,
                 if_none_match=none_match,
                 if_match=None if none_match else _token(if_generation_match),
             )  # fmt: skip

@@ -20,7 +20,6 @@ with a HEAD first (racy, but the emulator offers nothing better).
 from __future__ import annotations
 
 import contextlib
-import contextvars
 import threading
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -32,7 +31,7 @@ from sealstore.errors import ObjectChanged, ObjectNotFound
 from ..objects.location import encode_location, location_domain
 from ..objects.store import PartLimits, StoredObject
 
-__all__ = ["GCS_LIMITS", "WRITABLE", "GCSStore", "blob_properties", "store_from_url", "stored_of"]
+__all__ = ["GCS_LIMITS", "WRITABLE", "GCSStore", "resource_settings", "store_from_url", "stored_of"]
 
 #: a resumable session takes chunks of 256 KiB multiples; one request (a multipart/related
 #: upload, read into memory by the library) is kept at 8 MiB, google-cloud-storage's own limit
@@ -40,23 +39,14 @@ CHUNK = 256 << 10
 GCS_LIMITS = PartLimits(min_part=CHUNK, max_part=5 << 40, max_parts=10_000, max_single=8 << 20)
 
 _DOMAIN = location_domain("gs")  # b"sealstore/v1/gs-object": the URL scheme names it
-#: the object properties (content type, cache control...) the next write on this context stores
-_PROPERTIES: contextvars.ContextVar[Mapping[str, Any]] = contextvars.ContextVar(
-    "sealstore_gcs_properties", default={}
-)
-#: object resource fields a write stores (google-cloud-storage's writable fields with content)
+#: object resource fields a rewrite repeats and a write may set (``settings``)
 WRITABLE = ("cacheControl", "contentDisposition", "contentEncoding", "contentLanguage",
-             "contentType", "customTime", "storageClass")  # fmt: skip
+            "contentType", "customTime", "storageClass")  # fmt: skip
 
 
-@contextlib.contextmanager
-def blob_properties(properties: Mapping[str, Any]) -> Iterator[None]:
-    """Writes inside the block store these object resource fields (``contentType``...)."""
-    token = _PROPERTIES.set({k: v for k, v in properties.items() if k in WRITABLE and v})
-    try:
-        yield
-    finally:
-        _PROPERTIES.reset(token)
+def resource_settings(resource: Mapping[str, Any]) -> dict[str, Any]:
+    """The WRITABLE fields an object resource (or a blob's changed fields) has."""
+    return {k: v for k, v in resource.items() if k in WRITABLE and v}
 
 
 @contextlib.contextmanager
@@ -91,7 +81,10 @@ def stored_of(blob: Any, version: str | None = None) -> StoredObject:
     """The StoredObject a loaded blob describes (its stored size, not ``blob.size``)."""
     meta = {str(k): str(v) for k, v in (blob.metadata or {}).items() if v is not None}
     size = int(blob._properties.get("size") or 0)
-    return StoredObject(blob.bucket.name, blob.name, size, str(blob.generation), meta, version)
+    return StoredObject(
+        blob.bucket.name, blob.name, size, str(blob.generation), meta, version,
+        raw=dict(blob._properties),
+    )  # fmt: skip
 
 
 class _Body:
@@ -153,6 +146,11 @@ class GCSStore:
 
     def location(self, bucket: str, key: str) -> bytes:
         return encode_location(_DOMAIN, bucket, key)
+
+    def settings(self, obj: StoredObject) -> dict[str, Any]:
+        """What a rewrite of ``obj`` repeats: its content headers and storage class."""
+        resource = obj.raw if isinstance(obj.raw, dict) else self.head(obj.bucket, obj.key).raw
+        return resource_settings(resource)
 
     def _check(
         self, bucket: str, key: str, if_match: str | None, if_none_match: bool, what: str
@@ -223,6 +221,7 @@ class GCSStore:
         metadata: Mapping[str, str] | None = None,
         if_match: str | None = None,
         if_none_match: bool = False,
+        settings: Mapping[str, Any] | None = None,
     ) -> str:
         import io
 
@@ -230,7 +229,7 @@ class GCSStore:
             body = io.BytesIO(bytes(body))
         self._check(bucket, key, if_match, if_none_match, "put")
         blob = self.client.bucket(bucket).blob(key)
-        props = dict(_PROPERTIES.get())
+        props = resource_settings(settings or {})
         for name, value in props.items():  # as changed fields: the library sends those
             blob._patch_property(name, value)
         blob.metadata = dict(metadata or {})
@@ -244,10 +243,15 @@ class GCSStore:
     # ---- multipart: one resumable session ------------------------------------------------------
 
     def create_multipart(
-        self, bucket: str, key: str, *, metadata: Mapping[str, str] | None = None
+        self,
+        bucket: str,
+        key: str,
+        *,
+        metadata: Mapping[str, str] | None = None,
+        settings: Mapping[str, Any] | None = None,
     ) -> str:
         blob = self.client.bucket(bucket).blob(key)
-        props = dict(_PROPERTIES.get())
+        props = resource_settings(settings or {})
         for name, value in props.items():  # as changed fields: the library sends those
             blob._patch_property(name, value)
         blob.metadata = dict(metadata or {})
@@ -327,6 +331,7 @@ class GCSStore:
         *,
         metadata: Mapping[str, str] | None = None,
         if_match: str | None = None,
+        settings: Mapping[str, Any] | None = None,
     ) -> str:
         self._check(src_bucket, src_key, if_match, False, "copy")
         source = self.client.bucket(src_bucket)
@@ -337,6 +342,9 @@ class GCSStore:
             )  # fmt: skip
             if metadata is not None:  # GCS merges a metadata patch: drop the old names
                 new.metadata = {**{k: None for k in new.metadata or {}}, **metadata}
+            for name, value in resource_settings(settings or {}).items():
+                new._patch_property(name, value)
+            if new._changes:
                 new.patch()
         return str(new.generation)
 
@@ -364,9 +372,13 @@ class GCSStore:
             self.client.bucket(bucket).delete_blob(key)
 
 
-def store_from_url(url: str) -> GCSStore:
-    """The store for a ``gs://`` URL: a client from the environment (Application Default
-    Credentials, ``STORAGE_EMULATOR_HOST``)."""
+def store_from_url(
+    url: Any, *, endpoint_url: str | None = None, region: str | None = None
+) -> GCSStore:
+    """The store for a ``gs://`` URL (``sealstore.adapters.objects.stores``): a client from the
+    environment (Application Default Credentials, ``STORAGE_EMULATOR_HOST``), at
+    ``endpoint_url`` when given; ``region`` does not apply (buckets know their location)."""
     from google.cloud import storage
 
-    return GCSStore(storage.Client())
+    options = {"api_endpoint": endpoint_url} if endpoint_url else None
+    return GCSStore(storage.Client(client_options=options))

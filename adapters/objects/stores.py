@@ -36,7 +36,16 @@ class StoreKind:
 #: every object store, by scheme
 STORE_KINDS: dict[str, StoreKind] = {
     kind.scheme: kind
-    for kind in (StoreKind("s3", "S3", "sealstore.adapters.s3.store", "s3", ("boto3",)),)
+    for kind in (
+        StoreKind("s3", "S3", "sealstore.adapters.s3.store", "s3", ("boto3",)),
+        StoreKind(
+            "gs",
+            "Google Cloud Storage",
+            "sealstore.adapters.gcs.store",
+            "gcs",
+            ("google.cloud.storage",),
+        ),  # fmt: skip
+    )
 }
 
 
