@@ -77,6 +77,14 @@ def _generation(token: str | None) -> int | None:
     return int(token)
 
 
+def _status_without_url(status: int, what: str) -> None:
+    if status == 404:
+        raise ObjectNotFound(f"{what}: the upload session is gone")
+    if status == 412:
+        raise ObjectChanged(f"{what}: changed meanwhile")
+    raise gexc.from_http_status(status, f"{what}: the resumable upload session answered {status}")
+
+
 def stored_of(blob: Any, version: str | None = None) -> StoredObject:
     """The StoredObject a loaded blob describes (its stored size, not ``blob.size``)."""
     meta = {str(k): str(v) for k, v in (blob.metadata or {}).items() if v is not None}
@@ -275,11 +283,11 @@ class GCSStore:
         headers = {"content-range": f"{span}/{'*' if total is None else total}"}
         with self._raw():
             resp = self.client._http.request("PUT", session.url, data=data, headers=headers)
-        if total is None and resp.status_code != 308:
-            _status(resp, what)
-            raise ObjectChanged(f"{what}: the upload session did not take the chunk")
-        if total is not None:
-            _status(resp, what)
+        status = resp.status_code
+        if status in (404, 412) or status >= 400:  # no URL in the error: it is a capability
+            _status_without_url(status, what)
+        if total is None and status != 308:
+            raise ObjectChanged(f"{what}: the upload session did not take the chunk ({status})")
         session.offset += len(data)
         return resp
 

@@ -82,3 +82,20 @@ def test_rotate_objects_command_over_gcs_and_s3(tmp_path, monkeypatch, capsys, g
         blob = reader.bucket(gcs_bucket).get_blob(f"d/{i}")
         assert blob.metadata["sealstore-key-id"] == rotated.primary.id_hex
         assert blob.download_as_bytes() == b"g" * i
+
+
+def test_key_retirement_counts_gcs_objects(gcs_emulator, raw_gcs, gcs_bucket):
+    from sealstore.migrations.rotation.retire import object_references
+
+    kr = Keyring.generate("AEGIS-128L", 16)
+    gcs = encrypt_client(make_gcs_client(gcs_emulator), kr)
+    old = kr.primary.key_id
+    for name in ("data/a", "data/b", "other/c"):
+        gcs.bucket(gcs_bucket).blob(name).upload_from_string(b"sealed")
+    raw_gcs.bucket(gcs_bucket).blob("data/plain").upload_from_string(b"not sealed")
+    store = GCSStore(raw_gcs)
+    assert object_references(store, f"gs://{gcs_bucket}/data", old) == 2
+    kr.rotate()
+    gcs.bucket(gcs_bucket).blob("data/a").upload_from_string(b"under the new key")
+    assert object_references(store, f"gs://{gcs_bucket}/data", old) == 1
+    assert object_references(store, f"gs://{gcs_bucket}/data", kr.primary.key_id) == 1
