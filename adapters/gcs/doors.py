@@ -159,7 +159,7 @@ def _signed_url(sealing: Any, blob: Any, a: dict[str, Any]) -> Any:
     as it is, a GET URL would return sealed bytes.  HEAD and DELETE carry no body."""
     method = str(a.get("method") or "GET").upper()
     if method in ("HEAD", "DELETE"):
-        original = Blob.generate_signed_url.sealstore_original  # type: ignore[attr-defined]
+        original = Blob.generate_signed_url.sealstore_original
         with sealing.raw():
             return original(blob, **{k: v for k, v in a.items()})
     what = (
@@ -177,7 +177,7 @@ def _chunked_download(sealing: Any, blob: Any, a: dict[str, Any]) -> None:
     """``transfer_manager.download_chunks_concurrently``: each chunk is a sealed ranged
     download (authenticated); the whole-file CRC32C the library would compare is the stored
     (sealed) object's, so it is not computed over the plaintext."""
-    original = transfer_manager.download_chunks_concurrently.sealstore_original  # type: ignore[attr-defined]
+    original = transfer_manager.download_chunks_concurrently.sealstore_original
     a = {**a, "crc32c_checksum": False}
     return original(blob, **a)  # type: ignore[no-any-return]
 

@@ -138,7 +138,14 @@ class SealedWriter(io.RawIOBase):
         self.close()
 
 
-def open_blob(sealing: Any, blob: Any, mode: str, chunk_size: int | None, text: dict, kwargs):
+def open_blob(
+    sealing: Any,
+    blob: Any,
+    mode: str,
+    chunk_size: int | None,
+    text: dict[str, Any],
+    kwargs: dict[str, Any],
+) -> Any:
     """What ``blob.open(mode, ...)`` returns on an encrypted client."""
     buffer = chunk_size or DEFAULT_CHUNK
     if mode in ("r", "rt", "rb"):
@@ -163,7 +170,7 @@ class _Buffered(io.BufferedWriter):
 
     def __exit__(self, exc_type: object, *rest: object) -> None:
         if exc_type is not None:
-            self.raw._failed = True
+            self.raw._failed = True  # type: ignore[attr-defined]
         self.close()
 
 
@@ -172,5 +179,5 @@ class _TextWriter(io.TextIOWrapper):
 
     def __exit__(self, exc_type: object, *rest: object) -> None:
         if exc_type is not None:
-            self.buffer.raw._failed = True
+            self.buffer.raw._failed = True  # type: ignore[attr-defined]
         self.close()

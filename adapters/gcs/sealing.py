@@ -48,9 +48,9 @@ def library_errors() -> Iterator[None]:
     try:
         yield
     except ObjectChanged as exc:
-        raise gexc.PreconditionFailed(str(exc)) from exc
+        raise gexc.PreconditionFailed(str(exc)) from exc  # type: ignore[no-untyped-call]
     except ObjectNotFound as exc:
-        raise gexc.NotFound(str(exc)) from exc
+        raise gexc.NotFound(str(exc)) from exc  # type: ignore[no-untyped-call]
 
 
 def _only(what: str, **conditions: Any) -> None:
@@ -193,7 +193,7 @@ class GCSSealing:
                 )  # fmt: skip
         except RangeNotSatisfiable as exc:
             # what the library raises for GCS's 416, with the plaintext size
-            raise gexc.RequestRangeNotSatisfiable(
+            raise gexc.RequestRangeNotSatisfiable(  # type: ignore[no-untyped-call]
                 f"the range is not satisfiable (the object has {exc.size} bytes)"
             ) from None
 
@@ -242,11 +242,11 @@ class GCSSealing:
         bucket = source.bucket
         loaded = bucket.get_blob(source.name, generation=source_generation or source.generation)
         if loaded is None:
-            raise gexc.NotFound(f"no object {bucket.name}/{source.name}")
+            raise gexc.NotFound(f"no object {bucket.name}/{source.name}")  # type: ignore[no-untyped-call]
         head = stored_of(loaded, _token(source_generation))
         want = _token(if_source_generation_match)
         if want is not None and want != head.etag:
-            raise gexc.PreconditionFailed(
+            raise gexc.PreconditionFailed(  # type: ignore[no-untyped-call]
                 f"{bucket.name}/{source.name} is not the generation asked for"
             )
         user = M.split_user_metadata(head.metadata) if metadata is None else metadata

@@ -65,7 +65,7 @@ def _status(resp: Any, what: str) -> None:
     if resp.status_code == 412:
         raise ObjectChanged(f"{what}: changed meanwhile")
     if resp.status_code >= 400:
-        raise gexc.from_http_response(resp)
+        raise gexc.from_http_response(resp)  # type: ignore[no-untyped-call]
 
 
 def _generation(token: str | None) -> int | None:
@@ -82,7 +82,8 @@ def _status_without_url(status: int, what: str) -> None:
         raise ObjectNotFound(f"{what}: the upload session is gone")
     if status == 412:
         raise ObjectChanged(f"{what}: changed meanwhile")
-    raise gexc.from_http_status(status, f"{what}: the resumable upload session answered {status}")
+    message = f"{what}: the resumable upload session answered {status}"
+    raise gexc.from_http_status(status, message)  # type: ignore[no-untyped-call]
 
 
 def stored_of(blob: Any, version: str | None = None) -> StoredObject:
