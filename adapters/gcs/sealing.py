@@ -53,6 +53,16 @@ def library_errors() -> Iterator[None]:
         raise gexc.NotFound(str(exc)) from exc  # type: ignore[no-untyped-call]
 
 
+def _no_csek(blob: Any, what: str) -> None:
+    """A customer-supplied encryption key would be dropped by the sealed paths' own requests:
+    refused rather than silently not applied."""
+    if getattr(blob, "_encryption_key", None) is not None:
+        raise UnsupportedOperation(
+            f"{what} on an encrypted client does not support customer-supplied encryption keys "
+            "(Blob(encryption_key=...)); the object is sealed client-side already"
+        )
+
+
 def _only(what: str, **conditions: Any) -> None:
     """Refuse the preconditions the sealed path does not implement (rather than ignore them)."""
     given = sorted(k for k, v in conditions.items() if v is not None)
@@ -142,6 +152,7 @@ class GCSSealing:
             if_metageneration_not_match=ignored.get("if_metageneration_not_match"),
             predefined_acl=ignored.get("predefined_acl"),
         )
+        _no_csek(blob, "upload")
         if rewind:
             file_obj.seek(0)
         # what the library would send: the fields changed on the blob, and the content type
@@ -179,6 +190,7 @@ class GCSSealing:
     ) -> Any:
         """The verified plaintext of ``blob`` (bytes ``start..end`` inclusive, as the library's
         ``start``/``end``; a negative ``start`` is a suffix), as a stream."""
+        _no_csek(blob, "download")
         first, last, suffix = start, end, None
         if start is not None and start < 0:
             first, suffix = None, -start
@@ -239,6 +251,7 @@ class GCSSealing:
         """Re-seal ``source`` (a blob) as ``dst_bucket/dst_name``: read through the engine
         (verified, bound to where it is) and sealed for the destination, with the source's
         metadata and content headers unless given.  Returns the new object's blob."""
+        _no_csek(source, "copy")
         bucket = source.bucket
         loaded = bucket.get_blob(source.name, generation=source_generation or source.generation)
         if loaded is None:

@@ -41,7 +41,7 @@ GCS_LIMITS = PartLimits(min_part=CHUNK, max_part=5 << 40, max_parts=10_000, max_
 _DOMAIN = location_domain("gs")  # b"sealstore/v1/gs-object": the URL scheme names it
 #: object resource fields a rewrite repeats and a write may set (``settings``)
 WRITABLE = ("cacheControl", "contentDisposition", "contentEncoding", "contentLanguage",
-            "contentType", "customTime", "storageClass")  # fmt: skip
+            "contentType", "customTime", "storageClass", "kmsKeyName")  # fmt: skip
 
 
 def resource_settings(resource: Mapping[str, Any]) -> dict[str, Any]:

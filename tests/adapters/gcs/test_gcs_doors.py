@@ -223,3 +223,22 @@ def test_unsupported_arguments_are_refused(gcs, gcs_bucket, sealed_blob):
         gcs.bucket(gcs_bucket).blob("n").upload_from_file(
             io.BytesIO(b"x"), predefined_acl="private"
         )
+
+
+def test_customer_supplied_keys_are_refused_not_dropped(gcs, raw_gcs, gcs_bucket, sealed_blob):
+    csek = os.urandom(32)
+    blob = gcs.bucket(gcs_bucket).blob("csek", encryption_key=csek)
+    with pytest.raises(UnsupportedOperation, match="customer-supplied") as err:
+        blob.upload_from_string(b"x")
+    assert csek.hex() not in str(err.value) and repr(csek) not in str(err.value)
+    with pytest.raises(UnsupportedOperation, match="customer-supplied"):
+        gcs.bucket(gcs_bucket).blob("k", encryption_key=csek).download_as_bytes()
+    assert objects(raw_gcs, gcs_bucket) == ["k"]
+
+
+def test_kms_key_name_is_carried(gcs, raw_gcs, gcs_bucket):
+    blob = gcs.bucket(gcs_bucket).blob(
+        "kms", kms_key_name="projects/p/locations/l/keyRings/r/cryptoKeys/k"
+    )
+    blob.upload_from_string(b"under a KMS key too")
+    assert blob.download_as_bytes() == b"under a KMS key too"
