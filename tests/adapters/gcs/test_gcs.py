@@ -363,6 +363,34 @@ def test_objects_sealstore_did_not_write(gcs_emulator, keyring, raw_gcs, gcs_buc
     assert "x" not in str(err.value).split()
 
 
+def test_objects_of_another_tenant_context_do_not_open(gcs_emulator, keyring, gcs_bucket):
+    tenant_a = encrypt_client(make_gcs_client(gcs_emulator), keyring, context=b"tenant-a")
+    tenant_b = encrypt_client(make_gcs_client(gcs_emulator), keyring, context=b"tenant-b")
+    tenant_a.bucket(gcs_bucket).blob("shared-name").upload_from_string(b"a's data")
+    with pytest.raises(KeyCommitmentMismatch):
+        tenant_b.bucket(gcs_bucket).blob("shared-name").download_as_bytes()
+    with pytest.raises(KeyCommitmentMismatch):
+        tenant_b.bucket(gcs_bucket).copy_blob(
+            tenant_b.bucket(gcs_bucket).blob("shared-name"), tenant_b.bucket(gcs_bucket), "mine"
+        )
+    assert tenant_a.bucket(gcs_bucket).get_blob("mine") is None
+
+
+def test_racing_writers_leave_one_whole_object(gcs, gcs_bucket):
+    values = [bytes([i]) * (300_000 + i) for i in range(4)]
+    threads = [
+        threading.Thread(
+            target=lambda v=v: gcs.bucket(gcs_bucket).blob("race").upload_from_string(v)
+        )
+        for v in values
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert gcs.bucket(gcs_bucket).blob("race").download_as_bytes() in values
+
+
 def test_gcs_and_s3_locations_differ(gcs):
     from sealstore.adapters.s3.location import object_location
 
