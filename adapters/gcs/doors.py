@@ -22,8 +22,10 @@ client cannot be pickled either: a process pool would rebuild a plain client fro
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
+import os
 import re
 import threading
 from collections.abc import Callable
@@ -31,7 +33,7 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from google.cloud.storage import Blob, Bucket, Client, transfer_manager
-from sealstore.errors import UnsealedPath, UnsupportedOperation
+from sealstore.errors import SealstoreError, UnsealedPath, UnsupportedOperation
 
 from .files import open_blob
 
@@ -86,6 +88,20 @@ def _upload(sealing: Any, blob: Any, a: dict[str, Any]) -> None:
 def _download(sealing: Any, blob: Any, a: dict[str, Any]) -> None:
     """Downloads, whole or ``start``/``end``: verified plaintext (``GCSSealing.download``)."""
     sealing.download(blob, a["file_obj"], **_rest(a, "file_obj"))
+
+
+def _download_file(sealing: Any, blob: Any, a: dict[str, Any]) -> Any:
+    """``download_to_filename``: a download that fails to verify (tampered, cut, moved) leaves
+    no file behind; the library removes it only for its own errors, and a file of the verified
+    bytes before the failure would look whole."""
+    original = Blob._handle_filename_and_download.sealstore_original
+    args, filename = a.pop("args", ()), a.pop("filename")
+    try:
+        return original(blob, filename, *args, **a)
+    except SealstoreError:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(filename)
+        raise
 
 
 def _open(sealing: Any, blob: Any, a: dict[str, Any]) -> Any:
@@ -193,6 +209,7 @@ def _post_policy(sealing: Any, client: Any, a: dict[str, Any]) -> None:
 DOORS: tuple[tuple[Any, str, Callable[..., Any]], ...] = (
     (Blob, "_prep_and_do_upload", _upload),
     (Blob, "_prep_and_do_download", _download),
+    (Blob, "_handle_filename_and_download", _download_file),
     (Blob, "open", _open),
     (Bucket, "copy_blob", _copy_blob),
     (Blob, "rewrite", _rewrite),
@@ -263,7 +280,11 @@ def guard_transport(client: Any, sealing: Any) -> None:
 
     def request(method: str, url: str, *args: Any, **kwargs: Any) -> Any:
         target = urlsplit(url).netloc
-        ours = target == host or target.endswith("storage.googleapis.com")
+        ours = (
+            target == host
+            or target.endswith(".storage.googleapis.com")
+            or (target.endswith(".googleapis.com") and target.split(".")[0] == "storage")
+        )  # the JSON and XML hosts, mTLS and regional ones, virtual-hosted buckets
         data = kwargs.get("data", args[0] if args else None)
         if ours and not sealing.in_raw and moves_body(method, url, data):
             raise UnsealedPath(

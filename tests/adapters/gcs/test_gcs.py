@@ -264,12 +264,16 @@ def flip_on_disk(emulator, bucket, name, offset):
 
 
 @pytest.mark.parametrize("offset", [9, 40, 60, HEADER_SIZE + 3, HEADER_SIZE + SEG + TAG + 1, -1])
-def test_tampered_stored_bytes_fail(gcs, gcs_bucket, gcs_emulator, offset):
+def test_tampered_stored_bytes_fail(gcs, gcs_bucket, gcs_emulator, offset, tmp_path):
     data = os.urandom(3 * SEG)
     gcs.bucket(gcs_bucket).blob("t").upload_from_string(data)
     flip_on_disk(gcs_emulator, gcs_bucket, "t", offset)
     with pytest.raises((InvalidTag, KeyCommitmentMismatch, MalformedObject)):
         gcs.bucket(gcs_bucket).blob("t").download_as_bytes()
+    target = tmp_path / "out.bin"
+    with pytest.raises((InvalidTag, KeyCommitmentMismatch, MalformedObject)):
+        gcs.bucket(gcs_bucket).blob("t").download_to_filename(str(target))
+    assert not target.exists()  # no file of the verified bytes before the failure
 
 
 def test_cut_and_extended_objects_fail(gcs, raw_gcs, gcs_bucket):
