@@ -133,6 +133,8 @@ class GCSStore:
 
     scheme = "gs"
     limits = GCS_LIMITS
+    #: one object's request failed (a rotation records it and goes on)
+    client_errors: tuple[type[BaseException], ...] = (gexc.GoogleAPICallError,)
 
     def __init__(
         self, client: Any, *, sealing: Any = None, check_conditions: bool | None = None
