@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -126,8 +125,3 @@ def gcs_bucket(raw_gcs):
     name = f"t-{uuid.uuid4().hex[:20]}"
     raw_gcs.create_bucket(name)
     return name
-
-
-def port_open(port: int) -> bool:
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) == 0
