@@ -312,6 +312,18 @@ def test_objects_copied_by_a_plain_client_do_not_open(gcs, raw_gcs, gcs_bucket):
     assert gcs.bucket(gcs_bucket).blob("src").download_as_bytes() == data
 
 
+def test_a_multi_mib_copy_streams_through_resumable_sessions(gcs, gcs_bucket):
+    data = os.urandom(10 * MiB + 3)
+    bucket = gcs.bucket(gcs_bucket)
+    bucket.blob("big").upload_from_string(data)
+    new = bucket.copy_blob(bucket.blob("big"), bucket, "big-copy")
+    assert new.size == len(data)
+    assert (
+        bucket.blob("big-copy").download_as_bytes(start=5 * MiB, end=5 * MiB + 99)
+        == (data[5 * MiB : 5 * MiB + 100])
+    )
+
+
 def test_copies_through_the_client_are_resealed(gcs, raw_gcs, gcs_bucket, gcs_emulator):
     data = marked(3 * SEG + 5)
     bucket = gcs.bucket(gcs_bucket)
