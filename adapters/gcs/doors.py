@@ -112,7 +112,9 @@ def _open(sealing: Any, blob: Any, a: dict[str, Any]) -> Any:
 
 
 def _refuse_conditions(what: str, a: dict[str, Any], *allowed: str) -> None:
-    odd = sorted(k for k, v in a.items() if k.startswith("if_") and k not in allowed and v)
+    odd = sorted(
+        k for k, v in a.items() if k.startswith("if_") and k not in allowed and v is not None
+    )
     if odd or a.get("destination_contexts"):
         raise UnsupportedOperation(
             f"{what} on an encrypted client supports {', '.join(allowed)} only, not "
