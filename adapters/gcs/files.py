@@ -1,23 +1,24 @@
 """``blob.open()`` on an encrypted client: a seekable reader of verified plaintext, and a writer
-that seals what is written when it is closed.
+that seals what is written as it comes.
 
 The reader opens the object through the engine from the current position (one ranged GET of the
 covering segments), reads on sequentially, and opens again only after a seek; every read is
 conditional on the generation the first read saw, so a file never mixes two versions.  The writer
-keeps what is written in a spooled temporary file (8 MiB in memory, the rest on disk) and seals it
-on ``close()``: nothing is stored before the whole plaintext is there (the final segment
-authenticates the end), and nothing at all when the block raises.
+hands what is written to a thread that seals it as it comes (``PIPE_CHUNKS`` buffers queued at
+most, never a temporary file: plaintext does not touch the disk), a large object as one resumable
+session finalized on ``close()`` only: nothing is stored before the whole plaintext is there (the
+final segment authenticates the end), and nothing at all when the block raises.
 """
 
 from __future__ import annotations
 
 import io
-import tempfile
+import queue
+import threading
 from typing import Any
 
 from google.api_core.exceptions import RequestRangeNotSatisfiable
 
-from ..objects.engine import SPOOL_MEMORY
 
 __all__ = ["SealedReader", "SealedWriter", "open_blob"]
 
@@ -104,33 +105,108 @@ class SealedReader(io.RawIOBase):
         super().close()
 
 
+class _Aborted(Exception):
+    """The writer's block raised: the sealing thread stops and stores nothing."""
+
+
+class _Pipe:
+    """Chunks handed from the writer to the sealing thread (at most ``PIPE_CHUNKS`` waiting)."""
+
+    def __init__(self) -> None:
+        self.queue: queue.Queue[Any] = queue.Queue(maxsize=PIPE_CHUNKS)
+        self._chunk = memoryview(b"")
+        self._done = False
+
+    def seekable(self) -> bool:
+        return False
+
+    def _fill(self) -> bool:
+        """The next chunk into ``_chunk``; False at the end."""
+        while not self._chunk and not self._done:
+            item = self.queue.get()
+            if item is _EOF:
+                self._done = True
+            elif item is _ABORT:
+                raise _Aborted("the writer was closed after an error")
+            else:
+                self._chunk = memoryview(item)
+        return bool(self._chunk)
+
+    def read(self, n: int | None = -1) -> bytes:
+        if n is None or n < 0:
+            parts = []
+            while self._fill():
+                parts.append(bytes(self._chunk))
+                self._chunk = memoryview(b"")
+            return b"".join(parts)
+        if n == 0 or not self._fill():
+            return b""
+        out = bytes(self._chunk[:n])  # a short read: the sealing reader reads on
+        self._chunk = self._chunk[n:]
+        return out
+
+
+_EOF = object()
+_ABORT = object()
+#: chunks of plaintext the writer may queue ahead of the sealing thread (each up to the buffer)
+PIPE_CHUNKS = 4
+
+
 class SealedWriter(io.RawIOBase):
-    """Collects a blob's plaintext and seals it on ``close()`` (see the module docstring)."""
+    """Seals a blob's plaintext as it is written (see the module docstring)."""
 
     def __init__(self, sealing: Any, blob: Any, upload: dict[str, Any]) -> None:
         super().__init__()
-        self._sealing = sealing
-        self._blob = blob
-        self._upload = upload
-        self._spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY)
+        sealing.check_upload(blob, upload)  # refused arguments: before anything is written
+        self._pipe = _Pipe()
+        self._error: BaseException | None = None
         self._failed = False
+        self._thread = threading.Thread(
+            target=self._seal, args=(sealing, blob, upload), name="sealstore-gcs-writer",
+            daemon=True,
+        )  # fmt: skip
+        self._thread.start()
+
+    def _seal(self, sealing: Any, blob: Any, upload: dict[str, Any]) -> None:
+        try:
+            sealing.upload(blob, self._pipe, **upload)
+        except BaseException as exc:  # noqa: BLE001 - handed to the writer's caller
+            self._error = exc
 
     def writable(self) -> bool:
         return True
 
+    def _put(self, item: Any) -> None:
+        while True:
+            if not self._thread.is_alive():
+                self._raise()
+                raise ValueError("the blob writer's sealing thread has stopped")
+            try:
+                self._pipe.queue.put(item, timeout=0.5)
+                return
+            except queue.Full:
+                continue
+
+    def _raise(self) -> None:
+        if self._error is not None and not isinstance(self._error, _Aborted):
+            raise self._error
+
     def write(self, b: Any) -> int:
-        return int(self._spool.write(b))
+        data = bytes(b)
+        if data:
+            self._put(data)
+        return len(data)
 
     def close(self) -> None:
         if self.closed:
             return
         try:
+            if self._thread.is_alive():
+                self._put(_ABORT if self._failed else _EOF)
+            self._thread.join()
             if not self._failed:
-                size = self._spool.tell()
-                self._spool.seek(0)
-                self._sealing.upload(self._blob, self._spool, size=size, **self._upload)
+                self._raise()
         finally:
-            self._spool.close()
             super().close()
 
     def __exit__(self, exc_type: object, *rest: object) -> None:

@@ -145,14 +145,7 @@ class GCSSealing:
         """``upload_from_string/file/filename``: seal ``size`` bytes of ``file_obj`` (or all of
         it) into the blob, one request up to 8 MiB sealed, else one resumable session streamed
         a part at a time; then load the new object's properties into ``blob``."""
-        _only(
-            "upload",
-            if_generation_not_match=ignored.get("if_generation_not_match"),
-            if_metageneration_match=ignored.get("if_metageneration_match"),
-            if_metageneration_not_match=ignored.get("if_metageneration_not_match"),
-            predefined_acl=ignored.get("predefined_acl"),
-        )
-        _no_csek(blob, "upload")
+        self.check_upload(blob, ignored)
         if rewind:
             file_obj.seek(0)
         # what the library would send: the fields changed on the blob, and the content type
@@ -171,6 +164,17 @@ class GCSSealing:
                 if_match=None if none_match else _token(if_generation_match),
             )  # fmt: skip
         self._load(blob, generation)
+
+    def check_upload(self, blob: Any, arguments: dict[str, Any]) -> None:
+        """Refuse what an upload cannot honour, before anything is read or sent."""
+        _only(
+            "upload",
+            if_generation_not_match=arguments.get("if_generation_not_match"),
+            if_metageneration_match=arguments.get("if_metageneration_match"),
+            if_metageneration_not_match=arguments.get("if_metageneration_not_match"),
+            predefined_acl=arguments.get("predefined_acl"),
+        )
+        _no_csek(blob, "upload")
 
     def _load(self, blob: Any, generation: str) -> None:
         loaded = blob.bucket.get_blob(blob.name, generation=int(generation))

@@ -7,6 +7,7 @@ and threads sealing on one client never leak into each other's raw access."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import os
 import signal
@@ -212,6 +213,55 @@ def test_open_wb_stores_nothing_when_the_block_raises(gcs, gcs_bucket):
         f.write("half")
         raise RuntimeError("stop")
     assert gcs.bucket(gcs_bucket).get_blob("w") is None
+
+
+def test_open_wb_streams_large_objects_without_temporary_files(gcs, gcs_bucket, monkeypatch):
+    import tempfile
+
+    def no_spool(*args, **kwargs):
+        raise AssertionError("plaintext must not go to a temporary file")
+
+    monkeypatch.setattr(tempfile, "SpooledTemporaryFile", no_spool)
+    monkeypatch.setattr(tempfile, "TemporaryFile", no_spool)
+    gcs.sealstore.engine.part_size = MiB
+    written = hashlib.sha256()
+    blob = gcs.bucket(gcs_bucket).blob("stream")
+    tracemalloc.start()
+    try:
+        with blob.open("wb") as f:
+            for _ in range(48):
+                chunk = os.urandom(MiB - 17)
+                written.update(chunk)
+                f.write(chunk)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 20 * MiB  # queued buffers, a part and its copies: not the 48 MiB written
+    read = hashlib.sha256()
+    with gcs.bucket(gcs_bucket).blob("stream").open("rb") as f:
+        while chunk := f.read(MiB):
+            read.update(chunk)
+    assert read.digest() == written.digest()
+    for size in (0, 5):
+        with gcs.bucket(gcs_bucket).blob(f"small{size}").open("wb") as f:
+            f.write(b"x" * size)
+        assert gcs.bucket(gcs_bucket).blob(f"small{size}").download_as_bytes() == b"x" * size
+
+
+def test_open_wb_failures(gcs, raw_gcs, gcs_bucket):
+    gcs.sealstore.engine.part_size = MiB
+    with pytest.raises(RuntimeError), gcs.bucket(gcs_bucket).blob("big").open("wb") as f:
+        for _ in range(5):  # past the first part: the resumable session has started
+            f.write(os.urandom(MiB))
+        raise RuntimeError("stop")
+    assert raw_gcs.bucket(gcs_bucket).get_blob("big") is None
+    gcs.bucket(gcs_bucket).blob("taken").upload_from_string(b"first")
+    with pytest.raises(gexc.PreconditionFailed):
+        with gcs.bucket(gcs_bucket).blob("taken").open("wb", if_generation_match=0) as f:
+            f.write(b"second")
+    assert gcs.bucket(gcs_bucket).blob("taken").download_as_bytes() == b"first"
+    with pytest.raises(UnsupportedOperation):
+        gcs.bucket(gcs_bucket).blob("acl").open("wb", predefined_acl="private")
 
 
 def test_bounded_memory(gcs, gcs_bucket, tmp_path):
