@@ -29,7 +29,13 @@ if TYPE_CHECKING:  # the names imported on first use (_LAZY below), as type chec
     from .rotation.progress import make_progress
     from .rotation.reindex import reindex
     from .rotation.reseal import rotate
-    from .rotation.retire import find_references, register_s3_prefix, unregister_s3_prefix
+    from .rotation.retire import (
+        find_references,
+        register_object_prefix,
+        register_s3_prefix,
+        unregister_object_prefix,
+        unregister_s3_prefix,
+    )
     from .rotation.spec import ColumnSpec, IndexSpec, specs_from_metadata
     from .rotation.status import status
     from .rotation.verify import verify
@@ -50,12 +56,14 @@ __all__ = [
     "drop_tables",
     "find_references",
     "make_progress",
+    "register_object_prefix",
     "register_s3_prefix",
     "reindex",
     "rewriter",
     "rotate",
     "specs_from_metadata",
     "status",
+    "unregister_object_prefix",
     "unregister_s3_prefix",
     "verify",
 ]
@@ -73,7 +81,9 @@ _LAZY = {
     "create_tables": "schema",
     "drop_tables": "schema",
     "find_references": "rotation.retire",
+    "register_object_prefix": "rotation.retire",
     "register_s3_prefix": "rotation.retire",
+    "unregister_object_prefix": "rotation.retire",
     "unregister_s3_prefix": "rotation.retire",
     "make_progress": "rotation.progress",
     "reindex": "rotation.reindex",

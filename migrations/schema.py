@@ -2,8 +2,10 @@
 
 * ``sealstore_keys``: the key registry, defined once in :mod:`sealstore.keysources.database` and
   re-exported here.
-* ``sealstore_s3_prefixes``: S3 locations (``s3://bucket/prefix``) holding objects sealed with
-  the keyring, so ``sealstore keys retire`` checks them too before retiring a key.
+* ``sealstore_object_prefixes``: object-store locations (scheme, bucket, prefix: ``s3://b/p``)
+  holding objects sealed with the keyring, so ``sealstore keys retire`` checks them too before
+  retiring a key (revision ``sealstore_0004``; it replaced ``sealstore_s3_prefixes``, whose
+  rows it carried over).
 * ``sealstore_jobs``: one row per re-encryption / re-index job: what it rewrites (table,
   column, target key id), its checkpoint (the last primary key claimed, as JSON), counts,
   status, timestamps and the last worker's heartbeat.
@@ -31,6 +33,9 @@ from sqlalchemy import (
     String,
     Table,
     Text,
+    insert,
+    inspect,
+    select,
 )
 from sqlalchemy.engine import Connection, Engine
 
@@ -39,7 +44,8 @@ from ..keysources.database import sealstore_keys, sealstore_keys_columns
 __all__ = [
     "BATCHES_TABLE",
     "JOBS_TABLE",
-    "S3_PREFIXES_TABLE",
+    "OBJECT_PREFIXES_TABLE",
+    "RETIRED_TABLES",
     "batches_columns",
     "create_tables",
     "drop_tables",
@@ -48,12 +54,14 @@ __all__ = [
     "sealstore_job_batches",
     "sealstore_jobs",
     "sealstore_keys",
-    "sealstore_s3_prefixes",
+    "sealstore_object_prefixes",
 ]
 
 JOBS_TABLE = "sealstore_jobs"
 BATCHES_TABLE = "sealstore_job_batches"
-S3_PREFIXES_TABLE = "sealstore_s3_prefixes"
+OBJECT_PREFIXES_TABLE = "sealstore_object_prefixes"
+#: tables of earlier revisions, still sealstore's where a database is not upgraded yet
+RETIRED_TABLES: frozenset[str] = frozenset({"sealstore_s3_prefixes"})
 
 # Job statuses (sealstore_jobs.status) and batch states (sealstore_job_batches.state).
 RUNNING, DONE, FAILED, SUPERSEDED = "running", "done", "failed", "superseded"
@@ -116,10 +124,13 @@ sealstore_job_batches: Table = Table(
     *batches_columns(),
     Index("ix_sealstore_job_batches_state", "job_id", "state"),
 )
-sealstore_s3_prefixes: Table = Table(
-    S3_PREFIXES_TABLE,
+sealstore_object_prefixes: Table = Table(
+    OBJECT_PREFIXES_TABLE,
     metadata,
-    Column("url", String(700), primary_key=True),  # s3://bucket/prefix (700: MySQL key limit)
+    # scheme://bucket/prefix; 16 + 222 + 500 characters: within MySQL's 3072-byte key in utf8mb4
+    Column("scheme", String(16), primary_key=True),
+    Column("bucket", String(222), primary_key=True),
+    Column("prefix", String(500), primary_key=True),
     Column("registered_at", DateTime(timezone=True), nullable=False),
 )
 # the registry table joins this MetaData too, so create_tables() makes all three
@@ -127,8 +138,37 @@ _keys = Table(sealstore_keys.name, metadata, *sealstore_keys_columns())
 
 
 def create_tables(bind: Engine | Connection) -> None:
-    """Create the sealstore tables that are missing (what ``alembic upgrade sealstore@head`` does)."""
+    """Create the sealstore tables that are missing (what ``alembic upgrade sealstore@head`` does),
+    carrying the rows of ``sealstore_s3_prefixes`` (from before revision ``sealstore_0004``)
+    over to ``sealstore_object_prefixes`` and dropping it, as that revision does."""
+    if isinstance(bind, Engine):
+        with bind.begin() as conn:
+            create_tables(conn)
+        return
     metadata.create_all(bind)
+    if "sealstore_s3_prefixes" not in inspect(bind).get_table_names():
+        return
+    old = Table("sealstore_s3_prefixes", MetaData(), autoload_with=bind)
+    rows = bind.execute(select(old.c.url, old.c.registered_at)).all()
+    for url, registered_at in rows:
+        scheme, sep, rest = url.partition("://")
+        bucket, _, prefix = rest.partition("/")
+        if (scheme, sep) != ("s3", "://") or not bucket:
+            raise ValueError(f"sealstore_s3_prefixes holds {url!r}, not s3://BUCKET[/PREFIX]")
+        exists = bind.execute(
+            select(sealstore_object_prefixes.c.scheme).where(
+                sealstore_object_prefixes.c.scheme == "s3",
+                sealstore_object_prefixes.c.bucket == bucket,
+                sealstore_object_prefixes.c.prefix == prefix,
+            )
+        ).first()
+        if exists is None:
+            bind.execute(
+                insert(sealstore_object_prefixes).values(
+                    scheme="s3", bucket=bucket, prefix=prefix, registered_at=registered_at
+                )
+            )
+    old.drop(bind)
 
 
 def drop_tables(bind: Engine | Connection) -> None:

@@ -63,7 +63,10 @@ __all__ = [
     "MissingExtra",
     "NonceReuseRefused",
     "NotSealedObject",
+    "ObjectChanged",
+    "ObjectNotFound",
     "OverlappingBuffers",
+    "RangeNotSatisfiable",
     "ReservedDerivation",
     "RetryBudgetExhausted",
     "SealstoreError",
@@ -350,6 +353,20 @@ class UnsupportedOperation(SealstoreError, ValueError):
 
 class UnsealedPath(UnsupportedOperation):
     """The call would move an object's body around the sealing handlers (presigned URLs, CRT transfers); refused before anything was sent."""
+
+
+class ObjectNotFound(SealstoreError, LookupError):
+    """An object store has no object (or bucket) of that name; nothing was read or written."""
+
+
+class ObjectChanged(SealstoreError, RuntimeError):
+    """A conditional object-store request failed: the object was changed, replaced or created meanwhile (its version is not the one read); nothing was written over it."""
+
+
+class RangeNotSatisfiable(SealstoreError, ValueError):
+    """A plaintext byte range lies outside the object; ``.size`` is the object's plaintext size."""
+
+    size: int | None = None
 
 
 class UnsupportedClient(SealstoreError, TypeError):

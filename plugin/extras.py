@@ -20,6 +20,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "sqlalchemy": ("sqlalchemy", "alembic", "rich"),
     "s3": ("boto3", "botocore"),
     "kms": ("boto3", "botocore"),
+    "gcs": ("google.cloud.storage", "google.api_core"),
     "bench": ("rich", "sqlalchemy", "alembic", "boto3", "moto", "sqlalchemy_utils", "matplotlib"),
 }
 

@@ -72,6 +72,22 @@ def fx_s3(run: Run):
 
 
 @contextlib.contextmanager
+def fx_gcs(run: Run):
+    """The GCS emulator that ``storage.Client()`` reaches, with an empty ``my-bucket``."""
+    from fixtures_gcs import make_gcs_client
+
+    emulator = run.request.getfixturevalue("gcs_emulator")
+    run.setenv("STORAGE_EMULATOR_HOST", emulator.url)
+    run.setenv("GOOGLE_CLOUD_PROJECT", "sealstore-test")
+    raw = make_gcs_client(emulator)
+    bucket = raw.create_bucket(BUCKET)
+    try:
+        yield
+    finally:
+        bucket.delete(force=True)
+
+
+@contextlib.contextmanager
 def fx_alembic_revision(run: Run):
     """The block is an Alembic revision file: loaded as a module, its ``upgrade()``, then its
     ``downgrade()``, then ``upgrade()`` again run on the page's ``engine`` (from an earlier
@@ -186,6 +202,7 @@ FIXTURES = {
     "plain-app": fx_plain_app,
     "keyring": fx_keyring,
     "s3": fx_s3,
+    "gcs": fx_gcs,
     "alembic-revision": fx_alembic_revision,
 }
 

@@ -33,7 +33,7 @@ _REQ = re.compile(
 
 
 #: the extras that hold library dependencies (the bench and test extras are tools)
-LIBRARY = ("sqlalchemy", "s3", "kms")
+LIBRARY = ("sqlalchemy", "s3", "gcs", "kms")
 
 
 def floors(pyproject: Path) -> list[str]:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import re
 
 from sealstore.errors import UnsupportedOperation
+from sealstore.stream import HEADER_SIZE
 
-__all__ = ["ByteRange", "parse_range"]
+__all__ = ["ByteRange", "parse_range", "sealed_range"]
 
 _RANGE = re.compile(r"^\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*$", re.IGNORECASE)
 
@@ -57,3 +58,21 @@ def parse_range(text: str) -> ByteRange:
     if last is not None and last < first:
         raise UnsupportedOperation(f"Range {text!r}: the last byte is before the first")
     return ByteRange(first, last, None, text)
+
+
+def sealed_range(rng: ByteRange, segment_size: int, tag_size: int) -> str:
+    """The ``Range`` of the stored bytes that hold the plaintext range ``rng`` of an object with
+    segments of ``segment_size`` plaintext bytes and ``tag_size``-byte tags (a guess of the
+    layout is enough: the answer's metadata confirms it).  From byte 0 the header comes along;
+    a suffix takes whole segments from the end."""
+    step = segment_size + tag_size
+    if rng.suffix is not None:
+        if rng.suffix == 0:
+            return "bytes=-0"
+        return f"bytes=-{(rng.suffix // segment_size + 2) * step}"
+    first = rng.first or 0
+    i0 = first // segment_size
+    start = 0 if i0 == 0 else HEADER_SIZE + i0 * step  # from 0: the header comes along
+    if rng.last is None:
+        return f"bytes={start}-"
+    return f"bytes={start}-{HEADER_SIZE + (rng.last // segment_size + 1) * step - 1}"

@@ -15,8 +15,11 @@ from botocore.exceptions import (
 )
 from botocore.response import StreamingBody
 
+from ..objects.engine import read_exactly
+
 __all__ = [
     "OpenedBody",
+    "read_exactly",
     "Prepended",
     "Resuming",
     "Window",
@@ -173,19 +176,6 @@ class Prepended:
 
     def close(self) -> None:
         self._raw.close()
-
-
-def read_exactly(raw: Any, n: int) -> bytes:
-    """Up to ``n`` bytes from ``raw`` (fewer only at its end)."""
-    parts: list[bytes] = []
-    got = 0
-    while got < n:
-        chunk = raw.read(n - got)
-        if not chunk:
-            break
-        parts.append(chunk)
-        got += len(chunk)
-    return b"".join(parts)
 
 
 class OpenedBody(StreamingBody):  # type: ignore[misc]  # (botocore has no types)

@@ -23,7 +23,7 @@ import time
 from dataclasses import asdict
 from typing import Any
 
-from .progress import BAR_MODES, make_object_progress, wants_bar
+from ..objects.progress import BAR_MODES, make_object_progress, wants_bar
 
 __all__ = ["add_commands", "main"]
 
@@ -32,6 +32,7 @@ def _cmd_rotate(args: argparse.Namespace) -> int:
     import boto3
     from botocore.exceptions import BotoCoreError, ClientError
     from sealstore.config import load_config
+    from sealstore.errors import ObjectNotFound
 
     from . import encrypt_client
     from .rotate import default_checkpoint, parse_s3_url, pending_objects, rotate_objects
@@ -67,6 +68,10 @@ def _cmd_rotate(args: argparse.Namespace) -> int:
         )
     except (BotoCoreError, ClientError) as exc:  # the listing itself: nothing was rotated
         print(f"sealstore: error: S3: {_s3_error(exc)}", file=sys.stderr)
+        return 1
+    except ObjectNotFound as exc:  # the store's translation of a listing's ClientError
+        cause = exc.__cause__ if isinstance(exc.__cause__, ClientError) else exc
+        print(f"sealstore: error: S3: {_s3_error(cause)}", file=sys.stderr)
         return 1
     finally:
         if progress is not None:

@@ -24,6 +24,7 @@ from sealstore.stream import (
 
 from ..objects import metadata as M
 from ..objects.ranges import parse_range
+from ..objects.ranges import sealed_range as _sealed_range
 from .sealing_state import SealingState
 from .body import (
     Prepended,
@@ -330,19 +331,6 @@ def _object_args(params) -> dict:
         )
         if params.get(k)
     }
-
-
-def _sealed_range(rng, seg: int, tag: int) -> str:
-    step = seg + tag
-    if rng.suffix is not None:
-        if rng.suffix == 0:
-            return "bytes=-0"
-        return f"bytes=-{(rng.suffix // seg + 2) * step}"
-    i0 = rng.first // seg
-    start = 0 if i0 == 0 else HEADER_SIZE + i0 * step  # from 0: the header comes along
-    if rng.last is None:
-        return f"bytes={start}-"
-    return f"bytes={start}-{HEADER_SIZE + (rng.last // seg + 1) * step - 1}"
 
 
 def _content_range(value, length) -> tuple[int, int, int]:

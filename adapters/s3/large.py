@@ -1,14 +1,11 @@
-"""Objects above S3's single-request limits: multipart re-seal and multipart copy.
+"""Objects above S3's single-request limit: multipart copy.
 
-``PutObject`` and ``CopyObject`` take at most 5 GiB.  Rotation re-seals an object in place (or
-puts its lost metadata back with a copy onto itself), and a copy of an unbound object by a client
-that does not bind copies sealed bytes server-side (``copying.py``; other copies are re-sealed);
-above that size these go through a multipart upload instead, with the same guarantees:
+``CopyObject`` takes at most 5 GiB.  Rotation puts an object's lost metadata back with a copy
+onto itself (``S3Store.copy``), and a copy of an unbound object by a client that does not bind
+copies sealed bytes server-side (``copying.py``; other copies are re-sealed); above that size
+these go through a multipart copy instead, with the same guarantees (re-sealing above it is the
+engine's multipart upload, ``objects/engine.py``):
 
-* :func:`put_multipart` seals a plaintext stream through the encrypted client's multipart
-  handlers, one part in memory at a time, reads the source to its end (so its final segment is
-  authenticated) before completing, and completes only ``IfMatch`` the ETag the caller read:
-  a concurrent writer is never overwritten.
 * :func:`copy_multipart` copies an object's sealed bytes as they are, in consecutive ranges
   (``UploadPartCopy`` on the raw client), so the copy is byte for byte the source, each range
   conditional on the source's ETag.  Metadata, which a multipart copy does not carry over, is
@@ -21,66 +18,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from sealstore.errors import TruncatedObject
+from .transfer import MAX_PARTS, MIN_PART
 
-from ..objects import metadata as M
-from .body import read_exactly
-from .transfer import MAX_PARTS, MIN_PART, part_size
-
-__all__ = ["MAX_SINGLE_REQUEST", "copy_multipart", "needs_multipart", "put_multipart"]
+__all__ = ["MAX_SINGLE_REQUEST", "copy_multipart"]
 
 MAX_SINGLE_REQUEST = 5 << 30  # PutObject body, CopyObject source
-RESEAL_PART = 64 << 20  # plaintext per part when re-sealing (held in memory)
 COPY_PART = 1 << 30  # sealed bytes per UploadPartCopy (server-side, nothing held)
-
-
-def needs_multipart(plaintext_length: int) -> bool:
-    """Whether sealing ``plaintext_length`` bytes may exceed one PutObject (the sealed size is at
-    most 1/1024 larger than the plaintext for any segment size sealstore accepts, plus the
-    header)."""
-    return plaintext_length + plaintext_length // 1024 + 4096 > MAX_SINGLE_REQUEST
-
-
-def put_multipart(
-    client: Any,
-    sealing: Any,
-    bucket: str,
-    key: str,
-    body: Any,
-    length: int,
-    *,
-    metadata: dict[str, str],
-    extra: dict[str, Any],
-    if_match: str | None,
-) -> None:
-    """Seal ``length`` plaintext bytes read from ``body`` over ``bucket/key``, completing only
-    if the object's ETag is still ``if_match``."""
-    size = part_size(length, RESEAL_PART, sealing.segment_size)
-    upload = client.create_multipart_upload(
-        Bucket=bucket, Key=key, Metadata={**metadata, M.PART_SIZE: str(size), M.LENGTH: str(length)},
-        **extra,
-    )  # fmt: skip
-    upload_id, parts = upload["UploadId"], []
-    try:
-        for number, offset in enumerate(range(0, length, size), 1):
-            want = min(size, length - offset)
-            data = read_exactly(body, want)
-            if len(data) != want:
-                raise TruncatedObject(
-                    f"the source ended after {offset + len(data)} of {length} bytes"
-                )
-            resp = client.upload_part(
-                Bucket=bucket, Key=key, UploadId=upload_id, PartNumber=number, Body=data
-            )
-            parts.append({"PartNumber": number, "ETag": resp["ETag"]})
-        if body.read(1):  # past the declared length; reading to the end checks the final segment
-            raise TruncatedObject(f"the source holds more than its declared {length} bytes")
-        client.complete_multipart_upload(
-            Bucket=bucket, Key=key, UploadId=upload_id, MultipartUpload={"Parts": parts}, IfMatch=if_match
-        )  # fmt: skip
-    except BaseException:
-        _abort(client, bucket, key, upload_id)
-        raise
 
 
 def copy_multipart(

@@ -1,6 +1,5 @@
 """An object's plaintext size from one HEAD (sealstore metadata and the stored size), without
-downloading it and without a key: the header names the segment and tag sizes, and those with the
-stored size give the plaintext size (docs/FORMAT.md O1, O3)."""
+downloading it and without a key (the arithmetic is the engine's: ``objects/sizes.py``)."""
 
 from __future__ import annotations
 
@@ -8,15 +7,9 @@ import contextlib
 from collections.abc import Callable
 from typing import Any
 
-from sealstore.errors import MalformedObject, NotSealedObject
-from sealstore.stream import (
-    HEADER_SIZE,
-    ObjectHeader,
-    parse_object_header,
-)
-from sealstore.stream import plaintext_size as _from_stored
+from sealstore.stream import HEADER_SIZE, ObjectHeader
 
-from ..objects import metadata as M
+from ..objects import sizes as _sizes
 from .body import read_exactly
 
 __all__ = ["plaintext_size", "size_of"]
@@ -28,20 +21,7 @@ def size_of(head: dict[str, Any], fetch_header: Callable[[], bytes]) -> tuple[in
     ``fetch_header()`` returns the object's first bytes, and is called only when the metadata
     lacks the header copy.  NotSealedObject for an object sealstore did not write;
     MalformedObject when the metadata's plaintext length disagrees with the stored size."""
-    meta = head.get("Metadata")
-    stored = head["ContentLength"]
-    from_meta = M.header_from_metadata(meta)
-    if from_meta is not None:
-        header = from_meta[0]
-    elif stored < len(b"SSOB"):
-        raise NotSealedObject("the object is too short to be sealed")
-    else:
-        header = parse_object_header(fetch_header())
-    n = _from_stored(stored, header.segment_size, header.tag_size)
-    expected = M.stored_length(meta)
-    if expected is not None and expected != n:
-        raise MalformedObject(f"object metadata says {expected} bytes, its size says {n}")
-    return n, header
+    return _sizes.size_of(head.get("Metadata"), head["ContentLength"], fetch_header)
 
 
 def plaintext_size(client: Any, **object_args: Any) -> int:

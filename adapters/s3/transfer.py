@@ -29,10 +29,12 @@ from boto3.s3 import inject
 from boto3.s3.constants import CLASSIC_TRANSFER_CLIENT
 from boto3.s3.transfer import TransferConfig
 from botocore.compat import HAS_CRT
-from sealstore.errors import UnsealedPath, UnsupportedOperation
+from sealstore.errors import UnsealedPath
 from sealstore.stream import source_length
 
 from ..objects import metadata as M
+from ..objects.parts import part_size as _part_size
+from ..objects.store import PartLimits
 
 if HAS_CRT:
     import boto3.crt as boto3_crt
@@ -47,14 +49,10 @@ MAX_PARTS = 10_000
 
 
 def part_size(length: int | None, wanted: int, segment_size: int) -> int:
-    """A part size: ``wanted`` rounded up to whole segments, >= 5 MiB, <= 10,000 parts."""
-    size = max(wanted, MIN_PART)
-    if length is not None:
-        size = max(size, -(-length // MAX_PARTS))
-    size = -(-size // segment_size) * segment_size
-    if size > MAX_PART:
-        raise UnsupportedOperation("the object is too large for 10,000 parts of at most 5 GiB")
-    return size
+    """A part size: ``wanted`` rounded up to whole segments, >= 5 MiB, <= 10,000 parts (the
+    engine's part planning with S3's limits)."""
+    limits = PartLimits(MIN_PART, MAX_PART, MAX_PARTS, MAX_PART)
+    return _part_size(length, wanted, segment_size, limits)
 
 
 def classic(config: Any) -> TransferConfig:

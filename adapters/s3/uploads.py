@@ -8,7 +8,6 @@ from typing import Any
 
 import logging
 import os
-import tempfile
 import threading
 
 from botocore.exceptions import ParamValidationError
@@ -23,6 +22,7 @@ from sealstore.stream import (
 )
 
 from ..objects import metadata as M
+from ..objects.engine import SPOOL_MEMORY, spooled
 from .sealing_state import SealingState
 from .body import (
     read_exactly,
@@ -33,7 +33,6 @@ __all__ = ["SPOOL_MEMORY", "UploadHandlers"]
 log: logging.Logger = logging.getLogger(__name__)
 
 #: Sealed bodies of unknown length are spooled; this much stays in memory, the rest on disk.
-SPOOL_MEMORY = 8 << 20
 _CHECKSUM_PARAMS = ("ChecksumAlgorithm", "ChecksumType")
 
 
@@ -110,15 +109,8 @@ class UploadHandlers(SealingState):
         )  # fmt: skip
 
     @staticmethod
-    def _spool(reader: SealingReader):
-        spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY)
-        buf = bytearray(2 << 20)
-        view = memoryview(buf)
-        while n := reader.readinto(view):
-            spool.write(view[:n])
-        size = spool.tell()
-        spool.seek(0)
-        return spool, size
+    def _spool(reader: SealingReader) -> tuple[Any, int]:
+        return spooled(reader, SPOOL_MEMORY)
 
     def start_multipart(
         self, params: dict[str, Any], context: dict[str, Any], **kwargs: Any

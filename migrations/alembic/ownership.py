@@ -2,7 +2,8 @@
 them alone.
 
 sealstore's tables (``sealstore_keys``, ``sealstore_jobs``, ``sealstore_job_batches``,
-``sealstore_s3_prefixes``, listed in :mod:`sealstore.migrations.schema`) are created by
+``sealstore_object_prefixes``, listed in :mod:`sealstore.migrations.schema`, and the tables of
+earlier revisions, ``RETIRED_TABLES``) are created by
 sealstore's own revisions (branch ``sealstore``) or by ``create_tables()``.  An application's
 models do not declare them, so its autogenerate sees them in the database only and proposes
 ``op.drop_table('sealstore_keys')``: running that destroys the key registry.
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from alembic.operations import ops as alembic_ops
 
-from ..schema import metadata
+from ..schema import RETIRED_TABLES, metadata
 
 if TYPE_CHECKING:
     from alembic.autogenerate.rewriter import Rewriter
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 __all__ = ["SEALSTORE_TABLES", "include_name", "include_object", "install", "is_sealstore_table"]
 
 #: The names of the tables sealstore keeps in an application's database.
-SEALSTORE_TABLES: frozenset[str] = frozenset(metadata.tables)
+SEALSTORE_TABLES: frozenset[str] = frozenset(metadata.tables) | RETIRED_TABLES
 
 
 def is_sealstore_table(name: str | None) -> bool:

@@ -69,6 +69,10 @@ def cmd_rotate(args: argparse.Namespace) -> int:
     """Re-seal every value not under the primary key (resumable; run on several machines)."""
     from sealstore.migrations.rotation.reseal import rotate
 
+    if args.objects:
+        if args.models or args.column:
+            raise UsageError("rotate columns (--models/--column) and --objects in separate runs")
+        return _rotate_objects(args)
     with _setup(args) as env:
         if not env.columns:
             raise UsageError(f"no encrypted column uses keyring {args.keyring!r}")
@@ -77,6 +81,74 @@ def cmd_rotate(args: argparse.Namespace) -> int:
             progress=_progress(args), retry=_retry(args),
         )  # fmt: skip
     return _report_workers(args, results, "re-seal", "re-sealed")
+
+
+def _rotate_objects(args: argparse.Namespace) -> int:
+    """``rotate --objects URL...``: each prefix's job shared through the database with the
+    other workers; without a database, one process per prefix with a checkpoint file."""
+    import json
+    from dataclasses import asdict
+
+    from sealstore.adapters.objects.engine import ObjectSealing
+    from sealstore.adapters.objects.progress import make_object_progress
+    from sealstore.adapters.objects.rotation import default_checkpoint, rotate_objects
+    from sealstore.adapters.objects.stores import open_store, parse_object_url
+    from sealstore.migrations.rotation.objects import rotate_prefix
+
+    if args.objects_batch_size < 1:
+        raise UsageError("--objects-batch-size must be at least 1")
+    if args.dry_run:
+        raise UsageError("--dry-run with --objects: count with `sealstore s3 rotate --dry-run`")
+    try:
+        urls = [parse_object_url(u) for u in args.objects]
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    cfg = _config(args)
+    try:
+        db_url = _db_url(args, cfg)
+    except UsageError:
+        db_url = None
+    engine = None
+    if db_url is not None and not args.no_database:
+        engine = _engine(db_url)
+        _connect_check(engine)
+    keyring = cfg.load_keyring()
+    mode = "none" if args.json or args.progress == "none" else "lines"
+    progress = make_object_progress(mode, verbose=False)
+    results: list[dict] = []
+    failed = False
+    try:
+        sealing = ObjectSealing(keyring, bind_location=True)
+        for url in urls:
+            store = open_store(url, endpoint_url=args.endpoint_url, region=args.region)
+            if engine is not None:
+                r = rotate_prefix(engine, sealing, store, str(url),
+                                  batch_size=args.objects_batch_size, progress=progress,
+                                  pause=args.pause)  # fmt: skip
+                doc = {"url": str(url), "coordinated": True, **asdict(r)}
+                line = (f"{url}: job {r.job_id}, {r.scanned} objects in {r.batches} batches, "
+                        f"{r.resealed} re-sealed, {len(r.conflicts)} conflicts, "
+                        f"{len(r.failures)} failed{'' if r.complete else ' (job left running)'}")  # fmt: skip
+            else:
+                rep = rotate_objects(sealing, store, url.bucket, url.prefix,
+                                        checkpoint=default_checkpoint(str(url)), progress=progress,
+                                        pause=args.pause)  # fmt: skip
+                doc = {"url": str(url), "coordinated": False, **asdict(rep)}
+                line = (f"{url}: {rep.scanned} objects, {rep.resealed + rep.repaired} "
+                        f"re-sealed, {len(rep.conflicts)} conflicts, {len(rep.failures)} "
+                        "failed (no database: checkpoint file)")  # fmt: skip
+            failed = failed or bool(doc["failures"] or doc["conflicts"])
+            results.append(doc)
+            if not args.json:
+                print(line)
+    finally:
+        progress.close()
+        keyring.close()
+        if engine is not None:
+            engine.dispose()
+    if args.json:
+        print(json.dumps({"objects": results}, default=str))
+    return 1 if failed else 0
 
 
 @_guard
@@ -129,7 +201,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 @_guard
 def cmd_db_init(args: argparse.Namespace) -> int:
-    """Create sealstore's tables (jobs, batches, S3 prefixes, key registry) where missing."""
+    """Create sealstore's tables (jobs, batches, object prefixes, key registry) where missing."""
     from sealstore.migrations.schema import create_tables
     from sealstore.migrations.transient import RetryPolicy, scrubbed
     from sealstore.redact import mask_url
@@ -164,6 +236,22 @@ def add_commands(commands: Subcommands) -> None:
         action="store_true",
         help="only count, per key id, what would change",
     )
+    p.add_argument(
+        "--objects",
+        action="append",
+        metavar="URL",
+        help="re-seal the objects under this prefix (s3://BUCKET/PREFIX, or another store's "
+        "URL) instead of columns; the work is shared through the database's job tables with "
+        "every worker started on it (without a database: a checkpoint file per prefix)",
+    )
+    p.add_argument("--objects-batch-size", type=int, default=100, metavar="N",
+                   help="objects per batch (default 100)")  # fmt: skip
+    p.add_argument("--endpoint-url", help="the object store's endpoint (S3-compatible)")
+    p.add_argument("--region", help="the object store's region")
+    p.add_argument("--pause", type=float, default=0.0, metavar="SECONDS",
+                   help="--objects: wait between objects (throttle)")  # fmt: skip
+    p.add_argument("--no-database", action="store_true",
+                   help="--objects without the database: one process per prefix, checkpoint file")  # fmt: skip
     p.set_defaults(func=cmd_rotate)
 
     p = commands.add_parser(
@@ -206,7 +294,7 @@ def add_db_commands(commands: Subcommands) -> None:
     db = commands.add_parser(
         "db",
         help="sealstore's own tables",
-        description="Manage sealstore's own tables (jobs, batches, S3 prefixes, key registry).",
+        description="Manage sealstore's own tables (jobs, batches, object prefixes, key registry).",
     ).add_subparsers(dest="db_command", required=True, metavar="ACTION")
     p = db.add_parser(
         "init",
@@ -240,12 +328,17 @@ def _retire_parser(p, func) -> None:
     p.add_argument("key_id", metavar="KEY_ID", help="8 hex digits (sealstore keys list)")
     _columns_args(p, progress=False)
     p.add_argument(
+        "--objects",
         "--s3",
+        dest="s3",
         action="append",
-        metavar="s3://BUCKET/PREFIX",
-        help="also check these objects",
+        metavar="URL",
+        help="also check the objects under this prefix (s3://BUCKET/PREFIX, or another "
+        "store's URL: sealstore.adapters.objects.stores)",
     )
-    p.add_argument("--endpoint-url", help="S3-compatible endpoint (default: AWS)")
-    p.add_argument("--region", help="S3 region (default: boto3's)")
+    p.add_argument(
+        "--endpoint-url", help="the object store's endpoint (S3-compatible: default AWS)"
+    )
+    p.add_argument("--region", help="the object store's region (S3: default from the environment)")
     p.add_argument("--force", action="store_true", help="go ahead even if values still use the key")
     p.set_defaults(func=func)

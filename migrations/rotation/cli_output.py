@@ -193,8 +193,12 @@ def _print_jobs(jobs) -> None:
             f" -- DEAD (no heartbeat for over {LEASE_SECONDS:g}s; the next run takes it over)"
             if is_dead(j, at=now) else ""
         )  # fmt: skip
+        # an object job names a prefix URL (table_name scheme://bucket, column_name the prefix)
+        what = f"{j.table_name}/{j.column_name}" if "://" in j.table_name else (
+            f"{j.table_name}.{j.column_name}"
+        )  # fmt: skip
         print(
-            f"job {j.job_id}: {j.kind} {j.table_name}.{j.column_name} to {j.target_key_id:08x}: "
+            f"job {j.job_id}: {j.kind} {what} to {j.target_key_id:08x}: "
             f"{j.done}{total} done, heartbeat {beat}{dead}"
         )
     if not jobs:

@@ -1,7 +1,7 @@
 """``sealstore keys retire`` and ``keys destroy``: a key is retired (or destroyed) only once no
 column value, blind index or S3 object uses it, or with ``--force``, saying what breaks.  The
 references are counted by ``rotation/retire.py`` over the columns named by ``--models`` /
-``--column`` and the S3 prefixes of ``--s3`` plus those registered in the database; the
+``--column`` and the object prefixes of ``--objects``/``--s3`` plus those registered in the database; the
 parsers are in ``rotation/cli.py``.
 """
 
@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import sys
 
-from sealstore.extras import require
 
 from .cli_output import _retire_json
 from .cli_setup import (
@@ -60,7 +59,7 @@ def _retire_or_destroy(args, action: str) -> int:
     checked = [s.name for s in specs] + urls
     if not checked and not args.force:
         raise UsageError(
-            "nothing to check: name the columns (--models/--column) and S3 prefixes (--s3)"
+            "nothing to check: name the columns (--models/--column) and object prefixes (--objects)"
         )
     source = cfg.key_source_object()
     keyring = source.load(suite=cfg.suite, tag_size=cfg.tag_size)
@@ -120,25 +119,25 @@ def _reference_specs(args, engine) -> list:
 
 def _s3_urls(args, engine) -> list[str]:
     """The --s3 prefixes, then those registered in the database that are not among them."""
-    from sealstore.migrations.rotation.retire import registered_s3_prefixes
+    from sealstore.migrations.rotation.retire import registered_object_prefixes
 
     urls = list(args.s3 or ())
     if engine is not None:
-        urls += [u for u in registered_s3_prefixes(engine) if u not in urls]
+        urls += [u for u in registered_object_prefixes(engine) if u not in urls]
     return urls
 
 
 def _references(args, engine, specs, key_id: int, urls: list[str]):
-    """The columns and S3 prefixes whose values still use ``key_id``."""
+    """The columns and object prefixes whose values still use ``key_id`` (each prefix's store
+    from the store registry, with --endpoint-url/--region)."""
     from sealstore.migrations.rotation.retire import find_references
 
-    client = None
-    if urls:
-        require("s3", "checking S3 prefixes for a key's objects", ("boto3",))
-        import boto3
-
-        client = boto3.client("s3", endpoint_url=args.endpoint_url, region_name=args.region)
-    return find_references(engine, specs, key_id, s3_client=client, s3_urls=urls)
+    try:
+        return find_references(
+            engine, specs, key_id, urls=urls, endpoint_url=args.endpoint_url, region=args.region
+        )
+    except ValueError as exc:  # a URL of no known store
+        raise UsageError(str(exc)) from None
 
 
 def _refused(action: str, key, refs, checked: list[str], force: bool) -> bool:
@@ -160,7 +159,7 @@ def _refused(action: str, key, refs, checked: list[str], force: bool) -> bool:
         )
     elif not checked:
         print(
-            f"--force: {_DOING[action]} key {key.id_hex} without checking any column or S3 prefix",
+            f"--force: {_DOING[action]} key {key.id_hex} without checking any column or object prefix",
             file=sys.stderr,
         )
     return False

@@ -80,8 +80,8 @@ class StatusReport:
 
 @dataclass(frozen=True)
 class Reference:
-    """``count`` values of column ``name`` name the key (``kind``: "encrypted", "blind index"
-    or "s3")."""
+    """``count`` values of ``name`` (a column, or an object prefix's URL) name the key (``kind``:
+    "encrypted", "blind index", or the object store's scheme, "s3")."""
 
     name: str
     count: int

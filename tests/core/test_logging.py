@@ -206,7 +206,7 @@ def test_s3_flow(debug, tmp_path, s3_endpoint, raw_s3, bucket):
     assert logged(records, down, logging.DEBUG, f"GetObject {bucket}/obj/0: opening under key")
     copied = f"CopyObject {bucket}/obj/1 -> {bucket}/copied: re-sealed"
     assert logged(records, "sealstore.adapters.s3.copying", logging.DEBUG, copied)
-    assert logged(records, "sealstore.adapters.s3.rotate", logging.INFO, f"to key {primary}")
-    assert logged(records, "sealstore.adapters.s3.rotate", logging.DEBUG, "obj/2: resealed")
-    assert logged(records, "sealstore.adapters.s3.rotate", logging.INFO, "done: 4 objects")
+    assert logged(records, "sealstore.adapters.objects.rotation", logging.INFO, f"to key {primary}")
+    assert logged(records, "sealstore.adapters.objects.rotation", logging.DEBUG, "obj/2: resealed")
+    assert logged(records, "sealstore.adapters.objects.rotation", logging.INFO, "done: 4 objects")
     assert_no_secrets(records, secrets)

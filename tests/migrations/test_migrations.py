@@ -69,13 +69,13 @@ def test_shipped_revisions_upgrade_and_downgrade(alembic_env):
         "sealstore_keys",
         "sealstore_jobs",
         "sealstore_job_batches",
-        "sealstore_s3_prefixes",
+        "sealstore_object_prefixes",
     }
     assert ours <= tables(engine)
     with engine.connect() as conn:  # the revisions create exactly the tables the code defines
         diffs = compare_metadata(MigrationContext.configure(conn), schema.metadata)
     assert diffs == []
-    command.downgrade(cfg, "sealstore@-2")
+    command.downgrade(cfg, "sealstore@-3")
     assert tables(engine) & ours == {"sealstore_keys"}
     command.downgrade(cfg, "sealstore@base")
     assert not ours & tables(engine)

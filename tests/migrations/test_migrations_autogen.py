@@ -25,7 +25,7 @@ from sealstore.keyring import Keyring, forget_keyring, use_keyring
 from sealstore.migrations import schema
 from sealstore.migrations.alembic.ownership import SEALSTORE_TABLES, include_object
 
-OURS = {"sealstore_keys", "sealstore_jobs", "sealstore_job_batches", "sealstore_s3_prefixes"}
+OURS = {"sealstore_keys", "sealstore_jobs", "sealstore_job_batches", "sealstore_object_prefixes"}
 
 APP_MODELS = """
 import sqlalchemy as sa
@@ -354,7 +354,7 @@ def test_two_heads_app_and_sealstore(project, keyring, hooks):
     cfg, engine, versions = project
     cfg.attributes["hooks"] = hooks
     heads = ScriptDirectory.from_config(cfg).get_heads()
-    assert sorted(heads) == ["app_0001", "sealstore_0003"]
+    assert sorted(heads) == ["app_0001", "sealstore_0004"]
     command.upgrade(cfg, "heads")
     assert OURS | {"users"} <= set(sa.inspect(engine).get_table_names())
     registry = _fill_registry(engine)
@@ -374,7 +374,7 @@ def test_two_heads_app_and_sealstore(project, keyring, hooks):
     assert "op.add_column('users'" in body
     for name in SEALSTORE_TABLES | {"ix_sealstore_job_batches_state"}:
         assert name not in body
-    assert sorted(ScriptDirectory.from_config(cfg).get_heads()) == ["app_0002", "sealstore_0003"]
+    assert sorted(ScriptDirectory.from_config(cfg).get_heads()) == ["app_0002", "sealstore_0004"]
     command.upgrade(cfg, "heads")
     assert "email" in {c["name"] for c in sa.inspect(engine).get_columns("users")}
     assert _registry_rows(engine) == registry

@@ -10,7 +10,8 @@ from fixtures_s3 import make_client
 from sealstore.adapters.s3 import encrypt_client
 from sealstore.cli import main
 from sealstore.config import load_config
-from sealstore.migrations.rotation.retire import s3_references
+from sealstore.adapters.s3.store import S3Store
+from sealstore.migrations.rotation.retire import object_references
 
 
 @pytest.fixture
@@ -62,7 +63,7 @@ def test_noncurrent_versions_block_retirement(keys, capsys, s3_endpoint, raw_s3,
     code, err = retire(capsys, s3_endpoint, versioned, old)
     assert code == 1, err
     assert f"2 values still use it (s3://{versioned}/data: 2 objects)" in err
-    assert s3_references(raw_s3, f"s3://{versioned}/data", new_kr.primary.key_id) == 1
+    assert object_references(S3Store(raw_s3), f"s3://{versioned}/data", new_kr.primary.key_id) == 1
 
     # the old versions are what would break: they open now, under the old key
     versions = raw_s3.list_object_versions(Bucket=versioned, Prefix="data")["Versions"]
@@ -88,4 +89,4 @@ def test_versioning_suspended_null_version_is_counted(keys, s3_endpoint, raw_s3,
     s3.put_object(Bucket=bucket, Key="data/a", Body=b"before versioning")
     raw_s3.put_bucket_versioning(Bucket=bucket, VersioningConfiguration={"Status": "Enabled"})
     raw_s3.put_object(Bucket=bucket, Key="data/a", Body=b"a plain current version")
-    assert s3_references(raw_s3, f"s3://{bucket}/data", kr.primary.key_id) == 1
+    assert object_references(S3Store(raw_s3), f"s3://{bucket}/data", kr.primary.key_id) == 1

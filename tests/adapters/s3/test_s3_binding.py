@@ -481,3 +481,32 @@ def test_copy_onto_itself(s3_endpoint, keyring, s3, raw_s3, bucket):
     s3.copy_object(Bucket=bucket, Key="u", CopySource=f"{bucket}/u",
                    MetadataDirective="REPLACE", Metadata={"x": "2"})  # fmt: skip
     assert header(raw_s3, bucket, "u").bound and get(s3, bucket, "u") == b"unbound"
+
+
+def test_golden_objects_open_through_the_engine_over_http(s3_endpoint, raw_s3, bucket):
+    """The object engine (S3Store + ObjectSealing) opens the frozen objects as the handlers do:
+    unbound ones anywhere, bound ones only at vectors-bucket/alice/report.bin, whole and by
+    range, with no sealstore metadata (the body's header serves)."""
+    from sealstore.adapters.objects import ObjectSealing
+    from sealstore.adapters.s3.store import S3Store
+
+    store = S3Store(raw_s3)
+    try:
+        raw_s3.create_bucket(Bucket="vectors-bucket")
+    except raw_s3.exceptions.BucketAlreadyOwnedByYou:
+        pass
+    for name, where in (("objects-v1.json", (bucket, "old")),
+                        ("objects-v1-bound.json", ("vectors-bucket", "alice/report.bin"))):  # fmt: skip
+        for case, kr in _golden(name):
+            sealing = ObjectSealing(kr, context=bytes.fromhex(case["context"]))
+            sealed, plain = bytes.fromhex(case["sealed"]), bytes.fromhex(case["plaintext"])
+            raw_s3.put_object(Bucket=where[0], Key=where[1], Body=sealed)
+            assert sealing.open(store, *where).read() == plain
+            assert sealing.open(store, *where, first=100, last=300).read() == plain[100:301]
+            assert sealing.open(store, *where, suffix=10).read() == plain[-10:]
+            raw_s3.put_object(Bucket=bucket, Key="elsewhere", Body=sealed)
+            if name == "objects-v1-bound.json":
+                with pytest.raises(WrongLocation):
+                    sealing.open(store, bucket, "elsewhere")
+            else:
+                assert sealing.open(store, bucket, "elsewhere").read() == plain

@@ -12,7 +12,7 @@ import json
 import pytest
 from fixtures_s3 import make_client
 from sealstore.adapters.s3 import encrypt_client
-from sealstore.adapters.s3.progress import make_object_progress, wants_bar
+from sealstore.adapters.objects.progress import make_object_progress, wants_bar
 from sealstore.adapters.s3.rotate import default_checkpoint, pending_objects, rotate_objects
 from sealstore.cli import main
 from sealstore.config import load_config

@@ -230,11 +230,20 @@ MiB = 1 << 20
 
 @pytest.fixture
 def small_limits(monkeypatch):
-    from sealstore.adapters.s3 import large, rotate
+    scale_down(monkeypatch)
 
+
+def scale_down(monkeypatch) -> None:
+    """S3's 5 GiB single-request limit as 6 MiB, with 5 MiB parts (re-seal and copy)."""
+    import dataclasses
+
+    from sealstore.adapters.objects import engine
+    from sealstore.adapters.s3 import large
+    from sealstore.adapters.s3.store import S3Store
+
+    monkeypatch.setattr(S3Store, "limits", dataclasses.replace(S3Store.limits, max_single=6 * MiB))
     monkeypatch.setattr(large, "MAX_SINGLE_REQUEST", 6 * MiB)
-    monkeypatch.setattr(rotate, "MAX_SINGLE_REQUEST", 6 * MiB)
-    monkeypatch.setattr(large, "RESEAL_PART", 5 * MiB)
+    monkeypatch.setattr(engine, "RESEAL_PART", 5 * MiB)
     monkeypatch.setattr(large, "COPY_PART", 5 * MiB)
 
 
@@ -307,22 +316,22 @@ def test_large_object_metadata_is_repaired_by_a_multipart_copy(
 
 
 @pytest.mark.parametrize("extra", [-1, 1])
-def test_put_multipart_refuses_a_source_of_another_length(
+def test_a_multipart_reseal_refuses_a_source_of_another_length(
     small_limits, s3_endpoint, raw_s3, bucket, extra
 ):
-    """A source shorter or longer than declared raises TruncatedObject; nothing is written and
+    """A source shorter or longer than declared raises SourceChanged; nothing is written and
     the upload is aborted."""
     import io
 
-    from sealstore.adapters.s3.large import put_multipart
-    from sealstore.errors import TruncatedObject
+    from sealstore.adapters.s3.rotate import sealing_of
+    from sealstore.adapters.s3.store import S3Store
+    from sealstore.errors import SourceChanged
 
     s3 = encrypt_client(make_client(s3_endpoint), Keyring.generate(), segment_size=SEG)
     length = 11 * MiB
-    body = io.BytesIO(os.urandom(length + extra))
-    with pytest.raises(TruncatedObject):
-        put_multipart(
-            s3, s3.sealstore, bucket, "k", body, length, metadata={}, extra={}, if_match="*"
-        )
+    body = io.BufferedReader(io.BytesIO(os.urandom(length + extra)))
+    body.seekable = lambda: False  # a stream read once, as an opened object is
+    with pytest.raises(SourceChanged):
+        sealing_of(s3).seal(S3Store(s3), bucket, "k", body, length=length)
     assert "Contents" not in raw_s3.list_objects_v2(Bucket=bucket)
     assert not raw_s3.list_multipart_uploads(Bucket=bucket).get("Uploads")

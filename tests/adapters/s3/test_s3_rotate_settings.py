@@ -44,12 +44,9 @@ PATHS = {
 @pytest.fixture(params=list(PATHS))
 def path(request, monkeypatch):
     if request.param.startswith("large"):
-        from sealstore.adapters.s3 import large, rotate
+        from test_s3_rotate import scale_down
 
-        monkeypatch.setattr(large, "MAX_SINGLE_REQUEST", 6 * MiB)
-        monkeypatch.setattr(rotate, "MAX_SINGLE_REQUEST", 6 * MiB)
-        monkeypatch.setattr(large, "RESEAL_PART", 5 * MiB)
-        monkeypatch.setattr(large, "COPY_PART", 5 * MiB)
+        scale_down(monkeypatch)
     return request.param
 
 

@@ -1,10 +1,10 @@
-"""Progress of ``sealstore s3 rotate``: a rich bar (objects done of the total, rate, ETA) on
+"""Progress of an object rotation (``sealstore s3 rotate``): a rich bar (objects done of the total, rate, ETA) on
 a terminal, one line per changed object otherwise.
 
 A reporter is called as ``reporter(report, key, outcome)`` after each object (the
-``progress`` callback of :func:`~sealstore.adapters.s3.rotate.rotate_objects`) and closed
+``progress`` callback of :func:`~sealstore.adapters.objects.rotation.rotate_objects`) and closed
 with ``close()``.  :func:`make_object_progress` picks one for a mode: ``bar`` (stderr, needs
-the total: count it first with :func:`~sealstore.adapters.s3.rotate.pending_objects`),
+the total: count it first with :func:`~sealstore.adapters.objects.rotation.pending_objects`),
 ``lines`` (changed objects on ``out``; ``verbose``: every object), ``none``; ``auto`` is
 ``bar`` when ``err`` is a terminal and rich is installed, else ``lines``.
 """

@@ -1,0 +1,561 @@
+"""The storage-neutral object engine: seal a stream into an object of any
+:class:`~sealstore.adapters.objects.store.ObjectStore`, open it whole or by plaintext range in
+bounded memory, re-seal it for a copy.
+
+::
+
+    sealing = ObjectSealing(keyring)
+    sealing.seal(store, "b", "k", data)                       # one put, or a multipart upload
+    sealing.open(store, "b", "k").read()                      # verified plaintext
+    sealing.open(store, "b", "k", first=10, last=99).read()   # exactly those plaintext bytes
+    sealing.copy(store, "b", "k", "b", "k2")                  # re-sealed for its new place
+
+Objects are the format of :mod:`sealstore.stream`, with the metadata fields of ``metadata.py``;
+an object is bound to ``store.location(bucket, key)`` (``bind_location``), so its stored bytes
+copied elsewhere by the raw store fail to open there (WrongLocation).  Memory: one batch of
+segments per stream when reading, one part when writing a multipart upload (a store's ``put``
+gets a stream it may read as it sends).
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import tempfile
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from sealstore.errors import (
+    MalformedObject,
+    NotSealedObject,
+    ObjectChanged,
+    RangeNotSatisfiable,
+    SourceChanged,
+    TruncatedObject,
+)
+from sealstore.stream import (
+    DEFAULT_SEGMENT_SIZE,
+    HEADER_SIZE,
+    ObjectCipher,
+    ObjectHeader,
+    OpeningReader,
+    SealingReader,
+    parse_object_header,
+    plan_range,
+    source_length,
+)
+from sealstore.stream import plaintext_size as _from_stored
+
+from . import metadata as M
+from .parts import part_size, sealed_part_size
+from .ranges import ByteRange
+from .sizes import header_of
+from .store import ObjectStore, StoredObject
+
+if TYPE_CHECKING:
+    from sealstore.keyring import Keyring
+
+__all__ = [
+    "RESEAL_PART",
+    "SPOOL_MEMORY",
+    "ObjectSealing",
+    "OpenedObject",
+    "read_exactly",
+    "spooled",
+]
+
+log: logging.Logger = logging.getLogger(__name__)
+
+#: sealed bytes a spooled request body holds in memory before it moves to a temporary file
+SPOOL_MEMORY = 8 << 20
+#: plaintext bytes per part of a multipart upload the engine writes (one part held in memory)
+RESEAL_PART = 64 << 20
+
+
+def spooled(reader: Any, memory: int = SPOOL_MEMORY) -> tuple[Any, int]:
+    """``(file, size)``: the rest of ``reader`` (sealed bytes) in a temporary file, in memory up to
+    ``memory`` bytes then on disk, rewound: a request body a store can read again (signing,
+    retries) when the plaintext source can be read only once."""
+    spool = tempfile.SpooledTemporaryFile(max_size=memory)
+    buf = bytearray(2 << 20)
+    view = memoryview(buf)
+    try:
+        while n := reader.readinto(view):
+            spool.write(view[:n])
+    except BaseException:
+        spool.close()
+        raise
+    size = spool.tell()
+    spool.seek(0)
+    return spool, size
+
+
+def read_exactly(raw: Any, n: int) -> bytes:
+    """Up to ``n`` bytes from ``raw`` (fewer only at its end)."""
+    parts: list[bytes] = []
+    got = 0
+    while got < n:
+        chunk = raw.read(n - got)
+        if not chunk:
+            break
+        parts.append(chunk)
+        got += len(chunk)
+    return b"".join(parts)
+
+
+class OpenedObject(io.RawIOBase):
+    """A readable binary stream of an object's plaintext (verified before it is released), or
+    of its stored bytes as they are when it is not sealed and the engine passes it through
+    (``sealed`` False: NOT authenticated).
+
+    ``size``: the object's plaintext size; ``first``/``last``: the inclusive plaintext span
+    this stream returns (None for an empty answer); ``length``: the bytes it returns;
+    ``header``: the object header (None when not sealed); ``stored``: what the HEAD said."""
+
+    def __init__(
+        self,
+        reader: Any,
+        *,
+        size: int,
+        span: tuple[int, int] | None,
+        sealed: bool,
+        header: ObjectHeader | None,
+        stored: StoredObject,
+    ) -> None:
+        super().__init__()
+        self._reader = reader
+        self.size: int = size
+        self.first: int | None = span[0] if span else None
+        self.last: int | None = span[1] if span else None
+        self.length: int = span[1] - span[0] + 1 if span else 0
+        self.sealed: bool = sealed
+        self.header: ObjectHeader | None = header
+        self.stored: StoredObject = stored
+
+    def __repr__(self) -> str:
+        return (
+            f"<OpenedObject {self.stored.bucket}/{self.stored.key} bytes "
+            f"{self.first}-{self.last}/{self.size} sealed={self.sealed}>"
+        )
+
+    @property
+    def content_range(self) -> str | None:
+        """``bytes FIRST-LAST/SIZE`` (None for an empty answer)."""
+        if self.first is None:
+            return None
+        return f"bytes {self.first}-{self.last}/{self.size}"
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: Any) -> int:
+        if hasattr(self._reader, "readinto"):
+            return int(self._reader.readinto(b))
+        view = memoryview(b).cast("B")
+        chunk = self._reader.read(len(view))
+        view[: len(chunk)] = chunk
+        return len(chunk)
+
+    def read(self, size: int | None = -1) -> bytes:
+        data: bytes = self._reader.read(-1 if size is None else size)
+        return data
+
+    def close(self) -> None:
+        if not self.closed:
+            self._reader.close()
+        super().close()
+
+
+def _check_end(source: Any, length: int | None) -> None:
+    """A file-like ``source`` sealed to its declared ``length`` must end there (reading on
+    also makes an opened object verify its final segment)."""
+    if length is None or isinstance(source, (bytes, bytearray, memoryview)):
+        return
+    read = getattr(source, "read", None)
+    if read is not None and read(1):
+        raise SourceChanged(f"the source holds more than its declared {length} bytes")
+
+
+class _Limited:
+    """``raw`` (a stored body), reading at most ``count`` bytes of it."""
+
+    def __init__(self, raw: Any, count: int) -> None:
+        self._raw = raw
+        self._left = count
+
+    def read(self, amt: int | None = -1) -> bytes:
+        if self._left <= 0:
+            return b""
+        amt = self._left if amt is None or amt < 0 else min(amt, self._left)
+        chunk: bytes = self._raw.read(amt)
+        self._left -= len(chunk)
+        return chunk
+
+    def readinto(self, b: Any) -> int:
+        view = memoryview(b).cast("B")
+        chunk = self.read(len(view))
+        view[: len(chunk)] = chunk
+        return len(chunk)
+
+    def close(self) -> None:
+        self._raw.close()
+
+
+class ObjectSealing:
+    """Sealing settings for objects of any store (see the module docstring).
+
+    ``keyring``: objects are sealed under its primary key and open under any usable key.
+    ``segment_size``: plaintext bytes per segment of new objects.  ``context``: bytes bound into
+    every object key (readers need the same).  ``bind_location``: bind new objects to
+    ``store.location(bucket, key)``.  ``allow_retired``: open objects of retired keys.
+    ``passthrough``: return objects sealstore did not write as they are (``sealed`` False,
+    unauthenticated) instead of raising NotSealedObject.  ``part_size``: plaintext bytes per
+    part of a multipart upload (held in memory, rounded to the store's limits).
+    """
+
+    def __init__(
+        self,
+        keyring: Keyring,
+        *,
+        segment_size: int = DEFAULT_SEGMENT_SIZE,
+        context: bytes = b"",
+        bind_location: bool = True,
+        allow_retired: bool = False,
+        passthrough: bool = False,
+        part_size: int | None = None,
+    ) -> None:
+        ObjectCipher.create(keyring, segment_size=segment_size)  # validates the settings early
+        self.keyring = keyring
+        self.segment_size = segment_size
+        self.context = context
+        self.bind_location = bool(bind_location)
+        self.allow_retired = allow_retired
+        self.passthrough = passthrough
+        self.part_size = part_size  # None: RESEAL_PART when a part is planned
+
+    def __repr__(self) -> str:
+        return (
+            f"<ObjectSealing keyring={self.keyring!r} segment_size={self.segment_size} "
+            f"bind_location={self.bind_location} passthrough={self.passthrough}>"
+        )
+
+    # ---- ciphers ---------------------------------------------------------------------------
+
+    def new_cipher(self, store: ObjectStore, bucket: str, key: str) -> ObjectCipher:
+        """A new object key for ``bucket/key`` (bound to its location with ``bind_location``)."""
+        location = store.location(bucket, key) if self.bind_location else None
+        return ObjectCipher.create(
+            self.keyring, segment_size=self.segment_size, context=self.context, location=location
+        )
+
+    def opener(
+        self,
+        store: ObjectStore,
+        bucket: str,
+        key: str,
+        header: ObjectHeader,
+        *,
+        allow_retired: bool | None = None,
+    ) -> ObjectCipher:
+        """The cipher that opens the object ``header`` heads at ``bucket/key``: its key
+        commitment (and, for a bound object, its location) is checked here, before any body
+        byte is read (KeyCommitmentMismatch, WrongLocation, UnknownKeyId...)."""
+        return ObjectCipher.from_header(
+            self.keyring,
+            header,
+            context=self.context,
+            location=store.location(bucket, key),
+            allow_retired=self.allow_retired if allow_retired is None else allow_retired,
+        )
+
+    # ---- writing ---------------------------------------------------------------------------
+
+    def seal(
+        self,
+        store: ObjectStore,
+        bucket: str,
+        key: str,
+        source: Any,
+        *,
+        length: int | None = None,
+        metadata: Mapping[str, str] | None = None,
+        if_match: str | None = None,
+        if_none_match: bool = False,
+        cipher: ObjectCipher | None = None,
+        settings: Mapping[str, Any] | None = None,
+    ) -> str:
+        """Seal ``source`` (bytes-like, a binary file object or an iterable of bytes; ``length``
+        plaintext bytes when given, else found by itself or by reading to the end) into
+        ``bucket/key``; returns the store's version token.  One ``put`` when the sealed object
+        fits one request, else a multipart upload, one part in memory at a time, completed
+        only after the source's end was read (so its final segment is authenticated) and
+        aborted on any error.  ``if_match``/``if_none_match``: the store's conditions (a failed
+        one raises ObjectChanged, and nothing is written).  ``metadata``: the caller's fields
+        (``sealstore-*`` names refused).  ``settings``: the store's own settings for the
+        write (``store.settings(obj)`` of an object rewritten), passed on to ``put`` and
+        ``create_multipart``.  A file-like source given a ``length`` must end there:
+        SourceChanged otherwise, before the object is written (reading to its end also
+        verifies the final segment of an opened object being re-sealed)."""
+        M.reject_reserved(metadata)
+        extra = {} if settings is None else {"settings": settings}
+        user = dict(metadata or {})
+        cipher = cipher or self.new_cipher(store, bucket, key)
+        if length is None:
+            length = source_length(source)
+        limits = store.limits
+        if length is not None and cipher.sealed_size(length) <= limits.max_single:
+            reader = SealingReader(cipher, source, length)
+            if reader.seekable():
+                body, size = reader, len(reader)
+            else:
+                body, size = spooled(reader)
+            meta = {**user, **M.object_metadata(cipher.header, length)}
+            try:
+                if body is not reader:
+                    _check_end(source, length)
+                return store.put(
+                    bucket, key, body, length=size, metadata=meta,
+                    if_match=if_match, if_none_match=if_none_match, **extra,
+                )  # fmt: skip
+            finally:
+                if body is not reader:
+                    body.close()
+        wanted = RESEAL_PART if self.part_size is None else self.part_size
+        plain_part = part_size(length, wanted, cipher.segment_size, limits)
+        step = sealed_part_size(plain_part, cipher.segment_size, cipher.tag_size)
+        reader = SealingReader(cipher, source, length)
+        first = read_exactly(reader, HEADER_SIZE + step)
+        if len(first) < HEADER_SIZE + step and length is None:
+            # a stream of unknown length that ended within one part: one request
+            n = cipher.plaintext_size(len(first))
+            meta = {**user, **M.object_metadata(cipher.header, n)}
+            return store.put(
+                bucket, key, first, length=len(first), metadata=meta,
+                if_match=if_match, if_none_match=if_none_match, **extra,
+            )  # fmt: skip
+        meta = {**user, **M.object_metadata(cipher.header, length)}
+        return self._multipart(store, bucket, key, reader, first, step, meta, if_match, extra,
+                               lambda: _check_end(source, length))  # fmt: skip
+
+    def _multipart(
+        self,
+        store: ObjectStore,
+        bucket: str,
+        key: str,
+        reader: SealingReader,
+        first: bytes,
+        step: int,
+        meta: dict[str, str],
+        if_match: str | None,
+        extra: dict[str, Any],
+        check: Callable[[], None],
+    ) -> str:
+        upload_id = store.create_multipart(bucket, key, metadata=meta, **extra)
+        parts: list[tuple[int, str]] = []
+        try:
+            data, total = first, 0
+            while data:  # one part in memory: a part needs no "last" flag, only bytes
+                number = len(parts) + 1
+                parts.append((number, store.upload_part(bucket, key, upload_id, number, data)))
+                total += len(data)
+                data = read_exactly(reader, step)
+            check()
+            log.debug("sealed %s/%s in %d parts (%d stored bytes)", bucket, key, len(parts), total)
+            return store.complete_multipart(bucket, key, upload_id, parts, if_match=if_match)
+        except BaseException:
+            try:
+                store.abort_multipart(bucket, key, upload_id)
+            except Exception:  # noqa: BLE001, S110 - the original error is the one to report
+                pass
+            raise
+
+    # ---- reading ---------------------------------------------------------------------------
+
+    def header(
+        self, store: ObjectStore, obj: StoredObject
+    ) -> tuple[ObjectHeader, bytes, bool] | None:
+        """``(header, its bytes, found in the metadata)`` of a stored object (one ranged GET
+        of 76 bytes when its metadata lacks the copy), or None when it is not sealed."""
+
+        def fetch() -> bytes:
+            body = store.get(
+                obj.bucket, obj.key, 0, HEADER_SIZE - 1, if_match=obj.etag, version=obj.version
+            )
+            try:
+                return read_exactly(body, HEADER_SIZE)
+            finally:
+                body.close()
+
+        return header_of(obj.metadata, obj.size, fetch)
+
+    def size(self, store: ObjectStore, bucket: str, key: str, *, version: str | None = None) -> int:
+        """The object's plaintext size (one HEAD, and 76 bytes when its metadata was lost)."""
+        obj = store.head(bucket, key, version=version)
+        found = self.header(store, obj)
+        if found is None:
+            if self.passthrough:
+                return obj.size
+            raise NotSealedObject(f"{bucket}/{key} is not a sealstore object")
+        return self.plaintext_size(obj, found[0])
+
+    @staticmethod
+    def plaintext_size(obj: StoredObject, header: ObjectHeader) -> int:
+        """The plaintext size of the stored object ``obj`` that ``header`` heads (no request);
+        MalformedObject when its metadata's length disagrees."""
+        n = _from_stored(obj.size, header.segment_size, header.tag_size)
+        expected = M.stored_length(obj.metadata)
+        if expected is not None and expected != n:
+            raise MalformedObject(f"object metadata says {expected} bytes, its size says {n}")
+        return n
+
+    def open(
+        self,
+        store: ObjectStore,
+        bucket: str,
+        key: str,
+        *,
+        first: int | None = None,
+        last: int | None = None,
+        suffix: int | None = None,
+        version: str | None = None,
+        if_match: str | None = None,
+        head: StoredObject | None = None,
+        allow_retired: bool | None = None,
+    ) -> OpenedObject:
+        """The plaintext of ``bucket/key``: whole, or bytes ``first..last`` (inclusive; ``last``
+        None: to the end), or the last ``suffix`` bytes (HTTP range semantics).
+
+        One HEAD (or ``head``, one the caller made), then one GET of the covering segments,
+        conditional on the version the HEAD saw (ObjectChanged if it changed).  The key
+        commitment and the location are checked before the body is fetched; every byte
+        returned was verified.  RangeNotSatisfiable (``.size``) outside the object;
+        NotSealedObject for an object sealstore did not write (unless ``passthrough``)."""
+        obj = head if head is not None else store.head(bucket, key, version=version)
+        if if_match is not None and obj.etag != if_match:
+            raise ObjectChanged(f"{bucket}/{key} is not the version asked for")
+        found = self.header(store, obj)
+        if found is None:
+            return self._passed_through(store, obj, first, last, suffix)
+        header, raw_header, _ = found
+        n = self.plaintext_size(obj, header)
+        span = _span(first, last, suffix, n)
+        cipher = self.opener(store, bucket, key, header, allow_retired=allow_retired)
+        if span is None:  # an empty object: its final (empty) segment is still verified
+            body = store.get(bucket, key, 0, obj.size - 1, if_match=obj.etag, version=obj.version)
+            reader: Any = self._whole(body, raw_header, cipher)
+            reader.read()
+            reader.close()
+            return OpenedObject(
+                io.BytesIO(b""), size=n, span=None, sealed=True, header=header, stored=obj
+            )
+        if span == (0, n - 1):
+            body = store.get(bucket, key, 0, obj.size - 1, if_match=obj.etag, version=obj.version)
+            reader = self._whole(body, raw_header, cipher)
+        else:
+            plan = plan_range(span[0], span[1], n, header.segment_size, header.tag_size)
+            body = store.get(
+                bucket, key, plan.start, plan.stop - 1, if_match=obj.etag, version=obj.version
+            )
+            reader = OpeningReader(
+                cipher, _Limited(body, plan.stop - plan.start), first_index=plan.first_segment,
+                final=plan.final, segments=plan.segments, skip=plan.skip, length=plan.length,
+            )  # fmt: skip
+        return OpenedObject(reader, size=n, span=span, sealed=True, header=header, stored=obj)
+
+    @staticmethod
+    def _whole(body: Any, raw_header: bytes, cipher: ObjectCipher) -> OpeningReader:
+        head = read_exactly(body, HEADER_SIZE)
+        if head != raw_header:
+            body.close()
+            if len(head) < HEADER_SIZE:
+                raise TruncatedObject("the object ended inside its header")
+            try:
+                parse_object_header(head)
+            except NotSealedObject:
+                raise MalformedObject(
+                    "the object's metadata says sealed but its body is not"
+                ) from None
+            raise MalformedObject("the object's metadata header differs from its body header")
+        return OpeningReader(cipher, body)
+
+    def _passed_through(
+        self,
+        store: ObjectStore,
+        obj: StoredObject,
+        first: int | None,
+        last: int | None,
+        suffix: int | None,
+    ) -> OpenedObject:
+        if not self.passthrough:
+            raise NotSealedObject(f"{obj.bucket}/{obj.key} is not a sealstore object")
+        log.warning(
+            "%s/%s: not a sealstore object, returned as stored (passthrough): NOT "
+            "authenticated, anyone with write access could have written it", obj.bucket, obj.key,
+        )  # fmt: skip
+        span = _span(first, last, suffix, obj.size)
+        if span is None:
+            return OpenedObject(
+                io.BytesIO(b""), size=0, span=None, sealed=False, header=None, stored=obj
+            )
+        body = store.get(
+            obj.bucket, obj.key, span[0], span[1], if_match=obj.etag, version=obj.version
+        )
+        return OpenedObject(
+            _Limited(body, span[1] - span[0] + 1), size=obj.size, span=span, sealed=False,
+            header=None, stored=obj,
+        )  # fmt: skip
+
+    # ---- copying ---------------------------------------------------------------------------
+
+    def copy(
+        self,
+        store: ObjectStore,
+        src_bucket: str,
+        src_key: str,
+        dst_bucket: str,
+        dst_key: str,
+        *,
+        dst_store: ObjectStore | None = None,
+        metadata: Mapping[str, str] | None = None,
+        if_match: str | None = None,
+        source_if_match: str | None = None,
+    ) -> str:
+        """Re-seal ``src_bucket/src_key`` of ``store`` as ``dst_bucket/dst_key`` of
+        ``dst_store`` (default: the same store), for its new location: opened as a stream
+        (source conditional on the version read, or on ``source_if_match``) and sealed anew,
+        with the source's user metadata unless ``metadata`` is given; returns the new
+        version token.  ``if_match``: a condition on the destination."""
+        opened = self.open(store, src_bucket, src_key, if_match=source_if_match)
+        user = M.split_user_metadata(opened.stored.metadata) if metadata is None else metadata
+        try:
+            return self.seal(
+                dst_store or store, dst_bucket, dst_key, opened, length=opened.length,
+                metadata=user, if_match=if_match,
+            )  # fmt: skip
+        finally:
+            opened.close()
+
+
+def _span(
+    first: int | None, last: int | None, suffix: int | None, size: int
+) -> tuple[int, int] | None:
+    """The inclusive span asked for in an object of ``size`` bytes (None: nothing, the object
+    being empty); RangeNotSatisfiable outside it."""
+    if first is None and suffix is None:
+        if last is not None:
+            raise ValueError("a range with a last byte needs its first byte")
+        return (0, size - 1) if size else None
+    if first is not None and suffix is not None:
+        raise ValueError("give first (and last) or suffix, not both")
+    if (first is not None and first < 0) or (suffix is not None and suffix < 0):
+        raise ValueError("range bounds are not negative")
+    if last is not None and first is not None and last < first:
+        raise ValueError(f"range end {last} is before its start {first}")
+    span = ByteRange(first, last, suffix, "").resolve(size)
+    if span is None:
+        exc = RangeNotSatisfiable(f"the range is outside the object's {size} bytes")
+        exc.size = size
+        raise exc
+    if span == ():
+        return None
+    return span  # type: ignore[return-value]

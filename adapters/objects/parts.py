@@ -1,0 +1,44 @@
+"""Part planning: how a sealed object is cut into the parts of a multipart upload.
+
+The sealed stream (header, then segments) is cut into consecutive parts; a store concatenates
+them, so a part boundary needs no alignment with segments, and the object is byte for byte what
+one request would have stored.  Parts are planned in plaintext (whole segments, so every part but
+the first holds the same number of segments, and the first adds the header) and checked against
+the store's :class:`~sealstore.adapters.objects.store.PartLimits`.
+"""
+
+from __future__ import annotations
+
+from sealstore.errors import UnsupportedOperation
+
+from .store import PartLimits
+
+__all__ = ["needs_multipart", "part_size", "sealed_part_size"]
+
+
+def part_size(length: int | None, wanted: int, segment_size: int, limits: PartLimits) -> int:
+    """Plaintext bytes per part: ``wanted`` rounded up to whole segments, at least the store's
+    smallest part, few enough parts for ``length`` (when known)."""
+    size = max(wanted, limits.min_part)
+    if length is not None:
+        size = max(size, -(-length // limits.max_parts))
+    size = -(-size // segment_size) * segment_size
+    if size > limits.max_part:
+        raise UnsupportedOperation(
+            f"the object is too large for {limits.max_parts:,} parts of at most "
+            f"{limits.max_part:,} bytes"
+        )
+    return size
+
+
+def sealed_part_size(plaintext_part: int, segment_size: int, tag_size: int) -> int:
+    """Stored bytes of a part of ``plaintext_part`` plaintext bytes (whole segments; the first
+    part adds the 76-byte header)."""
+    return plaintext_part // segment_size * (segment_size + tag_size)
+
+
+def needs_multipart(plaintext_length: int, limits: PartLimits) -> bool:
+    """Whether sealing ``plaintext_length`` bytes may exceed one request of the store (the
+    sealed size is at most 1/1024 larger than the plaintext for any segment size sealstore
+    accepts, plus the header)."""
+    return plaintext_length + plaintext_length // 1024 + 4096 > limits.max_single
