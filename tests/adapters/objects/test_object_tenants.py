@@ -410,3 +410,57 @@ def test_a_backup_of_kms_wrapped_keys_does_not_open_them(side, own, tmp_path, lo
         assert side.get(c, "tenants/tenant_b/doc") == SECRET
     finally:
         T.use_tenant_keys(T.TenantKeys())
+
+
+# ---- the command: sealstore rotate --objects URL --tenant NAME -------------------------------
+
+
+def test_rotate_objects_command_binds_legacy_objects_to_the_tenant(
+    tmp_path, monkeypatch, capsys, gcs_emulator, s3_endpoint
+):
+    import json
+    import os
+
+    from sealstore.cli import main
+    from sealstore.config import load_config
+
+    config = tmp_path / "sealstore.toml"
+    config.write_text(f'[key_source]\ntype = "file"\npath = "{tmp_path / "keys.json"}"\n')
+    for name in list(os.environ):
+        if name.startswith("SEALSTORE_") and name != "SEALSTORE_KERNEL":
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "sealstore-test")
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", s3_endpoint)
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(name, "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    assert main(["-c", str(config), "keys", "init"]) == 0
+    own = load_config(str(config)).load_keyring()
+    tdir = tmp_path / "tenant-keys"
+    s = T.TenantStore(tdir)
+    for t in TENANTS:
+        s.create(t)
+    sides = [S3Side("moto", s3_endpoint), GcsSide(gcs_emulator)]
+    for side in sides:
+        plain = side.client(own)
+        for i in range(3):
+            side.put(plain, f"tenants/tenant_a/{i}", SECRET + bytes([i]))
+    capsys.readouterr()
+    code = main(["-c", str(config), "rotate", "--objects", f"s3://{sides[0].bucket}/tenants/tenant_a/",
+                 "--objects", f"gs://{sides[1].bucket}/tenants/tenant_a/", "--tenant", "tenant_a",
+                 "--tenants-dir", str(tdir), "--json"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0, out
+    docs = json.loads(out)["objects"]
+    assert [(d["resealed"], d["complete"]) for d in docs] == [(3, True), (3, True)]
+    keys = T.use_tenant_keys(T.TenantKeys(s))
+    try:
+        for side in sides:
+            strict = side.client(own, tenant_prefix="tenants/{tenant}/", tenant_legacy=False)
+            for i in range(3):
+                assert key_id(side, f"tenants/tenant_a/{i}") in T.tenant_keyring("tenant_a")
+                assert side.get(strict, f"tenants/tenant_a/{i}") == SECRET + bytes([i])
+    finally:
+        keys.close()
+        T.use_tenant_keys(T.TenantKeys())
