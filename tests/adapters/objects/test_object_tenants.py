@@ -22,6 +22,7 @@ from sealstore.errors import (
     TenantMismatch,
     TenantRequired,
     TenantShredded,
+    UnknownKeyId,
     WrongLocation,
     WrongTenant,
 )
@@ -317,6 +318,38 @@ def test_shredding_refuses_the_tenant_while_other_tenants_work(side, store, own)
     T.use_tenant_keys(T.TenantKeys(store))
     with pytest.raises(TenantShredded):
         side.get(side.client(own, tenant="tenant_a"), "tenants/tenant_a/doc0")
+
+
+def test_a_legacy_object_is_erased_by_shredding_only_once_rotated(side, store, own):
+    """The documented limit: an object written before tenancy is under the client's own keys,
+    which a shredding does not destroy; rotated to the tenant binding, it goes with the
+    tenant."""
+    plain = side.client(own)
+    side.put(plain, "tenants/tenant_a/kept", SECRET)
+    side.put(plain, "tenants/tenant_a/rotated", SECRET)
+    c = side.client(own, tenant_prefix="tenants/{tenant}/")
+    side.put(c, "tenants/tenant_a/other", b"filler")
+    from sealstore.adapters.objects.engine import ObjectSealing
+
+    if isinstance(side, S3Side):
+        from sealstore.adapters.s3.rotate import sealing_of
+        from sealstore.adapters.s3.store import S3Store
+
+        engine, raw_store = sealing_of(c), S3Store(c)
+    else:
+        engine, raw_store = c.sealstore.engine, c.sealstore.store
+    assert isinstance(engine, ObjectSealing)
+    from sealstore.adapters.objects.rotation import rotate_object
+
+    assert rotate_object(engine, raw_store, side.bucket, "tenants/tenant_a/rotated") == "resealed"
+    store.shred("tenant_a")
+    T.get_tenant_keys().refresh()
+    for key in ("tenants/tenant_a/kept", "tenants/tenant_a/rotated"):
+        with pytest.raises(TenantShredded):
+            side.get(c, key)  # a tenant-aware client refuses both
+    assert side.get(plain, "tenants/tenant_a/kept") == SECRET  # not erased: never rotated
+    with pytest.raises(UnknownKeyId):
+        side.get(plain, "tenants/tenant_a/rotated")  # erased with the tenant's keys
 
 
 def test_a_live_process_refuses_a_shredded_tenant_after_its_refresh(side, store, own):
