@@ -27,9 +27,11 @@ sealed for another tenant (or under a key this process does not hold).
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+import threading
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from sealstore.errors import TenantMismatch, TenantRequired, WrongTenant
 from sealstore.tenants import check_name, current_tenant, object_binding
@@ -85,6 +87,10 @@ class ObjectTenancy:
         if prefix is not None and self._pattern is None and not callable(prefix):
             raise TypeError("tenant_prefix must be a pattern with '{tenant}' or a callable")
         self.legacy = bool(legacy)
+        # (bucket, key) -> [tenant, count]: the tenant of a managed transfer under way, for its
+        # worker threads (which do not inherit the caller's sealstore.tenant() block)
+        self._pins: dict[tuple[str, str], list[Any]] = {}
+        self._pins_lock = threading.Lock()
 
     def __repr__(self) -> str:
         rule = self.prefix if isinstance(self.prefix, str) or self.prefix is None else "<rule>"
@@ -136,7 +142,7 @@ class ObjectTenancy:
             for what, name in (
                 ("the key's tenant_prefix rule", self.from_key(key)),
                 ("the client's tenant", self.tenant),
-                ("the sealstore.tenant() block", current_tenant()),
+                ("the sealstore.tenant() block", current_tenant() or self._pinned(bucket, key)),
             )
             if name is not None
         ]
@@ -154,6 +160,41 @@ class ObjectTenancy:
                     f"{other_name!r}; nothing was sent"
                 )
         return name
+
+    def _pinned(self, bucket: str, key: str) -> str | None:
+        if not self._pins:
+            return None
+        with self._pins_lock:
+            pin = self._pins.get((bucket, key))
+            return None if pin is None else str(pin[0])
+
+    @contextlib.contextmanager
+    def transfer(self, bucket: str, key: str) -> Iterator[str]:
+        """A managed transfer of ``bucket/key`` (its requests sent by worker threads): the
+        tenant is resolved here, in the caller's thread (TenantRequired, TenantMismatch before
+        anything is sent), and stands for the caller's ``sealstore.tenant()`` block in threads
+        that have none, for this object, until the block ends."""
+        name = self.tenant_for(bucket, key)
+        where = (bucket, key)
+        with self._pins_lock:
+            pin = self._pins.get(where)
+            if pin is not None and pin[0] != name:
+                raise TenantMismatch(
+                    f"{bucket}/{key}: a transfer for tenant {pin[0]!r} is under way; nothing "
+                    "was sent"
+                )
+            if pin is None:
+                self._pins[where] = [name, 1]
+            else:
+                pin[1] += 1
+        try:
+            yield name
+        finally:
+            with self._pins_lock:
+                pin = self._pins[where]
+                pin[1] -= 1
+                if pin[1] == 0:
+                    del self._pins[where]
 
     def sealing(self, bucket: str, key: str, context: bytes) -> ObjectBinding:
         """The binding a new object at ``bucket/key`` is sealed with: the tenant's primary key

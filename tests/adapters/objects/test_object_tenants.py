@@ -497,3 +497,40 @@ def test_rotate_objects_command_binds_legacy_objects_to_the_tenant(
     finally:
         keys.close()
         T.use_tenant_keys(T.TenantKeys())
+
+
+@pytest.mark.parametrize("backend", ["moto", "localstack"])
+def test_multipart_uploads_and_parallel_downloads_are_tenant_bound(request, backend, store, own):
+    import io
+
+    from boto3.s3.transfer import TransferConfig
+
+    fixture = "s3_endpoint" if backend == "moto" else "localstack_endpoint"
+    side = S3Side(backend, request.getfixturevalue(fixture))
+    c = side.client(own, tenant_prefix="tenants/{tenant}/")
+    cfg = TransferConfig(multipart_threshold=5 << 20, multipart_chunksize=5 << 20)
+    data = (SECRET * ((11 << 20) // len(SECRET) + 1))[: 11 << 20]
+    c.upload_fileobj(io.BytesIO(data), side.bucket, "tenants/tenant_a/big", Config=cfg)
+    assert key_id(side, "tenants/tenant_a/big") in T.tenant_keyring("tenant_a")
+    out = io.BytesIO()
+    c.download_fileobj(side.bucket, "tenants/tenant_a/big", out, Config=cfg)
+    assert out.getvalue() == data
+    side.raw_copy("tenants/tenant_a/big", "tenants/tenant_b/big")
+    with pytest.raises(WrongTenant):
+        c.download_fileobj(side.bucket, "tenants/tenant_b/big", io.BytesIO(), Config=cfg)
+    with sealstore.tenant("tenant_b"), pytest.raises(TenantMismatch):
+        c.upload_fileobj(io.BytesIO(data), side.bucket, "tenants/tenant_a/big2", Config=cfg)
+    assert not side.exists("tenants/tenant_a/big2")
+    # a client that takes its tenant from the block: the transfer's worker threads have no
+    # block of their own, the caller's tenant stands for it
+    ctx = side.client(own, tenant=True)
+    with sealstore.tenant("tenant_b"):
+        ctx.upload_fileobj(io.BytesIO(data), side.bucket, "ctx/big", Config=cfg)
+        out = io.BytesIO()
+        ctx.download_fileobj(side.bucket, "ctx/big", out, Config=cfg)
+        assert out.getvalue() == data
+    assert key_id(side, "ctx/big") in T.tenant_keyring("tenant_b")
+    with pytest.raises(TenantRequired):
+        ctx.download_fileobj(side.bucket, "ctx/big", io.BytesIO(), Config=cfg)
+    with sealstore.tenant("tenant_a"), pytest.raises(WrongTenant):
+        ctx.download_fileobj(side.bucket, "ctx/big", io.BytesIO(), Config=cfg)
