@@ -159,3 +159,19 @@ def test_readme_layout_table_shows_every_mapped_directory():
     # shown at the door: right after the install section
     heads = re.findall(r"(?m)^## (.+)$", text)
     assert heads[heads.index("Layout") - 1] == "Install only what you use"
+
+
+def test_ci_chooses_tests_by_marker_not_by_file_list():
+    """.ci/run keeps no hand-written list of test files: its pytest runs choose by marker and
+    name (``-m``, ``-k``; pyproject.toml's markers, tests/migrations/conftest.py for a whole
+    directory), never by ``--ignore``, ``--deselect`` or a test file's path."""
+    ci = ROOT / ".ci" / "run"
+    if not ci.is_file():
+        pytest.skip("not a git checkout (an sdist has no .ci/run)")
+    code = "\n".join(
+        line
+        for line in ci.read_text(encoding="utf-8").splitlines()
+        if not line.lstrip().startswith("#")
+    )
+    assert re.findall(r"--ignore\S*|--deselect\S*", code) == []
+    assert re.findall(r"tests/\S*\.py\b", code) == []

@@ -32,6 +32,7 @@ from sealstore.errors import (
     RangeNotSatisfiable,
     SourceChanged,
     TruncatedObject,
+    UnsupportedOperation,
 )
 from sealstore.stream import (
     DEFAULT_SEGMENT_SIZE,
@@ -310,7 +311,8 @@ class ObjectSealing:
         fits one request, else a multipart upload, one part in memory at a time, completed
         only after the source's end was read (so its final segment is authenticated) and
         aborted on any error.  ``if_match``/``if_none_match``: the store's conditions (a failed
-        one raises ObjectChanged, and nothing is written).  ``metadata``: the caller's fields
+        one raises ObjectChanged, and nothing is written; ``if_none_match`` on an object that
+        takes a multipart upload raises UnsupportedOperation before anything is sent).  ``metadata``: the caller's fields
         (``sealstore-*`` names refused).  ``settings``: the store's own settings for the
         write (``store.settings(obj)`` of an object rewritten), passed on to ``put`` and
         ``create_multipart``.  A file-like source given a ``length`` must end there:
@@ -353,6 +355,11 @@ class ObjectSealing:
                 bucket, key, first, length=len(first), metadata=meta,
                 if_match=if_match, if_none_match=if_none_match, **extra,
             )  # fmt: skip
+        if if_none_match:  # the protocol's completion takes no such condition: refuse, not ignore
+            raise UnsupportedOperation(
+                "if_none_match needs one request, and this object takes a multipart upload (its "
+                "sealed size is above the store's single-request limit); nothing was sent"
+            )
         meta = {**user, **M.object_metadata(cipher.header, length)}
         return self._multipart(store, bucket, key, reader, first, step, meta, if_match, extra,
                                lambda: _check_end(source, length))  # fmt: skip

@@ -14,6 +14,7 @@ from sealstore import format as fmt
 from sealstore.errors import MalformedCiphertext, SealstoreError
 from sealstore.format import Suite
 
+from aead_cases import UNUSED_SUITE_ID
 from reference import aegis_ref
 
 pytestmark = pytest.mark.wheel  # run on the built wheel too (.ci/run, the 3.13 step)
@@ -105,7 +106,7 @@ def test_parse_header_roundtrip_any_buffer():
         (lambda v: v[:54], "at least 55"),
         (lambda v: b"\x02" + v[1:], "version 0x02"),
         (lambda v: b"\x00" + v[1:], "version 0x00"),
-        (lambda v: v[:1] + b"\x07" + v[2:], "suite id 0x07"),
+        (lambda v: v[:1] + bytes([UNUSED_SUITE_ID]) + v[2:], f"suite id 0x{UNUSED_SUITE_ID:02x}"),
         (lambda v: v[:6] + b"\x02" + v[7:], "reserved flag"),
         (lambda v: v[:6] + b"\x81" + v[7:], "reserved flag"),
     ],

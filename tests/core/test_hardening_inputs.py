@@ -31,6 +31,8 @@ from sealstore.keysources.file import KeyFile
 from sealstore.keyring import Key, KeyState
 from sealstore.stream import open_stream, parse_object_header, seal_stream
 
+from aead_cases import UNUSED_SUITE_ID
+
 pytestmark = pytest.mark.wheel  # run on the built wheel too (.ci/run, the 3.13 step)
 
 K16 = bytes(range(16))
@@ -194,7 +196,7 @@ ROWS = [
     (
         "format.parse_header",
         "unknown version/suite, reserved flags",
-        lambda: parse_header(b"\x01\x07" + bytes(60)),
+        lambda: parse_header(b"\x01" + bytes([UNUSED_SUITE_ID]) + bytes(60)),
         MalformedCiphertext,
     ),
     (

@@ -26,6 +26,8 @@ from sealstore.errors import (
 )
 from sealstore.keyring import Keyring
 
+from aead_cases import UNUSED_SUITE_ID
+
 pytestmark = pytest.mark.wheel  # run on the built wheel too (.ci/run, the 3.13 step)
 
 SEG = 1024  # small segments: many segments per test object, cheap
@@ -147,7 +149,7 @@ class TestHeader:
 
     @pytest.mark.parametrize(
         "offset,value",
-        [(4, 2), (5, 0x07), (6, 0x04), (7, 9), (7, 25)],
+        [(4, 2), (5, UNUSED_SUITE_ID), (6, 0x04), (7, 9), (7, 25)],
         ids=["version", "suite", "flags", "seg-small", "seg-large"],
     )
     def test_malformed(self, keyring, offset, value):

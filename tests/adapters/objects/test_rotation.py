@@ -126,3 +126,21 @@ def test_one_object(world):
     kr, store, sealing, old = world
     assert rotate_object(sealing, store, "b", "d/old-0") == "resealed"
     assert rotate_object(sealing, store, "b", "d/old-0") == "current"
+
+
+def test_if_none_match_is_refused_for_a_multipart_upload_not_ignored():
+    from sealstore.errors import UnsupportedOperation
+
+    store = MemoryStore()
+    store.create_bucket("b")
+    sealing = ObjectSealing(Keyring.generate("AEGIS-128L", 16), part_size=store.limits.min_part)
+    big = os.urandom(store.limits.max_single + 1)
+    with pytest.raises(UnsupportedOperation):
+        sealing.seal(store, "b", "k", big, if_none_match=True)
+    with pytest.raises(UnsupportedOperation):  # a stream of unknown length, longer than a part
+        sealing.seal(store, "b", "k", iter([big]), if_none_match=True)
+    assert list(store.list("b")) == []
+    sealing.seal(store, "b", "k", iter([b"a short ", b"stream"]), if_none_match=True)
+    assert sealing.open(store, "b", "k").read() == b"a short stream"
+    sealing.seal(store, "b", "big", big)
+    assert sealing.size(store, "b", "big") == len(big)
