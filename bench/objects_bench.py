@@ -10,6 +10,11 @@ size.  Default server: moto on 127.0.0.1 in this process (its own costs dominate
 ratios, not the absolute numbers); ``--s3-endpoint`` for a real one (credentials from boto3's
 usual settings).
 
+Part 3 (``--tenants``, no network): objects of a tenant (tenant from a key rule, sealed under
+the tenant's keyring) against untenanted ones through the engine over the in-memory store, same
+run, medians: what the per-object tenant lookup costs (issue 28).  The S3 part also runs a
+tenant-aware AEGIS-128X4 client (``AEGIS-128X4 tenant``).
+
 Part 2 (no network): sealing and opening throughput of the stream layer (``SealingReader`` /
 ``OpeningReader`` over an in-memory object, read into a reused buffer) next to the raw kernel
 (one ``encrypt_into``/``decrypt_into`` per 2 MiB message of the same data), on one thread and on
@@ -184,6 +189,60 @@ def stream_rows(
     return rows
 
 
+# ---- part 3: a tenant's objects vs untenanted ones, the engine over an in-memory store --------
+
+
+def tenant_engine_rows(
+    sizes: tuple[int, ...] = (4096,), count: int = 200, repeats: int = 9
+) -> list[dict[str, Any]]:
+    """Seal and open ``count`` objects of each size through :class:`ObjectSealing` over the
+    in-memory store, without and with a tenancy (the tenant from a key rule: the per-object
+    tenant lookup), alternating the two in each repeat; medians of objects/s and their ratio
+    (no network, so the lookup's cost is not hidden by a server's)."""
+    from sealstore import tenants
+    from sealstore.adapters.objects import MemoryStore, ObjectSealing
+    from sealstore.adapters.objects.tenancy import ObjectTenancy
+    from sealstore.keyring import Keyring
+
+    keys = tenants.use_tenant_keys(tenants.TenantKeys())
+    keys.register(
+        BENCH_TENANT, Keyring.generate("AEGIS-128X4", 32), Keyring.generate("AEGIS-128X4", 32)
+    )
+    own = Keyring.generate("AEGIS-128X4", 32)
+    engines = {
+        "single": ObjectSealing(own),
+        "tenant": ObjectSealing(own, tenancy=ObjectTenancy(prefix="tenants/{tenant}/")),
+    }
+    rows = []
+    try:
+        for size in sizes:
+            data = os.urandom(size)
+            store = MemoryStore()
+            store.create_bucket("b")
+            keys_ = [f"tenants/{BENCH_TENANT}/{i}" for i in range(count)]
+            times: dict[tuple[str, str], list[float]] = {}
+            for _ in range(repeats):
+                for name, eng in engines.items():
+                    t0 = time.perf_counter()
+                    for k in keys_:
+                        eng.seal(store, "b", k, data)
+                    t1 = time.perf_counter()
+                    for k in keys_:
+                        eng.open(store, "b", k).read()
+                    t2 = time.perf_counter()
+                    times.setdefault((name, "seal"), []).append(t1 - t0)
+                    times.setdefault((name, "open"), []).append(t2 - t1)
+            for op in ("seal", "open"):
+                single = statistics.median(times[("single", op)])
+                tenant = statistics.median(times[("tenant", op)])
+                rows.append({"size": size, "op": op, "objects": count,
+                             "single_per_s": count / single, "tenant_per_s": count / tenant,
+                             "tenant_time_ratio": tenant / single})  # fmt: skip
+    finally:
+        tenants.use_tenant_keys(tenants.TenantKeys())
+    return rows
+
+
 # ---- part 1: against an S3 server --------------------------------------------------------------
 
 
@@ -230,15 +289,28 @@ def _start_moto():
     return server, f"http://127.0.0.1:{port}"
 
 
+#: the tenant-aware variant: AEGIS-128X4 under the tenant's own keyring, bound to the tenant
+TENANT = "AEGIS-128X4 tenant"
+BENCH_TENANT = "bench_tenant"
+
+
 def _suite_clients(endpoint: str | None, plain) -> dict[str, Any]:
-    """suite -> client: ``plain`` itself, and encrypting clients for AES-256-GCM and AEGIS-128X4."""
+    """suite -> client: ``plain`` itself, encrypting clients for AES-256-GCM and AEGIS-128X4,
+    and a tenant-aware AEGIS-128X4 client (issue 28: objects of a tenant, same run)."""
+    from sealstore import tenants
     from sealstore.adapters.s3 import encrypt_client
     from sealstore.keyring import Keyring
 
+    keys = tenants.use_tenant_keys(tenants.TenantKeys())
+    keys.register(
+        BENCH_TENANT, Keyring.generate("AEGIS-128X4", 32), Keyring.generate("AEGIS-128X4", 32)
+    )
+    own = Keyring.generate("AEGIS-128X4", 32)
     return {
         "plaintext": plain,
         "AES-256-GCM": encrypt_client(_client(endpoint), Keyring.generate("AES-256-GCM", 16)),
         "AEGIS-128X4": encrypt_client(_client(endpoint), Keyring.generate("AEGIS-128X4", 32)),
+        TENANT: encrypt_client(_client(endpoint), own, tenant=BENCH_TENANT),
     }
 
 
@@ -333,9 +405,23 @@ def s3_rows(
             rows += _size_rows(clients, bucket, size, repeats, transfer, progress)
         _delete_bucket(plain, bucket)
     finally:
+        from sealstore import tenants
+
+        tenants.use_tenant_keys(tenants.TenantKeys())  # the bench tenant's keyrings closed
         if server is not None:
             server.stop()
     return rows, where
+
+
+def tenant_ratios(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tenant-aware client's median rate over the untenanted AEGIS-128X4 client's, per
+    object size and operation (same run)."""
+    base = {(r["size_mib"], r["op"]): r["mb_per_s"] for r in rows if r["suite"] == "AEGIS-128X4"}
+    return [
+        {"size_mib": r["size_mib"], "op": r["op"], "tenant_vs_single": r["mb_per_s"] / b}
+        for r in rows
+        if r["suite"] == TENANT and (b := base.get((r["size_mib"], r["op"])))
+    ]
 
 
 class _Sink(io.RawIOBase):
@@ -414,6 +500,11 @@ def _print(result: dict[str, Any]) -> None:
                 f"  {r['size_mib']:>5.0f} MiB {r['op']:<17} {r['suite']:<12} {r['mb_per_s']:8.1f}"
                 f" (±{r['spread']:.0%})  x{r['vs_plaintext']:.2f} of plaintext"
             )
+        for r in tenant_ratios(result["s3"]):
+            print(
+                f"  {r['size_mib']:>5.0f} MiB {r['op']:<17} tenant / single-tenant AEGIS-128X4:"
+                f" x{r['tenant_vs_single']:.2f}"
+            )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -426,7 +517,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("--no-network", action="store_true", help="only the stream layer part")
     p.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    p.add_argument(
+        "--tenants", action="store_true", help="only objects with a tenant vs without (engine)"
+    )
     args = p.parse_args(argv)
+    if args.tenants:
+        for r in tenant_engine_rows():
+            print(
+                f"  {r['size']:>8} B {r['op']:<5} single {r['single_per_s']:9.0f}/s  tenant "
+                f"{r['tenant_per_s']:9.0f}/s  time x{r['tenant_time_ratio']:.2f}"
+            )
+        return 0
     result = run(args.quick, args.s3_endpoint, network=not args.no_network)
     _print(result)
     if args.json:

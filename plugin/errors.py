@@ -90,6 +90,7 @@ __all__ = [
     "UnsupportedOperation",
     "ValueTooLong",
     "WrongLocation",
+    "WrongTenant",
     "WrongValueType",
 ]
 
@@ -333,6 +334,12 @@ class KeyCommitmentMismatch(InvalidTag):
 
 class WrongLocation(InvalidTag):
     """An object bound to its location was opened somewhere else (moved or copied by another tool)."""
+
+
+class WrongTenant(InvalidTag):
+    """An object of one tenant was opened as another tenant's (moved or copied under another
+    tenant's prefix, or read in another tenant's ``sealstore.tenant()`` block): its key is none
+    of that tenant's keys."""
 
 
 class TruncatedObject(InvalidTag):

@@ -28,6 +28,7 @@ from google.cloud.storage import Client
 from sealstore.keyring import Keyring
 from sealstore.stream import DEFAULT_SEGMENT_SIZE
 
+from ..objects.tenancy import ObjectTenancy, TenantRule
 from .doors import encrypted_class, guard_transport, install
 from .sealing import GCSSealing
 from .store import GCSStore
@@ -46,10 +47,14 @@ def encrypt_client(
     allow_retired: bool = False,
     context: bytes = b"",
     bind_location: bool = True,
+    tenant: str | bool | None = None,
+    tenant_prefix: TenantRule | None = None,
+    tenant_legacy: bool = True,
 ) -> _Client:
     """Make ``client`` (a ``google.cloud.storage.Client``) seal every object it writes and open
     every object it reads; the settings are those of :func:`sealstore.adapters.s3.encrypt_client`
-    (``passthrough``: return objects sealstore did not write as they are, UNAUTHENTICATED).
+    (``passthrough``: return objects sealstore did not write as they are, UNAUTHENTICATED;
+    ``tenant``, ``tenant_prefix``, ``tenant_legacy``: tenants, docs/TENANTS.md).
     Returns ``client``; its :class:`GCSSealing` is ``client.sealstore``.  TypeError for anything
     but a google-cloud-storage client.  See ``docs/GCS.md`` for what is refused and why."""
     if getattr(client, "sealstore", None) is not None:
@@ -59,6 +64,7 @@ def encrypt_client(
     sealing = GCSSealing(
         client, keyring, segment_size=segment_size, passthrough=passthrough,
         allow_retired=allow_retired, context=context, bind_location=bind_location,
+        tenancy=ObjectTenancy.of(tenant, tenant_prefix, tenant_legacy),
     )  # fmt: skip
     install()
     guard_transport(client, sealing)

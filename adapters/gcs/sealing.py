@@ -26,6 +26,7 @@ from sealstore.stream import DEFAULT_SEGMENT_SIZE, source_length
 
 from ..objects import metadata as M
 from ..objects.engine import ObjectSealing
+from ..objects.tenancy import ObjectTenancy
 from ..objects.store import StoredObject
 from .store import WRITABLE, GCSStore, resource_settings, stored_of
 
@@ -102,10 +103,12 @@ class GCSSealing:
         context: bytes = b"",
         bind_location: bool = True,
         part_size: int = GCS_PART,
+        tenancy: ObjectTenancy | None = None,
     ) -> None:
         self.engine = ObjectSealing(
             keyring, segment_size=segment_size, context=context, bind_location=bind_location,
             allow_retired=allow_retired, passthrough=passthrough, part_size=part_size,
+            tenancy=tenancy,
         )  # fmt: skip
         self.client = client
         self._local = threading.local()

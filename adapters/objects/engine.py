@@ -54,6 +54,7 @@ from .sizes import header_of
 from .store import ObjectStore, StoredObject
 
 if TYPE_CHECKING:
+    from .tenancy import ObjectTenancy
     from sealstore.keyring import Keyring
 
 __all__ = [
@@ -211,7 +212,9 @@ class ObjectSealing:
     ``store.location(bucket, key)``.  ``allow_retired``: open objects of retired keys.
     ``passthrough``: return objects sealstore did not write as they are (``sealed`` False,
     unauthenticated) instead of raising NotSealedObject.  ``part_size``: plaintext bytes per
-    part of a multipart upload (held in memory, rounded to the store's limits).
+    part of a multipart upload (held in memory, rounded to the store's limits).  ``tenancy``:
+    an :class:`~sealstore.adapters.objects.tenancy.ObjectTenancy`: each object is sealed under
+    its tenant's keyring and bound to its tenant (``keyring`` then opens legacy objects only).
     """
 
     def __init__(
@@ -224,9 +227,11 @@ class ObjectSealing:
         allow_retired: bool = False,
         passthrough: bool = False,
         part_size: int | None = None,
+        tenancy: ObjectTenancy | None = None,
     ) -> None:
         ObjectCipher.create(keyring, segment_size=segment_size)  # validates the settings early
         self.keyring = keyring
+        self.tenancy = tenancy  # None: objects are not bound to tenants (tenancy.py)
         self.segment_size = segment_size
         self.context = context
         self.bind_location = bool(bind_location)
@@ -244,10 +249,21 @@ class ObjectSealing:
 
     def new_cipher(self, store: ObjectStore, bucket: str, key: str) -> ObjectCipher:
         """A new object key for ``bucket/key`` (bound to its location with ``bind_location``)."""
+        keyring, context = self.keyring, self.context
+        if self.tenancy is not None:  # before anything is sent: TenantRequired, TenantMismatch
+            bound = self.tenancy.sealing(bucket, key, self.context)
+            keyring, context = bound.keyring, bound.context
         location = store.location(bucket, key) if self.bind_location else None
         return ObjectCipher.create(
-            self.keyring, segment_size=self.segment_size, context=self.context, location=location
+            keyring, segment_size=self.segment_size, context=context, location=location
         )
+
+    def keyring_for(self, bucket: str, key: str) -> Keyring:
+        """The keyring new objects at ``bucket/key`` are sealed under (the tenant's with a
+        tenancy): rotation re-seals to its primary."""
+        if self.tenancy is None:
+            return self.keyring
+        return self.tenancy.sealing(bucket, key, self.context).keyring
 
     def opener(
         self,
@@ -261,10 +277,14 @@ class ObjectSealing:
         """The cipher that opens the object ``header`` heads at ``bucket/key``: its key
         commitment (and, for a bound object, its location) is checked here, before any body
         byte is read (KeyCommitmentMismatch, WrongLocation, UnknownKeyId...)."""
+        keyring, context = self.keyring, self.context
+        if self.tenancy is not None:
+            bound = self.tenancy.opening(bucket, key, header.key_id, self.keyring, self.context)
+            keyring, context = bound.keyring, bound.context
         return ObjectCipher.from_header(
-            self.keyring,
+            keyring,
             header,
-            context=self.context,
+            context=context,
             location=store.location(bucket, key),
             allow_retired=self.allow_retired if allow_retired is None else allow_retired,
         )
@@ -437,6 +457,8 @@ class ObjectSealing:
         commitment and the location are checked before the body is fetched; every byte
         returned was verified.  RangeNotSatisfiable (``.size``) outside the object;
         NotSealedObject for an object sealstore did not write (unless ``passthrough``)."""
+        if self.tenancy is not None:  # no tenant, or two that disagree: before any request
+            self.tenancy.tenant_for(bucket, key)
         obj = head if head is not None else store.head(bucket, key, version=version)
         if if_match is not None and obj.etag != if_match:
             raise ObjectChanged(f"{bucket}/{key} is not the version asked for")

@@ -38,7 +38,13 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from sealstore.errors import ConfigError, ObjectChanged, ObjectNotFound, SealstoreError
+from sealstore.errors import (
+    ConfigError,
+    ObjectChanged,
+    ObjectNotFound,
+    SealstoreError,
+    TenantRequired,
+)
 from sealstore.securefile import (
     check_directory,
     private_directory,
@@ -152,8 +158,17 @@ def pending_objects(
     """How many objects :func:`rotate_objects` with the same arguments would visit now: one
     listing pass, after the checkpoint's position when the run would resume from it.  Objects
     written meanwhile may make the run visit more."""
-    after = _load_checkpoint(checkpoint, bucket, prefix, sealing.keyring.primary.id_hex)
+    after = _load_checkpoint(checkpoint, bucket, prefix, _primary(sealing, bucket, prefix).id_hex)
     return sum(1 for _ in store.list(bucket, prefix, start_after=after))
+
+
+def _primary(sealing: ObjectSealing, bucket: str, prefix: str) -> Any:
+    """The key a run under ``prefix`` re-seals to (a tenant's, when the prefix or the tenancy
+    names one; each object is still re-sealed under its own tenant's primary)."""
+    try:
+        return sealing.keyring_for(bucket, prefix).primary
+    except TenantRequired:  # a key rule that names no tenant for the prefix itself
+        return sealing.keyring.primary
 
 
 def rotate_objects(
@@ -180,7 +195,7 @@ def rotate_objects(
     """
     if errors is None:
         errors = tuple(getattr(store, "client_errors", ()))
-    primary = sealing.keyring.primary
+    primary = _primary(sealing, bucket, prefix)
     report = RotationReport(bucket, prefix, primary.id_hex, dry_run=dry_run)
     report.after = _load_checkpoint(checkpoint, bucket, prefix, primary.id_hex)
     if checkpoint and not dry_run:  # a checkpoint that cannot be written: refused before any object
@@ -289,8 +304,9 @@ def rotate_object(
     header, _, in_meta = found
     # the commitment (and a bound object's location) is checked before anything is decided
     sealing.opener(store, bucket, key, header, allow_retired=True)
-    primary = sealing.keyring.primary
-    tag = primary.suite.spec.tag_size_for(sealing.keyring.tag_size)
+    keyring = sealing.keyring_for(bucket, key)  # a tenant's own, with a tenancy
+    primary = keyring.primary
+    tag = primary.suite.spec.tag_size_for(keyring.tag_size)
     if (header.key_id, header.suite, header.tag_size) == (primary.key_id, primary.suite, tag):
         if in_meta and M.stored_length(head.metadata) is not None:
             return "current"

@@ -27,6 +27,7 @@ from sealstore.errors import UnsupportedClient
 from sealstore.keyring import Keyring
 from sealstore.stream import DEFAULT_SEGMENT_SIZE
 
+from ..objects.tenancy import ObjectTenancy, TenantRule
 from .handlers import S3Sealing
 from .sizes import plaintext_size
 from .transfer import install, keep_off_crt
@@ -46,6 +47,9 @@ def encrypt_client(
     allow_retired: bool = False,
     context: bytes = b"",
     bind_location: bool = True,
+    tenant: str | bool | None = None,
+    tenant_prefix: TenantRule | None = None,
+    tenant_legacy: bool = True,
 ) -> _Client:
     """Make ``client`` seal every object it writes and open every object it reads.
 
@@ -63,7 +67,14 @@ def encrypt_client(
     anywhere; objects written with binding still open only where they were written).  Returns ``client``; its
     :class:`S3Sealing` is ``client.sealstore``.  UnsupportedClient (a TypeError) for an
     asynchronous (aiobotocore) client.  See ``docs/S3.md`` for what is refused and why.
+
+    Tenants (``docs/TENANTS.md``, "Objects"): ``tenant_prefix`` (``"tenants/{tenant}/"`` or a
+    callable ``key -> tenant``), ``tenant`` (the client's tenant, or True for the
+    ``sealstore.tenant()`` block only) make the client seal each object under its tenant's
+    keys, bound to its tenant; ``keyring`` then opens objects written before tenancy
+    (``tenant_legacy``, default True; False refuses them).
     """
+    tenancy = ObjectTenancy.of(tenant, tenant_prefix, tenant_legacy)
     if getattr(client, "sealstore", None) is not None:
         raise ValueError("this client is already encrypted (see client.sealstore)")
     if getattr(getattr(client, "meta", None), "service_model", None) is None or (
@@ -85,6 +96,7 @@ def encrypt_client(
         allow_retired=allow_retired,
         context=context,
         bind_location=bind_location,
+        tenancy=tenancy,
     )
     sealing.register(client.meta.events)
     install(client, sealing)

@@ -125,8 +125,11 @@ def reseal_copy(sealing: Any, params: dict[str, Any]) -> Any:
     onto itself)."""
     args, head, header, n = _source(sealing, params)
     same_place = (args["Bucket"], args["Key"]) == (params["Bucket"], params["Key"])
+    tenanted = sealing.tenancy is not None and not same_place  # re-sealed for its tenant
     if header is None or not (
-        (header.bound and not same_place) or (not header.bound and sealing.bind_location)
+        tenanted
+        or (header.bound and not same_place)
+        or (not header.bound and sealing.bind_location)
     ):
         if header is not None and head["ContentLength"] > large.MAX_SINGLE_REQUEST:
             return _byte_copy_large(sealing, params, args, head)

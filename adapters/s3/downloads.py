@@ -56,6 +56,8 @@ class DownloadHandlers(SealingState):
             raise UnsupportedOperation(
                 "PartNumber reads sealed parts; use a plaintext Range on an encrypted client"
             )
+        if self.tenancy is not None:  # no tenant, or two that disagree: refused before the GET
+            self.tenancy.tenant_for(params.get("Bucket"), params.get("Key"))
         context["sealstore_get"] = True
         context["sealstore_request"] = _object_args(params)
         text = params.get("Range")

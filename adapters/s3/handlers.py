@@ -31,6 +31,7 @@ from ..objects import metadata as M
 from .copying import copy_source as _copy_source
 from .copying import reseal_copy, reseal_part_copy
 from .downloads import DownloadHandlers
+from ..objects.tenancy import ObjectTenancy
 from .location import object_location
 from .uploads import SPOOL_MEMORY, UploadHandlers, _Upload
 
@@ -56,10 +57,12 @@ class S3Sealing(UploadHandlers, DownloadHandlers):
         allow_retired: bool = False,
         context: bytes = b"",
         bind_location: bool = True,
+        tenancy: ObjectTenancy | None = None,
     ) -> None:
         ObjectCipher.create(keyring, segment_size=segment_size)  # validates the settings early
         self.client = client
         self.keyring = keyring
+        self.tenancy = tenancy  # None: objects are not bound to tenants (objects/tenancy.py)
         self.segment_size = segment_size
         self.passthrough = passthrough
         self.allow_retired = allow_retired
@@ -158,12 +161,26 @@ class S3Sealing(UploadHandlers, DownloadHandlers):
         """What a new object at ``bucket/key`` is bound to (None with ``bind_location`` off)."""
         return object_location(bucket, key) if self.bind_location else None
 
+    def binding(self, bucket: str, key: str) -> tuple[Keyring, bytes]:
+        """The keyring and context a new object at ``bucket/key`` is sealed with (its
+        tenant's, with a tenancy: TenantRequired, TenantMismatch before anything is sent)."""
+        if self.tenancy is None:
+            return self.keyring, self.context
+        bound = self.tenancy.sealing(bucket, key, self.context)
+        return bound.keyring, bound.context
+
     def _opener(self, header: Any, request: Any) -> ObjectCipher:
         allow = self.allow_retired or getattr(self._local, "retired", False)
+        keyring, ctx = self.keyring, self.context
+        if self.tenancy is not None:
+            bound = self.tenancy.opening(
+                request.get("Bucket"), request.get("Key"), header.key_id, self.keyring, ctx
+            )
+            keyring, ctx = bound.keyring, bound.context
         return ObjectCipher.from_header(
-            self.keyring,
+            keyring,
             header,
-            context=self.context,
+            context=ctx,
             location=object_location(request.get("Bucket"), request.get("Key")),
             allow_retired=allow,
         )

@@ -53,7 +53,7 @@ def sealing_of(client: Any) -> ObjectSealing:
     s = client.sealstore
     return ObjectSealing(
         s.keyring, segment_size=s.segment_size, context=s.context,
-        bind_location=s.bind_location, allow_retired=s.allow_retired,
+        bind_location=s.bind_location, allow_retired=s.allow_retired, tenancy=s.tenancy,
     )  # fmt: skip
 
 

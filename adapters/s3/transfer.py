@@ -21,6 +21,7 @@ stay classic too.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os
 from typing import Any
@@ -104,6 +105,13 @@ def _plan(sealing: Any, length: Any, extra_args: Any, config: Any) -> Any:
     return extra, config
 
 
+def _tenant(sealing: Any, bucket: Any, key: Any) -> contextlib.AbstractContextManager[Any]:
+    """The object's tenant for the transfer's worker threads (``objects/tenancy.py``)."""
+    if sealing.tenancy is None:
+        return contextlib.nullcontext()
+    return sealing.tenancy.transfer(bucket, key)  # type: ignore[no-any-return]
+
+
 def install(client: Any, sealing: Any) -> None:
     """Give ``client`` (this instance only) the sealing versions of the managed transfers
     (:func:`keep_off_crt` must have run)."""
@@ -117,7 +125,8 @@ def install(client: Any, sealing: Any) -> None:
         Config: Any = None,
     ) -> Any:
         extra, config = _plan(sealing, os.path.getsize(Filename), ExtraArgs, Config)
-        return inject.upload_file(client, Filename, Bucket, Key, extra, Callback, config)
+        with _tenant(sealing, Bucket, Key):
+            return inject.upload_file(client, Filename, Bucket, Key, extra, Callback, config)
 
     def upload_fileobj(
         Fileobj: Any,
@@ -128,7 +137,8 @@ def install(client: Any, sealing: Any) -> None:
         Config: Any = None,
     ) -> Any:
         extra, config = _plan(sealing, source_length(Fileobj), ExtraArgs, Config)
-        return inject.upload_fileobj(client, Fileobj, Bucket, Key, extra, Callback, config)
+        with _tenant(sealing, Bucket, Key):
+            return inject.upload_fileobj(client, Fileobj, Bucket, Key, extra, Callback, config)
 
     def download_file(
         Bucket: Any,
@@ -138,9 +148,10 @@ def install(client: Any, sealing: Any) -> None:
         Callback: Any = None,
         Config: Any = None,
     ) -> Any:
-        return inject.download_file(
-            client, Bucket, Key, Filename, ExtraArgs, Callback, classic(Config)
-        )
+        with _tenant(sealing, Bucket, Key):
+            return inject.download_file(
+                client, Bucket, Key, Filename, ExtraArgs, Callback, classic(Config)
+            )
 
     def download_fileobj(
         Bucket: Any,
@@ -150,9 +161,10 @@ def install(client: Any, sealing: Any) -> None:
         Callback: Any = None,
         Config: Any = None,
     ) -> Any:
-        return inject.download_fileobj(
-            client, Bucket, Key, Fileobj, ExtraArgs, Callback, classic(Config)
-        )
+        with _tenant(sealing, Bucket, Key):
+            return inject.download_fileobj(
+                client, Bucket, Key, Fileobj, ExtraArgs, Callback, classic(Config)
+            )
 
     def copy_(
         CopySource: Any,

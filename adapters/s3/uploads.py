@@ -86,10 +86,11 @@ class UploadHandlers(SealingState):
         body = params.get("Body", b"")
         if isinstance(body, str):
             body = body.encode("utf-8")
+        keyring, ctx = self.binding(params.get("Bucket"), params.get("Key"))
         cipher = ObjectCipher.create(
-            self.keyring,
+            keyring,
             segment_size=self.segment_size,
-            context=self.context,
+            context=ctx,
             location=self.location(params.get("Bucket"), params.get("Key")),
         )
         reader = SealingReader(cipher, body, length)
@@ -135,10 +136,11 @@ class UploadHandlers(SealingState):
                 f"with P a multiple of the segment size ({seg}) and send every part but the "
                 "last with exactly P bytes"
             )
+        keyring, ctx = self.binding(params.get("Bucket"), params.get("Key"))
         cipher = ObjectCipher.create(
-            self.keyring,
+            keyring,
             segment_size=seg,
-            context=self.context,
+            context=ctx,
             location=self.location(params.get("Bucket"), params.get("Key")),
         )
         context["sealstore_upload"] = _Upload(cipher, part_size, length)

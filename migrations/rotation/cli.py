@@ -37,6 +37,7 @@ a configured run, the shared arguments, the failure guard), what they print in
 from __future__ import annotations
 
 import argparse
+import contextlib
 
 from .cli_output import _report_db_init, _report_status, _report_verify, _report_workers
 from .cli_setup import (
@@ -55,6 +56,7 @@ from .cli_setup import (
     _progress,
     _retry,
     _setup,
+    _tenancy,
 )
 from .retire_cli import cmd_destroy, cmd_retire
 
@@ -93,6 +95,7 @@ def _rotate_objects(args: argparse.Namespace) -> int:
     from sealstore.adapters.objects.progress import make_object_progress
     from sealstore.adapters.objects.rotation import default_checkpoint, rotate_objects
     from sealstore.adapters.objects.stores import open_store, parse_object_url
+    from sealstore.adapters.objects.tenancy import ObjectTenancy
     from sealstore.migrations.rotation.objects import rotate_prefix
 
     if args.objects_batch_size < 1:
@@ -117,8 +120,11 @@ def _rotate_objects(args: argparse.Namespace) -> int:
     progress = make_object_progress(mode, verbose=False)
     results: list[dict] = []
     failed = False
+    scope = contextlib.ExitStack()
     try:
-        sealing = ObjectSealing(keyring, bind_location=True)
+        _tenancy(args, scope)  # --tenant: re-seal under the tenant's keys, bound to it
+        tenancy = ObjectTenancy(tenant=args.tenant) if getattr(args, "tenant", None) else None
+        sealing = ObjectSealing(keyring, bind_location=True, tenancy=tenancy)
         for url in urls:
             store = open_store(url, endpoint_url=args.endpoint_url, region=args.region)
             if engine is not None:
@@ -142,6 +148,7 @@ def _rotate_objects(args: argparse.Namespace) -> int:
             if not args.json:
                 print(line)
     finally:
+        scope.close()
         progress.close()
         keyring.close()
         if engine is not None:
