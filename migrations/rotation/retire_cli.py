@@ -130,14 +130,18 @@ def _s3_urls(args, engine) -> list[str]:
 def _references(args, engine, specs, key_id: int, urls: list[str]):
     """The columns and object prefixes whose values still use ``key_id`` (each prefix's store
     from the store registry, with --endpoint-url/--region)."""
+    from sealstore.adapters.objects.stores import parse_object_url
     from sealstore.migrations.rotation.retire import find_references
 
-    try:
-        return find_references(
-            engine, specs, key_id, urls=urls, endpoint_url=args.endpoint_url, region=args.region
-        )
-    except ValueError as exc:  # a URL of no known store
-        raise UsageError(str(exc)) from None
+    for url in urls:  # a URL of no known store is a usage error, before anything is read
+        try:
+            parse_object_url(url)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    # (no broader except here: a column error, e.g. ColumnNotConverted, keeps its exit status)
+    return find_references(
+        engine, specs, key_id, urls=urls, endpoint_url=args.endpoint_url, region=args.region
+    )
 
 
 def _refused(action: str, key, refs, checked: list[str], force: bool) -> bool:

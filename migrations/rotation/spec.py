@@ -82,18 +82,27 @@ class ColumnSpec:
 
         return _NAMED.get(self.keyring)
 
-    def open_value(self, keyring: Keyring, sealed: bytes, row: PrimaryKey | None) -> bytes:
+    def open_value(
+        self,
+        keyring: Keyring,
+        sealed: bytes,
+        row: PrimaryKey | None,
+        *,
+        allow_retired: bool = True,
+    ) -> bytes:
         """The plaintext of one stored value: under ``keyring`` with this spec's context, or,
         for a tenant spec, a legacy value (its key is the column keyring's, not the tenant's)
-        with the legacy context."""
+        with the legacy context.  ``allow_retired``: True for re-sealing and re-indexing (a
+        retired key's values are what they move), False for verification (a value under a
+        retired key is one the application can no longer open)."""
         legacy = self.legacy_keyring()
         if legacy is not None and self.legacy_context is not None:
             from ...format import key_id_of
 
             key_id = key_id_of(sealed)
             if key_id not in keyring and key_id in legacy:
-                return legacy.open(sealed, self.legacy_context(None), allow_retired=True)
-        return keyring.open(sealed, self.context_of(row), allow_retired=True)
+                return legacy.open(sealed, self.legacy_context(None), allow_retired=allow_retired)
+        return keyring.open(sealed, self.context_of(row), allow_retired=allow_retired)
 
     def is_legacy(self, key_id: int | None) -> bool:
         """True for a key id of the legacy keyring that the tenant's keyring does not hold."""

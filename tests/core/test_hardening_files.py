@@ -25,6 +25,7 @@ import pytest
 from sealstore import securefile
 from sealstore.config import load_config
 from sealstore.errors import ConfigError, InsecureConfig, InsecureKeyFile, KeySourceError
+from sealstore.keyring import Keyring
 from sealstore.keysources.file import KeyFile
 from sealstore.wrapping import MasterKeyWrapper
 
@@ -67,7 +68,7 @@ WRITERS = {
 
 def _save_checkpoint(path: Path) -> None:
     pytest.importorskip("boto3")
-    from sealstore.adapters.s3.rotate import RotationReport, _save_checkpoint
+    from sealstore.adapters.objects.rotation import RotationReport, _save_checkpoint
 
     _save_checkpoint(str(path), RotationReport("bucket", "p/", "00000001", last_key="p/1"))
 
@@ -155,7 +156,7 @@ os.replace = killed
     [
         "securefile.write_secret_file({path!r}, b'new content')",
         "from sealstore.keysources.file import KeyFile; KeyFile({path!r}).rotate()",
-        "from sealstore.adapters.s3.rotate import RotationReport, _save_checkpoint; "
+        "from sealstore.adapters.objects.rotation import RotationReport, _save_checkpoint; "
         "_save_checkpoint({path!r}, RotationReport('b', 'p', '00000001', last_key='x'))",
     ],
     ids=["write_secret_file", "key file rotate", "checkpoint"],
@@ -180,7 +181,7 @@ def test_a_writer_killed_before_the_rename_leaves_the_old_file_whole(private, ca
 
 def test_the_default_checkpoint_lives_in_a_private_state_directory(tmp_path, monkeypatch):
     pytest.importorskip("boto3")
-    from sealstore.adapters.s3.rotate import default_checkpoint
+    from sealstore.adapters.objects.rotation import default_checkpoint
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
     path = Path(default_checkpoint("s3://bucket/prefix"))
@@ -210,7 +211,7 @@ def _reader_of(kind: str):
         return lambda p: MasterKeyWrapper.from_file(p)
     if kind == "checkpoint":
         pytest.importorskip("boto3")
-        from sealstore.adapters.s3.rotate import _load_checkpoint
+        from sealstore.adapters.objects.rotation import _load_checkpoint
 
         return lambda p: _load_checkpoint(str(p), "b", "p", "00000001")
     raise AssertionError(kind)
@@ -471,18 +472,21 @@ def test_concurrent_writers_leave_one_whole_version_and_no_temp_file(private):
 @pytest.mark.parametrize("where", ["missing", "world-writable"])
 def test_a_checkpoint_that_cannot_be_written_is_refused_before_any_object(tmp_path, where):
     """Checked before the listing: no object is re-sealed and then left without its position."""
-    pytest.importorskip("boto3")
-    from sealstore.adapters.s3.rotate import rotate_objects
+    from sealstore.adapters.objects.engine import ObjectSealing
+    from sealstore.adapters.objects.rotation import rotate_objects
 
-    class Untouchable:  # any S3 call would be an error of the test
-        class sealstore:
-            class keyring:
-                class primary:
-                    id_hex = "00000001"
+    class Untouchable:  # any store call would be an error of the test
+        scheme = "memory"
+
+        def __getattr__(self, name):
+            raise AssertionError(f"the store was called ({name}) before the checkpoint check")
 
     d = tmp_path / "d"
     if where == "world-writable":
         d.mkdir()
         os.chmod(d, 0o777)
     with pytest.raises((KeySourceError, InsecureKeyFile)):
-        rotate_objects(Untouchable(), "bucket", "p/", checkpoint=str(d / "cp.json"))
+        rotate_objects(
+            ObjectSealing(Keyring.generate()), Untouchable(), "bucket", "p/",
+            checkpoint=str(d / "cp.json"), errors=(),
+        )  # fmt: skip
