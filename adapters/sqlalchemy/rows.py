@@ -81,9 +81,7 @@ class SealedRowValue:
     def open(self, row: Any) -> Any:
         """Decrypt with the row's primary key (a value, or a tuple for composite keys)."""
         if self.where is not None:
-            from .tenancy import open_tenant_row
-
-            return open_tenant_row(self.type, self.sealed, row_identity(row), self.where)
+            return self.type.open(self.sealed, row_identity(row), where=self.where)
         return self.type.open(self.sealed, row_identity(row))
 
     def __repr__(self) -> str:

@@ -57,7 +57,7 @@ from ...keyring.named import _NAMED
 from .read_errors import read_error
 from .rows import PreSealed, SealedRowValue
 
-__all__ = ["open_for_tenant", "open_tenant_row", "resolve", "seal_for_tenant"]
+__all__ = ["open_for_tenant", "resolve", "seal_for_tenant"]
 
 #: (sealstore_tenant option, schema_translate_map) of the statement executing on this thread
 _EXEC: contextvars.ContextVar[tuple[str | None, Any] | None] = contextvars.ContextVar(
@@ -351,18 +351,13 @@ def seal_for_tenant(type_: Any, value: Any, row: Any = None) -> bytes:
     return bytes(type_.check_fits(sealed))
 
 
-def open_for_tenant(type_: Any, sealed: bytes, row: Any = None) -> Any:
-    """``type_.open(sealed[, row])`` for a tenant-aware column, outside a statement."""
-    row = _row_of(type_, row)
-    tenant, schema = resolve(type_, statement=False)
-    return _opened(type_, sealed, tenant, _contexts(type_, tenant, schema, row), row)
-
-
-def open_tenant_row(
-    type_: Any, sealed: bytes, row: tuple[Any, ...], where: tuple[str, str | None]
+def open_for_tenant(
+    type_: Any, sealed: bytes, row: Any = None, where: tuple[str, str | None] | None = None
 ) -> Any:
-    """Open a row-bound value of row ``row`` read under ``where`` (tenant, schema)."""
-    tenant, schema = where
+    """``type_.open(sealed[, row])`` for a tenant-aware column: under ``where`` (tenant,
+    schema), the tenant a row-bound value was read under, else outside a statement."""
+    row = _row_of(type_, row)
+    tenant, schema = resolve(type_, statement=False) if where is None else where
     return _opened(type_, sealed, tenant, _contexts(type_, tenant, schema, row), row)
 
 

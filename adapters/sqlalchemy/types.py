@@ -337,14 +337,17 @@ class EncryptedType(TypeDecorator[Any]):
         sealed = get_keyring(self.keyring_name).seal(self.codec.encode(value), self.context(row))
         return bytes(self.check_fits(sealed))
 
-    def open(self, sealed: bytes | None, row: Any = None) -> Any:
-        """Open one stored value of this column (``row`` for row-bound columns)."""
+    def open(
+        self, sealed: bytes | None, row: Any = None, *, where: tuple[str, str | None] | None = None
+    ) -> Any:
+        """Open one stored value of this column (``row`` for row-bound columns; ``where``, the
+        (tenant, schema) a tenant-aware value was read under, else the active block's)."""
         if sealed is None:
             return None
         if self.tenant_mode is not None:
             from .tenancy import open_for_tenant
 
-            return open_for_tenant(self, bytes(sealed), row)
+            return open_for_tenant(self, bytes(sealed), row, where)
         return self._opened(bytes(sealed), self.context(row), row)
 
     def _opened(self, sealed: bytes, ctx: bytes, row: Any = None) -> Any:
