@@ -1168,3 +1168,26 @@ def test_row_bound_legacy_values_open_and_rotate_to_the_tenant_binding(
         session.get(RowMemo, 2)
     with sealstore.tenant("tenant_b"), Session(engine) as session, pytest.raises(REFUSED):
         session.get(RowMemo, 1)
+
+
+def test_row_bound_tenant_seal_and_open_outside_a_statement(engine, live):
+    from sealstore.errors import ColumnBindingError
+
+    body = ROW_MEMOS.c.body.type
+    with sealstore.tenant("tenant_a"):
+        sealed = body.seal("by hand", 9)
+        assert body.open(sealed, 9) == "by hand"
+        with pytest.raises(SealstoreError):
+            body.open(sealed, 8)  # another row
+        with pytest.raises(ColumnBindingError):
+            body.seal("no row")
+    with sealstore.tenant("tenant_b"), pytest.raises(SealstoreError):
+        body.open(sealed, 9)  # another tenant
+    with pytest.raises(TenantRequired):
+        body.seal("no tenant", 9)
+    # a value prepared for one row-bound column is refused by another, nothing written
+    other = seal_for_row(ROW_QUALIFIED["tenant_a"].c.ssn, "123", 1)
+    with sealstore.tenant("tenant_a"), engine.begin() as conn, pytest.raises(REFUSED) as info:
+        conn.execute(insert(ROW_MEMOS).values(id=1, body=other))
+    assert isinstance(_refused(info.value), ColumnBindingError)
+    assert _count(engine, "tn_rmemos") == 0
