@@ -21,7 +21,7 @@ from sqlalchemy.sql.elements import ClauseElement, ColumnElement
 from ...errors import ColumnBindingError, UnsealedExpression
 from .blind_index import BlindIndex
 from .index_state import guard_unique
-from .rows import PreSealed, SealedRowValue
+from .rows import PreSealed, SealedRowValue, sealed_for_row
 from .types import EncryptedType
 
 __all__ = ["MapperPlan"]
@@ -87,8 +87,7 @@ class MapperPlan:
                 value = value.plaintext
             elif type(value) is SealedRowValue:  # loaded outside the ORM hooks: open first
                 value = value.open(row)
-            sealed = PreSealed(type_.seal(value, row), value, type_.table, type_.column, row)
-            setattr(target, key, sealed)
+            setattr(target, key, sealed_for_row(type_, value, row))
 
     def before_insert(self, mapper: Mapper[Any], connection: Connection, target: Any) -> None:
         if self.row_attrs:

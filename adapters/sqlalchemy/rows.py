@@ -15,6 +15,13 @@ Outside the ORM (Core ``insert()``/``select()``, ``bulk_insert_mappings``) a row
 accepts only values sealed with :func:`seal_for_row` and reads as :class:`SealedRowValue`
 (``.open(primary_key)``); a plain value raises ColumnBindingError instead of being sealed
 without its row.
+
+A row-bound column that is also tenant-aware (``tenant=`` or ``tenant_column=``) binds each
+value to its tenant, its schema and its row (``column_context(table, column, row, tenant=,
+schema=)``, the ``sealstore/v1/tenant-row`` domain) under the tenant's own keyring.  Its values
+are sealed in the bind step, when the statement's tenant is known (the flush or
+:func:`seal_for_row` only records the plaintext and the row), and read as a
+:class:`SealedRowValue` that remembers the tenant its statement ran for (``tenancy.py``).
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ class PreSealed:
     """A value already sealed for one row of one column; the bind step writes ``sealed``."""
 
     __slots__ = ("sealed", "plaintext", "table", "column", "row")
-    sealed: bytes | None  # (None for a NULL)
+    sealed: bytes | None  # None: a tenant-aware column's value, sealed in the bind step
     plaintext: Any
     table: str | None
     column: str | None
@@ -59,16 +66,22 @@ class PreSealed:
 class SealedRowValue:
     """A row-bound value read outside the ORM: call ``.open(primary_key)`` to decrypt it."""
 
-    __slots__ = ("sealed", "type")
+    __slots__ = ("sealed", "type", "where")
     sealed: bytes
     type: Any  # the column's EncryptedType
+    where: tuple[str, str | None] | None  # (tenant, schema) it was read under, tenant columns
 
-    def __init__(self, sealed: bytes, type_: Any) -> None:
+    def __init__(
+        self, sealed: bytes, type_: Any, where: tuple[str, str | None] | None = None
+    ) -> None:
         self.sealed = sealed
         self.type = type_
+        self.where = where
 
     def open(self, row: Any) -> Any:
         """Decrypt with the row's primary key (a value, or a tuple for composite keys)."""
+        if self.where is not None:
+            return self.type.open(self.sealed, row_identity(row), where=self.where)
         return self.type.open(self.sealed, row_identity(row))
 
     def __repr__(self) -> str:
@@ -90,7 +103,16 @@ def seal_for_row(column: Any, value: Any, row: Any) -> PreSealed | None:
         )
     if value is None:
         return None
-    ident = row_identity(row)
+    return sealed_for_row(type_, value, row_identity(row))
+
+
+def sealed_for_row(type_: Any, value: Any, ident: tuple[Any, ...]) -> PreSealed:
+    """``value`` sealed for row ``ident`` of the row-bound ``type_``; a tenant-aware column's
+    value is only checked here (encoded) and sealed in the bind step, under the statement's
+    tenant."""
+    if type_.tenant_mode is not None:
+        type_.codec.encode(value)  # bad values are refused now, as for the other columns
+        return PreSealed(None, value, type_.table, type_.column, ident)
     return PreSealed(type_.seal(value, ident), value, type_.table, type_.column, ident)
 
 

@@ -26,6 +26,17 @@ Values sealed before the column became tenant-aware (under the column's own keyr
 without tenant) still open while ``tenant_legacy=True`` (the default): a value whose key id is
 not the tenant's but the column keyring's is opened as a legacy value.  ``sealstore status``
 counts them and ``sealstore rotate`` re-seals them to the tenant binding.
+
+With ``bind_row=True`` as well, the context is ``column_context(table, column, row,
+tenant=..., schema=...)`` (the ``sealstore/v1/tenant-row`` domain): a value copied to another
+tenant (even a row with an equal primary key) or to another row of the same tenant does not
+open.  The ORM flush and ``seal_for_row()`` hand the bind step a :class:`~.rows.PreSealed`
+holding the plaintext and the row; the bind step seals it under the statement's tenant, so
+every tenancy style (schema, ``schema_translate_map``, execution option, block, tenant column)
+binds exactly as for column-bound values.  Reads give a :class:`~.rows.SealedRowValue` that
+keeps the (tenant, schema) of its statement; the ORM load hook opens it with the identity.
+Legacy values are the row-bound values written before tenancy: column keyring, untenanted row
+context.
 """
 
 from __future__ import annotations
@@ -39,11 +50,12 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.sql.elements import BindParameter
 
 from ... import tenants as T
-from ...errors import SealstoreError, TenantMismatch, TenantRequired
+from ...errors import ColumnBindingError, SealstoreError, TenantMismatch, TenantRequired
 from ...format import column_context, key_id_of
 from ...keyring import named_opener, named_sealer
 from ...keyring.named import _NAMED
 from .read_errors import read_error
+from .rows import PreSealed, SealedRowValue
 
 __all__ = ["open_for_tenant", "resolve", "seal_for_tenant"]
 
@@ -119,13 +131,26 @@ def resolve(
     return T.pick_tenant(option, scoped), schema
 
 
-def _contexts(type_: Any, tenant: str, schema: str | None) -> bytes:
-    return column_context(type_.table, type_.column, tenant=tenant, schema=schema)
+def _contexts(type_: Any, tenant: str, schema: str | None, row: Any = None) -> bytes:
+    return column_context(type_.table, type_.column, row, tenant=tenant, schema=schema)
+
+
+def _row_of(type_: Any, row: Any) -> Any:
+    """The row identity a value of ``type_`` is bound to (None unless row-bound)."""
+    if not type_.bind_row:
+        return None
+    if row is None:
+        raise ColumnBindingError(
+            f"{type_.table}.{type_.column} is row-bound: give the row's primary key"
+        )
+    return row
 
 
 def tenant_bind_processor(type_: Any, out: type[bytes | bytearray]) -> Callable[[Any], Any]:
     """The bind processor of a tenant-aware column; ``out`` is the dialect's sealed-value type."""
     type_.context()  # ColumnBindingError now for an unbound type
+    if type_.bind_row:
+        return _row_bind_processor(type_, out)
     encode = type_.codec.encode
     check = type_.check_fits
     limit = None if type_.storage_length is None else type_.overhead
@@ -153,6 +178,8 @@ def tenant_bind_processor(type_: Any, out: type[bytes | bytearray]) -> Callable[
 
 def tenant_result_processor(type_: Any) -> Callable[[Any], Any]:
     type_.context()
+    if type_.bind_row:
+        return _row_result_processor(type_)
     openers: dict[tuple[str, str | None], Callable[[Any], Any]] = {}
     text = type_._raw is str
     decode = None if type_._raw is bytes else type_.codec.decode
@@ -173,6 +200,53 @@ def tenant_result_processor(type_: Any) -> Callable[[Any], Any]:
         return opener
 
     return _dispatching(type_, openers, make)
+
+
+def _row_bind_processor(type_: Any, out: type[bytes | bytearray]) -> Callable[[Any], Any]:
+    """The bind processor of a tenant-aware row-bound column: it seals each
+    :class:`~.rows.PreSealed` for its row under the statement's tenant."""
+    names = (type_.table, type_.column)
+    where = f"{type_.table}.{type_.column}"
+    encode = type_.codec.encode
+    check = type_.check_fits
+
+    def process(value: Any) -> Any:
+        if value is None:
+            return None
+        if type(value) is not PreSealed:
+            raise ColumnBindingError(
+                f"{where} is row-bound: plain values are sealed by ORM flushes, which know the "
+                "primary key; for Core or bulk writes use seal_for_row(column, value, "
+                "primary_key)"
+            )
+        if (value.table, value.column) != names:
+            raise ColumnBindingError(
+                f"a value sealed for {value.table}.{value.column} was written to {where}"
+            )
+        tenant, schema = resolve(type_)
+        ring = T.tenant_keyring(tenant)  # UnknownTenant, TenantShredded
+        ctx = _contexts(type_, tenant, schema, value.row)
+        sealed = check(ring.seal(encode(value.plaintext), ctx))
+        return out(sealed) if type(sealed) is not out else sealed
+
+    return process
+
+
+def _row_result_processor(type_: Any) -> Callable[[Any], Any]:
+    """Reads of a tenant-aware row-bound column: a :class:`~.rows.SealedRowValue` that keeps
+    the (tenant, schema) of the statement it was read by."""
+
+    def bound(where: tuple[str, str | None]) -> Callable[[Any], Any]:
+        def process(value: Any) -> Any:
+            return None if value is None else SealedRowValue(bytes(value), type_, where)
+
+        return process
+
+    def process(value: Any) -> Any:
+        return None if value is None else SealedRowValue(bytes(value), type_, resolve(type_))
+
+    process.sealstore_for = lambda state: bound(resolve(type_, state=state))  # type: ignore[attr-defined]
+    return process
 
 
 def _dispatching(
@@ -251,34 +325,40 @@ def for_execution(columns: Any, state: State) -> Any:
     )
 
 
-def _opened(type_: Any, sealed: bytes, tenant: str, ctx: bytes) -> Any:
-    """Open one value of ``tenant`` (or a legacy, untenanted value), errors naming the column."""
+def _opened(type_: Any, sealed: bytes, tenant: str, ctx: bytes, row: Any = None) -> Any:
+    """Open one value of ``tenant`` (or a legacy, untenanted value), errors naming the column
+    (and the row, for a row-bound column: ``row`` is its identity)."""
     ring = T.tenant_keyring(tenant)  # UnknownTenant, TenantShredded: they name the tenant only
     try:
         key_id = key_id_of(sealed)
         if key_id not in ring and type_.tenant_legacy:
             legacy = _NAMED.get(type_.keyring_name)
             if legacy is not None and key_id in legacy:
-                return type_.codec.decoded(legacy.open(sealed, type_.context()))
+                return type_.codec.decoded(legacy.open(sealed, type_.context(row)))
         return type_.codec.decoded(ring.open(sealed, ctx))
     except SealstoreError as exc:
         failure = exc
-    raise read_error(failure, type_.table, type_.column)
+    raise read_error(failure, type_.table, type_.column, row)
 
 
-def seal_for_tenant(type_: Any, value: Any) -> bytes:
-    """``type_.seal(value)`` for a tenant-aware column, outside a statement: the tenant of the
-    active ``sealstore.tenant()`` block (or the table's schema)."""
+def seal_for_tenant(type_: Any, value: Any, row: Any = None) -> bytes:
+    """``type_.seal(value[, row])`` for a tenant-aware column, outside a statement: the tenant
+    of the active ``sealstore.tenant()`` block (or the table's schema)."""
+    row = _row_of(type_, row)
     tenant, schema = resolve(type_, statement=False)
     ring = T.tenant_keyring(tenant)
-    sealed = ring.seal(type_.codec.encode(value), _contexts(type_, tenant, schema))
+    sealed = ring.seal(type_.codec.encode(value), _contexts(type_, tenant, schema, row))
     return bytes(type_.check_fits(sealed))
 
 
-def open_for_tenant(type_: Any, sealed: bytes) -> Any:
-    """``type_.open(sealed)`` for a tenant-aware column, outside a statement."""
-    tenant, schema = resolve(type_, statement=False)
-    return _opened(type_, sealed, tenant, _contexts(type_, tenant, schema))
+def open_for_tenant(
+    type_: Any, sealed: bytes, row: Any = None, where: tuple[str, str | None] | None = None
+) -> Any:
+    """``type_.open(sealed[, row])`` for a tenant-aware column: under ``where`` (tenant,
+    schema), the tenant a row-bound value was read under, else outside a statement."""
+    row = _row_of(type_, row)
+    tenant, schema = resolve(type_, statement=False) if where is None else where
+    return _opened(type_, sealed, tenant, _contexts(type_, tenant, schema, row), row)
 
 
 # ---- tenant columns: checked on writes --------------------------------------------------------

@@ -10,7 +10,8 @@ Every value is bound to its table and column: when a column with one of these ty
 to a ``Table``, the column gets its own copy of the type carrying the table and column names,
 and the value's context is ``sealstore.format.column_context(table, column)``.  Pass ``table=``
 and ``column=`` to pin the names (for example after renaming a column without re-sealing).
-With ``bind_row=True`` the context also includes the row's primary key (see ``rows.py``).
+With ``bind_row=True`` the context also includes the row's primary key (see ``rows.py``), and
+with ``tenant=``/``tenant_column=`` the tenant and schema (``tenancy.py``); the two combine.
 
 The storage width is the declared length's worst-case encoding plus an overhead allowance,
 ``overhead=`` (default ``MAX_OVERHEAD``, 55 bytes: every AEGIS-128 suite with either tag, AEGIS-256
@@ -120,8 +121,6 @@ class EncryptedType(TypeDecorator[Any]):
             raise TypeError("tenant_column must be a column name (a non-empty str) or None")
         if tenant == "schema" and tenant_column is not None:
             raise ValueError("tenant='schema' and tenant_column= are two tenancies: pick one")
-        if (tenant is not None or tenant_column is not None) and bind_row:
-            raise ValueError("tenant binding and bind_row=True do not combine yet")
         self.tenant = tenant
         self.tenant_column = tenant_column
         self.tenant_legacy: bool = bool(tenant_legacy)
@@ -334,18 +333,21 @@ class EncryptedType(TypeDecorator[Any]):
         if self.tenant_mode is not None:
             from .tenancy import seal_for_tenant
 
-            return seal_for_tenant(self, value)
+            return seal_for_tenant(self, value, row)
         sealed = get_keyring(self.keyring_name).seal(self.codec.encode(value), self.context(row))
         return bytes(self.check_fits(sealed))
 
-    def open(self, sealed: bytes | None, row: Any = None) -> Any:
-        """Open one stored value of this column (``row`` for row-bound columns)."""
+    def open(
+        self, sealed: bytes | None, row: Any = None, *, where: tuple[str, str | None] | None = None
+    ) -> Any:
+        """Open one stored value of this column (``row`` for row-bound columns; ``where``, the
+        (tenant, schema) a tenant-aware value was read under, else the active block's)."""
         if sealed is None:
             return None
         if self.tenant_mode is not None:
             from .tenancy import open_for_tenant
 
-            return open_for_tenant(self, bytes(sealed))
+            return open_for_tenant(self, bytes(sealed), row, where)
         return self._opened(bytes(sealed), self.context(row), row)
 
     def _opened(self, sealed: bytes, ctx: bytes, row: Any = None) -> Any:

@@ -101,7 +101,8 @@ class ColumnSpec:
 
             key_id = key_id_of(sealed)
             if key_id not in keyring and key_id in legacy:
-                return legacy.open(sealed, self.legacy_context(None), allow_retired=allow_retired)
+                legacy_ctx = self.legacy_context(row if self.row_bound else None)
+                return legacy.open(sealed, legacy_ctx, allow_retired=allow_retired)
         return keyring.open(sealed, self.context_of(row), allow_retired=allow_retired)
 
     def is_legacy(self, key_id: int | None) -> bool:
@@ -206,7 +207,7 @@ class ColumnSpec:
         names = (type_.table, type_.column)
 
         def context(row: Any, _t: str = tenant, _s: str | None = schema) -> bytes:
-            return column_context(names[0], names[1], tenant=_t, schema=_s)
+            return column_context(names[0], names[1], row, tenant=_t, schema=_s)
 
         return cls(
             table=table.name,
@@ -214,6 +215,7 @@ class ColumnSpec:
             pk=tuple(c.name for c in pk),
             pk_types=tuple(_plain(c.type) for c in pk),
             context=context,
+            row_bound=type_.bind_row,
             keyring=type_.keyring_name,
             schema=schema,
             type=type_,

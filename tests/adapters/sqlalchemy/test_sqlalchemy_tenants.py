@@ -30,7 +30,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import sealstore
 from sealstore import tenants as T
-from sealstore.adapters.sqlalchemy import BlindIndex, EncryptedString
+from sealstore.adapters.sqlalchemy import BlindIndex, EncryptedString, SealedRowValue, seal_for_row
 from sealstore.errors import (
     KeySourceError,
     SealstoreError,
@@ -96,6 +96,54 @@ class Note(Base):
 
 class UserRow(Base):
     __table__ = USERS
+
+
+# ---- row-bound tenant columns (tenant binding combined with bind_row=True) ------------------
+
+
+def _row_users(meta: MetaData, schema: str | None) -> Table:
+    return Table(
+        "tn_rusers", meta,
+        Column("id", Integer, primary_key=True, autoincrement=False),
+        Column("ssn", EncryptedString(11, tenant="schema", bind_row=True)),
+        schema=schema,
+    )  # fmt: skip
+
+
+ROW_USERS = _row_users(PLAIN, None)  # schema_translate_map tenancy
+ROW_QUALIFIED = {t: _row_users(MetaData(), t) for t in TENANTS}
+
+ROW_MEMOS = Table(
+    "tn_rmemos", PLAIN,
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("body", EncryptedString(40, tenant="context", bind_row=True)),
+)  # fmt: skip
+# the same table, row-bound before tenancy (legacy values), and without legacy opening
+ROW_LEGACY = Table(
+    "tn_rmemos", MetaData(),
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("body", EncryptedString(40, bind_row=True)),
+)  # fmt: skip
+ROW_STRICT = Table(
+    "tn_rmemos", MetaData(),
+    Column("id", Integer, primary_key=True, autoincrement=False),
+    Column("body", EncryptedString(40, tenant="context", bind_row=True, tenant_legacy=False)),
+)  # fmt: skip
+
+
+class RowUser(Base):
+    __table__ = ROW_USERS
+
+
+class RowMemo(Base):
+    __table__ = ROW_MEMOS
+
+
+class RowNote(Base):
+    __tablename__ = "tn_rnotes"
+    id: Mapped[int] = mapped_column(primary_key=True, autoincrement=False)
+    tenant_id: Mapped[str] = mapped_column(String(63))
+    body: Mapped[str] = mapped_column(EncryptedString(40, tenant_column="tenant_id", bind_row=True))
 
 
 # ---- fixtures -------------------------------------------------------------------------------
@@ -698,7 +746,7 @@ def test_rows_open_under_the_tenant_their_statement_ran_for(engine, live):
 
 _APP_MODELS = """
 from sqlalchemy import Column, Integer, MetaData, Table
-from sealstore.adapters.sqlalchemy import BlindIndex, EncryptedString
+from sealstore.adapters.sqlalchemy import BlindIndex, EncryptedString, SealedRowValue, seal_for_row
 
 metadata = MetaData()
 memos = Table(
@@ -939,3 +987,207 @@ def test_shred_while_other_processes_work(engine, live, store):
             if proc.poll() is None:
                 proc.kill()
             proc.wait(30)
+
+
+# ---- tenant binding combined with row binding -----------------------------------------------
+
+
+def _translated(engine, tenant: str):
+    return engine.execution_options(schema_translate_map={None: tenant})
+
+
+def test_row_bound_value_copied_between_tenant_schemas_with_equal_keys_is_refused(engine, live):
+    """The issue's case: bind_row=True, equal primary keys, a value copied with plain SQL from
+    tenant_a.tn_rusers.ssn into tenant_b.tn_rusers.ssn no longer opens in tenant B."""
+    from sealstore.format import column_context, key_id_of
+
+    for t, ssn in (("tenant_a", "111-22-3333"), ("tenant_b", "999-88-7777")):
+        with Session(_translated(engine, t)) as session:  # ORM, schema_translate_map
+            session.add(RowUser(id=1, ssn=ssn))
+            session.commit()
+    for t, ssn in (("tenant_a", "111-22-3333"), ("tenant_b", "999-88-7777")):
+        with Session(_translated(engine, t)) as session:
+            assert session.get(RowUser, 1).ssn == ssn
+        with engine.connect() as conn:  # Core, the schema-qualified model of the same schema
+            got = conn.execute(select(ROW_QUALIFIED[t].c.ssn)).scalar()
+            assert isinstance(got, SealedRowValue)
+            assert got.open(1) == ssn
+            assert ssn not in repr(got)
+    stored = _raw(engine, "tn_rusers", "ssn", 1, "tenant_a")
+    ring_a = T.tenant_keyring("tenant_a")
+    assert key_id_of(stored) == ring_a.primary.key_id
+    ctx = column_context("tn_rusers", "ssn", (1,), tenant="tenant_a", schema="tenant_a")
+    assert ctx.startswith(
+        len(b"sealstore/v1/tenant-row").to_bytes(4, "big") + b"sealstore/v1/tenant-row"
+    )
+    assert ring_a.open(stored, ctx) == b"111-22-3333"
+
+    _write_raw(engine, "tn_rusers", "ssn", 1, stored, "tenant_b")
+    with Session(_translated(engine, "tenant_b")) as session, pytest.raises(REFUSED) as info:
+        session.get(RowUser, 1)
+    assert "111-22-3333" not in str(info.value)
+    _refused(info.value)
+    with engine.connect() as conn:
+        got = conn.execute(select(ROW_QUALIFIED["tenant_b"].c.ssn)).scalar()
+    with pytest.raises(SealstoreError) as info:
+        got.open(1)
+    assert "111-22-3333" not in str(info.value)
+    with Session(_translated(engine, "tenant_a")) as session:  # the source row still opens
+        assert session.get(RowUser, 1).ssn == "111-22-3333"
+
+
+def test_row_bound_core_writes_seal_under_the_statements_tenant(engine, live):
+    """seal_for_row() only records the row: the bind step seals under the tenant of the
+    statement (schema-qualified table, or schema_translate_map), so a value prepared once
+    cannot be bound to the wrong tenant."""
+    for t in TENANTS:
+        with engine.begin() as conn:
+            conn.execute(insert(ROW_QUALIFIED[t]).values(
+                id=5, ssn=seal_for_row(ROW_QUALIFIED[t].c.ssn, f"ssn {t[-1]}", 5)
+            ))  # fmt: skip
+    with engine.begin() as conn:
+        conn = conn.execution_options(schema_translate_map={None: "tenant_a"})
+        conn.execute(insert(ROW_USERS).values(id=6, ssn=seal_for_row(ROW_USERS.c.ssn, "six", 6)))
+        with pytest.raises(REFUSED) as info:  # a plain value: no row, nothing written
+            conn.execute(insert(ROW_USERS).values(id=7, ssn="plain"))
+        _refused(info.value)
+    for t in TENANTS:
+        with engine.connect() as conn:
+            conn = conn.execution_options(schema_translate_map={None: t})
+            rows = conn.execute(select(ROW_USERS.c.id, ROW_USERS.c.ssn).order_by(ROW_USERS.c.id))
+            opened = [(key, value.open(key)) for key, value in rows]
+        expected = [(5, f"ssn {t[-1]}")] + ([(6, "six")] if t == "tenant_a" else [])
+        assert opened == expected
+    # the value sealed for row 5 copied to row 6 of the same tenant: refused
+    _write_raw(engine, "tn_rusers", "ssn", 6, _raw(engine, "tn_rusers", "ssn", 5, "tenant_a"),
+               "tenant_a")  # fmt: skip
+    with Session(_translated(engine, "tenant_a")) as session, pytest.raises(REFUSED):
+        session.get(RowUser, 6)
+
+
+def test_row_bound_context_tenancy_refuses_copies_between_rows_and_tenants(engine, live):
+    with sealstore.tenant("tenant_a"), Session(engine) as session:
+        session.add_all([RowMemo(id=1, body="a one"), RowMemo(id=2, body="a two")])
+        session.commit()
+    with Session(engine.execution_options(sealstore_tenant="tenant_b")) as session:
+        session.add(RowMemo(id=3, body="b three"))
+        session.commit()
+    with sealstore.tenant("tenant_a"), Session(engine) as session:
+        mine = select(RowMemo).where(RowMemo.id < 3).order_by(RowMemo.id)
+        assert [m.body for m in session.scalars(mine)] == ["a one", "a two"]
+    with Session(engine.execution_options(sealstore_tenant="tenant_b")) as session:
+        assert session.get(RowMemo, 3).body == "b three"
+        # an ORM update and a primary-key change re-seal under the tenant, for the new row
+        memo = session.get(RowMemo, 3)
+        memo.body, memo.id = "b four", 4
+        session.commit()
+    with sealstore.tenant("tenant_b"), Session(engine) as session:
+        assert session.get(RowMemo, 4).body == "b four"
+    # copy between rows of one tenant: refused
+    _write_raw(engine, "tn_rmemos", "body", 2, _raw(engine, "tn_rmemos", "body", 1))
+    with sealstore.tenant("tenant_a"), Session(engine) as session:
+        with pytest.raises(REFUSED) as info:
+            session.get(RowMemo, 2)
+        assert "a one" not in str(info.value)
+        _refused(info.value)
+        assert session.get(RowMemo, 1).body == "a one"
+    # tenant B's row 4 read as tenant A: refused (the tenant's key and context)
+    with sealstore.tenant("tenant_a"), Session(engine) as session, pytest.raises(REFUSED):
+        session.get(RowMemo, 4)
+    # copy A's row 1 into B's row 4: refused in B
+    _write_raw(engine, "tn_rmemos", "body", 4, _raw(engine, "tn_rmemos", "body", 1))
+    with sealstore.tenant("tenant_b"), Session(engine) as session, pytest.raises(REFUSED):
+        session.get(RowMemo, 4)
+
+
+def test_row_bound_tenant_column_round_trip_and_copies_refused(engine, live):
+    for key, t in ((1, "tenant_a"), (2, "tenant_b")):
+        with sealstore.tenant(t), Session(engine) as session:
+            session.add(RowNote(id=key, tenant_id=t, body=f"note {t}"))
+            session.commit()
+    with sealstore.tenant("tenant_a"), Session(engine) as session:
+        assert session.get(RowNote, 1).body == "note tenant_a"
+        session.add(RowNote(id=3, tenant_id="tenant_b", body="forged"))
+        with pytest.raises(TenantMismatch):
+            session.commit()
+    assert _count(engine, "tn_rnotes") == 2
+    _write_raw(engine, "tn_rnotes", "body", 2, _raw(engine, "tn_rnotes", "body", 1))
+    with sealstore.tenant("tenant_b"), Session(engine) as session, pytest.raises(REFUSED):
+        session.get(RowNote, 2)
+
+
+def test_row_bound_legacy_values_open_and_rotate_to_the_tenant_binding(
+    engine, live, sealstore_tables
+):
+    from sealstore.format import key_id_of
+    from sealstore.migrations.rotation.reseal import rotate
+    from sealstore.migrations.rotation.spec import ColumnSpec
+    from sealstore.migrations.rotation.status import status
+    from sealstore.migrations.rotation.verify import verify
+
+    with engine.begin() as conn:  # row-bound values written before tenancy
+        for key in range(1, 5):
+            value = seal_for_row(ROW_LEGACY.c.body, f"old {key}", key)
+            conn.execute(insert(ROW_LEGACY).values(id=key, body=value))
+    with sealstore.tenant("tenant_a"), Session(engine) as session:
+        session.add(RowMemo(id=10, body="new"))
+        session.commit()
+        assert session.get(RowMemo, 2).body == "old 2"  # ORM
+    with sealstore.tenant("tenant_a"), engine.connect() as conn:  # Core
+        got = conn.execute(select(ROW_MEMOS.c.body).where(ROW_MEMOS.c.id == 3)).scalar()
+        assert got.open(3) == "old 3"
+        with pytest.raises(SealstoreError):
+            got.open(2)  # the legacy row context still binds the row
+        strict = conn.execute(select(ROW_STRICT.c.body).where(ROW_STRICT.c.id == 3)).scalar()
+        with pytest.raises(SealstoreError):
+            strict.open(3)
+    with sealstore.tenant("tenant_a"):
+        spec = ColumnSpec.from_column(ROW_MEMOS.c.body)
+        assert spec.row_bound
+        (checked,) = verify(engine, [spec])
+        assert (checked.checked, checked.failed) == (5, 0)
+        (col,) = [c for c in status(engine, [spec]).columns if c.kind == "encrypted"]
+        assert (col.tenant, col.legacy, col.not_primary) == ("tenant_a", 4, 4)
+        (result,) = rotate(engine, [spec])
+        assert result.failed == 0
+        (col,) = [c for c in status(engine, [spec]).columns if c.kind == "encrypted"]
+        assert (col.legacy, col.not_primary) == (0, 0)
+    assert key_id_of(_raw(engine, "tn_rmemos", "body", 3)) == (
+        T.tenant_keyring("tenant_a").primary.key_id
+    )
+    with sealstore.tenant("tenant_a"), engine.connect() as conn:
+        strict = conn.execute(select(ROW_STRICT.c.body).where(ROW_STRICT.c.id == 3)).scalar()
+        assert strict.open(3) == "old 3"  # now tenant-row bound
+    with sealstore.tenant("tenant_a"), Session(engine) as session:
+        assert [m.body for m in session.scalars(select(RowMemo).order_by(RowMemo.id))] == [
+            "old 1", "old 2", "old 3", "old 4", "new"
+        ]  # fmt: skip
+    # re-sealed values are bound to their row: a copy between rows is refused
+    _write_raw(engine, "tn_rmemos", "body", 2, _raw(engine, "tn_rmemos", "body", 1))
+    with sealstore.tenant("tenant_a"), Session(engine) as session, pytest.raises(REFUSED):
+        session.get(RowMemo, 2)
+    with sealstore.tenant("tenant_b"), Session(engine) as session, pytest.raises(REFUSED):
+        session.get(RowMemo, 1)
+
+
+def test_row_bound_tenant_seal_and_open_outside_a_statement(engine, live):
+    from sealstore.errors import ColumnBindingError
+
+    body = ROW_MEMOS.c.body.type
+    with sealstore.tenant("tenant_a"):
+        sealed = body.seal("by hand", 9)
+        assert body.open(sealed, 9) == "by hand"
+        with pytest.raises(SealstoreError):
+            body.open(sealed, 8)  # another row
+        with pytest.raises(ColumnBindingError):
+            body.seal("no row")
+    with sealstore.tenant("tenant_b"), pytest.raises(SealstoreError):
+        body.open(sealed, 9)  # another tenant
+    with pytest.raises(TenantRequired):
+        body.seal("no tenant", 9)
+    # a value prepared for one row-bound column is refused by another, nothing written
+    other = seal_for_row(ROW_QUALIFIED["tenant_a"].c.ssn, "123", 1)
+    with sealstore.tenant("tenant_a"), engine.begin() as conn, pytest.raises(REFUSED) as info:
+        conn.execute(insert(ROW_MEMOS).values(id=1, body=other))
+    assert isinstance(_refused(info.value), ColumnBindingError)
+    assert _count(engine, "tn_rmemos") == 0
