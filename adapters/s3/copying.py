@@ -34,7 +34,7 @@ from sealstore.stream import HEADER_SIZE
 
 from ..objects import metadata as M
 from ..objects.engine import copy_in_parts, must_reseal
-from ..objects.ranges import parse_range
+from ..objects.ranges import part_copy_span
 from . import large
 from .body import read_exactly
 from .sizes import size_of
@@ -322,20 +322,7 @@ def reseal_part_copy(sealing: Any, params: dict[str, Any], part_size_: int) -> A
             args["Bucket"], args["Key"], params["Bucket"], params["Key"],
         )  # fmt: skip
     total = head["ContentLength"] if header is None else n
-    first, last = 0, total - 1
-    if params.get("CopySourceRange"):
-        span = parse_range(params["CopySourceRange"]).resolve(total)
-        if not span:
-            raise UnsupportedOperation(
-                f"CopySourceRange {params['CopySourceRange']!r} is not inside the source's "
-                f"{total} bytes"
-            )
-        first, last = span
-    if last - first + 1 > part_size_:
-        raise UnsupportedOperation(
-            f"UploadPartCopy of {last - first + 1} bytes is more than the upload's part "
-            f"size {part_size_}"
-        )
+    first, last = part_copy_span(params.get("CopySourceRange"), total, part_size_)
     data = _read(sealing, args, head, first, last) if total else b""
     sse_c = {k: params[k] for k in ("SSECustomerAlgorithm", "SSECustomerKey",
                                     "SSECustomerKeyMD5", "RequestPayer",

@@ -9,6 +9,7 @@ import threading
 import pytest
 from sealstore.adapters.objects import MemoryStore, ObjectSealing
 from sealstore.adapters.objects.engine import copy_in_parts, must_reseal
+from sealstore.adapters.objects.ranges import part_copy_span
 from sealstore.errors import UnsupportedOperation
 from sealstore.keyring import Keyring
 
@@ -98,3 +99,20 @@ def test_a_failing_part_is_raised():
         copy_in_parts(300, 100, lambda a, b: b"z" * (b - a + 1), send, workers=2)
     with pytest.raises(ValueError):
         copy_in_parts(10, 0, lambda a, b: b"", send, workers=1)
+
+
+def test_part_copy_spans():
+    assert part_copy_span(None, 1000, 1000) == (0, 999)
+    assert part_copy_span("", 0, 10) == (0, -1)  # an empty source: an empty part
+    assert part_copy_span("bytes=10-19", 1000, 10) == (10, 19)
+    assert part_copy_span("bytes=990-2000", 1000, 10) == (990, 999)
+    assert part_copy_span("bytes=-5", 1000, 10) == (995, 999)
+    for outside in ("bytes=1000-1001", "bytes=-0"):
+        with pytest.raises(UnsupportedOperation, match="not inside the source's 1000 bytes"):
+            part_copy_span(outside, 1000, 10)
+    with pytest.raises(UnsupportedOperation, match="more than the upload's part size 10"):
+        part_copy_span("bytes=0-10", 1000, 10)
+    with pytest.raises(UnsupportedOperation, match="more than the upload's part size 999"):
+        part_copy_span(None, 1000, 999)
+    with pytest.raises(UnsupportedOperation):  # two ranges: refused, not the first one taken
+        part_copy_span("bytes=0-1,5-6", 1000, 10)
