@@ -1,5 +1,7 @@
-"""The engine's copy pieces the S3 binding's CopyObject runs on: which copies are re-sealed
-(``must_reseal``) and the part loop of a large re-sealing copy (``copy_in_parts``)."""
+"""The engine's pieces the S3 binding's copies and client-driven uploads run on: which copies are
+re-sealed (``must_reseal``), the part loop of a large re-sealing copy (``copy_in_parts``), the
+span of a part copy (``part_copy_span``) and which part of an upload ends the object
+(``part_ends_object``)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import threading
 import pytest
 from sealstore.adapters.objects import MemoryStore, ObjectSealing
 from sealstore.adapters.objects.engine import copy_in_parts, must_reseal
+from sealstore.adapters.objects.parts import part_ends_object
 from sealstore.adapters.objects.ranges import part_copy_span
 from sealstore.errors import UnsupportedOperation
 from sealstore.keyring import Keyring
@@ -116,3 +119,19 @@ def test_part_copy_spans():
         part_copy_span(None, 1000, 999)
     with pytest.raises(UnsupportedOperation):  # two ranges: refused, not the first one taken
         part_copy_span("bytes=0-1,5-6", 1000, 10)
+
+
+def test_which_part_ends_an_upload():
+    # declared length 250 in parts of 100: only part 3 (50 bytes at 200) ends it
+    assert not part_ends_object(1, 100, 100, 250)
+    assert not part_ends_object(2, 100, 100, 250)
+    assert part_ends_object(3, 50, 100, 250)
+    assert part_ends_object(3, 100, 100, 300)  # a full last part ends it too
+    assert part_ends_object(1, 0, 100, 0)  # an empty object: one empty part
+    for number, size in ((3, 49), (3, 51), (4, 10), (1, 50)):  # short or past the length
+        with pytest.raises(UnsupportedOperation, match="does not fit the declared length 250"):
+            part_ends_object(number, size, 100, 250)
+    with pytest.raises(UnsupportedOperation, match="more than the part size 100"):
+        part_ends_object(1, 101, 100, None)
+    # unknown length: a short part ends the object, a full one does not
+    assert part_ends_object(5, 99, 100, None) and not part_ends_object(5, 100, 100, None)
