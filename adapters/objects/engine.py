@@ -22,7 +22,8 @@ from __future__ import annotations
 import io
 import logging
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from sealstore.errors import (
@@ -62,6 +63,8 @@ __all__ = [
     "SPOOL_MEMORY",
     "ObjectSealing",
     "OpenedObject",
+    "copy_in_parts",
+    "must_reseal",
     "read_exactly",
     "spooled",
 ]
@@ -103,6 +106,53 @@ def read_exactly(raw: Any, n: int) -> bytes:
         parts.append(chunk)
         got += len(chunk)
     return b"".join(parts)
+
+
+def must_reseal(
+    header: ObjectHeader | None, *, same_place: bool, bind_location: bool, tenanted: bool
+) -> bool:
+    """Whether a copy of the object ``header`` heads (None: not sealed) must be re-sealed
+    rather than copied byte for byte by the store: a tenanted copy to another place (sealed
+    anew for its tenant), a bound object copied elsewhere (it would not open there), or an
+    unbound one copied by a writer that binds.  An object that is not sealed, a bound object
+    copied onto itself, or an unbound one with binding off keeps its stored bytes."""
+    if header is None:
+        return False
+    if tenanted and not same_place:
+        return True
+    return (header.bound and not same_place) or (not header.bound and bind_location)
+
+
+def copy_in_parts(
+    length: int,
+    part: int,
+    read: Callable[[int, int], bytes],
+    send: Callable[[int, bytes], str],
+    *,
+    workers: int,
+) -> Sequence[tuple[int, str]]:
+    """The parts ``(number, token)`` of a re-sealing copy of ``length`` plaintext bytes cut
+    into parts of ``part`` bytes (the last shorter): ``read(first, last)`` returns the
+    verified plaintext bytes ``first..last`` (inclusive) of the source and ``send(number,
+    data)`` seals and uploads them as part ``number`` (1-based), ``workers`` parts at a time
+    (each held in memory by its worker).  The first error stops the copy and is raised (the
+    caller aborts its upload); a short read raises UnsupportedOperation, so a source that
+    shrank is never completed into a shorter object."""
+    if part <= 0:
+        raise ValueError("a part holds at least one byte")
+
+    def one(number: int) -> tuple[int, str]:
+        first = (number - 1) * part
+        last = min(first + part, length) - 1
+        data = read(first, last)
+        if len(data) != last - first + 1:
+            raise UnsupportedOperation(
+                f"the copy source gave {len(data)} of bytes {first}-{last} of its {length}"
+            )
+        return number, send(number, data)
+
+    with ThreadPoolExecutor(max(1, workers)) as pool:
+        return list(pool.map(one, range(1, -(-length // part) + 1)))
 
 
 class OpenedObject(io.RawIOBase):

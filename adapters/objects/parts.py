@@ -13,7 +13,7 @@ from sealstore.errors import UnsupportedOperation
 
 from .store import PartLimits
 
-__all__ = ["needs_multipart", "part_size", "sealed_part_size"]
+__all__ = ["needs_multipart", "part_ends_object", "part_size", "sealed_part_size"]
 
 
 def part_size(length: int | None, wanted: int, segment_size: int, limits: PartLimits) -> int:
@@ -42,3 +42,22 @@ def needs_multipart(plaintext_length: int, limits: PartLimits) -> bool:
     sealed size is at most 1/1024 larger than the plaintext for any segment size sealstore
     accepts, plus the header)."""
     return plaintext_length + plaintext_length // 1024 + 4096 > limits.max_single
+
+
+def part_ends_object(number: int, size: int, part_size: int, length: int | None) -> bool:
+    """Whether part ``number`` (1-based) of ``size`` plaintext bytes, in an upload whose parts
+    hold ``part_size`` bytes (the last fewer) and whose plaintext ``length`` was declared (None:
+    unknown), ends the object, so its final segment is sealed as final.  UnsupportedOperation,
+    before the part is sealed, when it does not fit the part size or the declared length."""
+    offset = (number - 1) * part_size
+    if size > part_size:
+        raise UnsupportedOperation(
+            f"part {number} holds {size} bytes, more than the part size {part_size}"
+        )
+    if length is None:
+        return size < part_size
+    if offset + size > length or (size < part_size and offset + size != length):
+        raise UnsupportedOperation(
+            f"part {number} ({size} bytes at {offset}) does not fit the declared length {length}"
+        )
+    return offset + size == length

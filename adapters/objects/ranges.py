@@ -8,7 +8,7 @@ import re
 from sealstore.errors import UnsupportedOperation
 from sealstore.stream import HEADER_SIZE
 
-__all__ = ["ByteRange", "parse_range", "sealed_range"]
+__all__ = ["ByteRange", "parse_range", "part_copy_span", "sealed_range"]
 
 _RANGE = re.compile(r"^\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*$", re.IGNORECASE)
 
@@ -58,6 +58,28 @@ def parse_range(text: str) -> ByteRange:
     if last is not None and last < first:
         raise UnsupportedOperation(f"Range {text!r}: the last byte is before the first")
     return ByteRange(first, last, None, text)
+
+
+def part_copy_span(text: str | None, size: int, part_size: int) -> tuple[int, int]:
+    """The inclusive plaintext span ``(first, last)`` a part copied from a source of ``size``
+    plaintext bytes takes: the single range ``text`` (S3's ``CopySourceRange``), or the whole
+    source without one (``(0, -1)`` for an empty source).  UnsupportedOperation, before
+    anything is read or sent, for a range outside the source or a span above ``part_size``
+    (the upload's plaintext part size)."""
+    first, last = 0, size - 1
+    if text:
+        span = parse_range(text).resolve(size)
+        if not span:
+            raise UnsupportedOperation(
+                f"CopySourceRange {text!r} is not inside the source's {size} bytes"
+            )
+        first, last = span
+    if last - first + 1 > part_size:
+        raise UnsupportedOperation(
+            f"UploadPartCopy of {last - first + 1} bytes is more than the upload's part "
+            f"size {part_size}"
+        )
+    return first, last
 
 
 def sealed_range(rng: ByteRange, segment_size: int, tag_size: int) -> str:

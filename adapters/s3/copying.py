@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import datetime
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import unquote, urlencode
 
@@ -34,7 +33,8 @@ from sealstore.errors import NotSealedObject, UnsupportedOperation
 from sealstore.stream import HEADER_SIZE
 
 from ..objects import metadata as M
-from ..objects.ranges import parse_range
+from ..objects.engine import copy_in_parts, must_reseal
+from ..objects.ranges import part_copy_span
 from . import large
 from .body import read_exactly
 from .sizes import size_of
@@ -125,12 +125,8 @@ def reseal_copy(sealing: Any, params: dict[str, Any]) -> Any:
     onto itself)."""
     args, head, header, n = _source(sealing, params)
     same_place = (args["Bucket"], args["Key"]) == (params["Bucket"], params["Key"])
-    tenanted = sealing.tenancy is not None and not same_place  # re-sealed for its tenant
-    if header is None or not (
-        tenanted
-        or (header.bound and not same_place)
-        or (not header.bound and sealing.bind_location)
-    ):
+    if not must_reseal(header, same_place=same_place, bind_location=sealing.bind_location,
+                       tenanted=sealing.tenancy is not None):  # fmt: skip
         if header is not None and head["ContentLength"] > large.MAX_SINGLE_REQUEST:
             return _byte_copy_large(sealing, params, args, head)
         return None
@@ -239,18 +235,19 @@ def _copy_parts(
     )  # fmt: skip
     upload_id = upload["UploadId"]
 
-    def one(number: int) -> dict[str, Any]:
-        first = (number - 1) * size
-        data = _read(sealing, args, head, first, min(first + size, n) - 1)
+    def send(number: int, data: bytes) -> str:  # sealed by this client's handlers
         resp = client.upload_part(Bucket=bucket, Key=key, UploadId=upload_id,
                                   PartNumber=number, Body=data, **sse_c)  # fmt: skip
-        return {"PartNumber": number, "ETag": resp["ETag"]}
+        return str(resp["ETag"])
 
     try:
-        with ThreadPoolExecutor(COPY_WORKERS) as pool:
-            parts = list(pool.map(one, range(1, -(-n // size) + 1)))
+        parts = copy_in_parts(
+            n, size, lambda first, last: _read(sealing, args, head, first, last), send,
+            workers=COPY_WORKERS,
+        )  # fmt: skip
+        listed = [{"PartNumber": number, "ETag": etag} for number, etag in parts]
         result: dict[str, Any] = client.complete_multipart_upload(
-            Bucket=bucket, Key=key, UploadId=upload_id, MultipartUpload={"Parts": parts}, **done
+            Bucket=bucket, Key=key, UploadId=upload_id, MultipartUpload={"Parts": listed}, **done
         )  # fmt: skip
         return result
     except BaseException:
@@ -325,20 +322,7 @@ def reseal_part_copy(sealing: Any, params: dict[str, Any], part_size_: int) -> A
             args["Bucket"], args["Key"], params["Bucket"], params["Key"],
         )  # fmt: skip
     total = head["ContentLength"] if header is None else n
-    first, last = 0, total - 1
-    if params.get("CopySourceRange"):
-        span = parse_range(params["CopySourceRange"]).resolve(total)
-        if not span:
-            raise UnsupportedOperation(
-                f"CopySourceRange {params['CopySourceRange']!r} is not inside the source's "
-                f"{total} bytes"
-            )
-        first, last = span
-    if last - first + 1 > part_size_:
-        raise UnsupportedOperation(
-            f"UploadPartCopy of {last - first + 1} bytes is more than the upload's part "
-            f"size {part_size_}"
-        )
+    first, last = part_copy_span(params.get("CopySourceRange"), total, part_size_)
     data = _read(sealing, args, head, first, last) if total else b""
     sse_c = {k: params[k] for k in ("SSECustomerAlgorithm", "SSECustomerKey",
                                     "SSECustomerKeyMD5", "RequestPayer",

@@ -23,6 +23,7 @@ from sealstore.stream import (
 
 from ..objects import metadata as M
 from ..objects.engine import SPOOL_MEMORY, spooled
+from ..objects.parts import part_ends_object
 from .sealing_state import SealingState
 from .body import (
     read_exactly,
@@ -183,7 +184,7 @@ class UploadHandlers(SealingState):
         state = self._upload(params.get("UploadId"))
         number = int(params["PartNumber"])
         body, size = _part_body(params, state.part_size)
-        final = _part_is_final(state, number, size)
+        final = part_ends_object(number, size, state.part_size, state.length)
         reader = SealingReader(
             state.cipher,
             body,
@@ -318,23 +319,6 @@ def _part_body(params, part_size: int):
         body = read_exactly(body, part_size + 1)
         size = len(body)
     return body, size
-
-
-def _part_is_final(state, number: int, size: int) -> bool:
-    """Whether part ``number`` of ``size`` bytes ends the object; UnsupportedOperation if it
-    does not fit the part size or the declared length."""
-    p = state.part_size
-    offset = (number - 1) * p
-    if size > p:
-        raise UnsupportedOperation(f"part {number} holds {size} bytes, more than the part size {p}")
-    if state.length is None:
-        return size < p
-    if offset + size > state.length or (size < p and offset + size != state.length):
-        raise UnsupportedOperation(
-            f"part {number} ({size} bytes at {offset}) does not fit the declared "
-            f"length {state.length}"
-        )
-    return offset + size == state.length
 
 
 def _check_parts_tile(state, parts: list) -> tuple[list[int], int]:

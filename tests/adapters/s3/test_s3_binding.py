@@ -236,6 +236,11 @@ def test_upload_part_copy_reseals_into_the_upload(s3, raw_s3, bucket, other_buck
     with pytest.raises(UnsupportedOperation, match="part size"):  # more than a part: refused
         s3.upload_part_copy(Bucket=bucket, Key="big", UploadId=up["UploadId"], PartNumber=1,
                             CopySource=f"{bucket}/a")  # fmt: skip
+    with pytest.raises(UnsupportedOperation, match="not inside"):  # past the source's plaintext
+        s3.upload_part_copy(Bucket=bucket, Key="big", UploadId=up["UploadId"], PartNumber=1,
+                            CopySource=f"{bucket}/a",
+                            CopySourceRange=f"bytes={len(a)}-{len(a) + 9}")  # fmt: skip
+    assert not raw_s3.list_parts(Bucket=bucket, Key="big", UploadId=up["UploadId"]).get("Parts")
 
 
 def test_multipart_uploads_are_bound(s3, raw_s3, bucket, tmp_path):

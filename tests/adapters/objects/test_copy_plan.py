@@ -1,0 +1,137 @@
+"""The engine's pieces the S3 binding's copies and client-driven uploads run on: which copies are
+re-sealed (``must_reseal``), the part loop of a large re-sealing copy (``copy_in_parts``), the
+span of a part copy (``part_copy_span``) and which part of an upload ends the object
+(``part_ends_object``)."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+from sealstore.adapters.objects import MemoryStore, ObjectSealing
+from sealstore.adapters.objects.engine import copy_in_parts, must_reseal
+from sealstore.adapters.objects.parts import part_ends_object
+from sealstore.adapters.objects.ranges import part_copy_span
+from sealstore.errors import UnsupportedOperation
+from sealstore.keyring import Keyring
+
+SEG = 4096
+
+
+@pytest.fixture
+def sealed_headers():
+    """Headers of a bound and of an unbound sealed object (memory store)."""
+    keyring = Keyring.generate("AEGIS-128L", 16)
+    store = MemoryStore()
+    store.create_bucket("b")
+    out = {}
+    for bound in (True, False):
+        sealing = ObjectSealing(keyring, segment_size=SEG, bind_location=bound)
+        sealing.seal(store, "b", f"k{bound}", b"x" * 100)
+        found = sealing.header(store, store.head("b", f"k{bound}"))
+        assert found is not None
+        out[bound] = found[0]
+    assert out[True].bound and not out[False].bound
+    return out
+
+
+@pytest.mark.parametrize("tenanted", [False, True])
+@pytest.mark.parametrize("bind_location", [False, True])
+def test_which_copies_are_resealed(sealed_headers, bind_location, tenanted):
+    bound, unbound = sealed_headers[True], sealed_headers[False]
+    for same_place in (False, True):  # an object that is not sealed keeps its bytes
+        assert not must_reseal(
+            None, same_place=same_place, bind_location=bind_location, tenanted=tenanted
+        )
+    # a bound object elsewhere would not open there: always re-sealed; onto itself: never
+    assert must_reseal(bound, same_place=False, bind_location=bind_location, tenanted=tenanted)
+    assert not must_reseal(bound, same_place=True, bind_location=bind_location, tenanted=tenanted)
+    # unbound: re-sealed when the writer binds, or for another tenant's place
+    want = bind_location or tenanted
+    assert must_reseal(unbound, same_place=False, bind_location=bind_location,
+                       tenanted=tenanted) is want  # fmt: skip
+    assert must_reseal(unbound, same_place=True, bind_location=bind_location,
+                       tenanted=False) is bind_location  # fmt: skip
+
+
+@pytest.mark.parametrize("length", [1, 99, 100, 101, 1000])
+def test_parts_cover_the_source_exactly_in_order(length):
+    data = os.urandom(length)
+    reads, sent, lock = [], {}, threading.Lock()
+
+    def read(first, last):
+        with lock:
+            reads.append((first, last))
+        return data[first : last + 1]
+
+    def send(number, chunk):
+        with lock:
+            sent[number] = chunk
+        return f"etag-{number}"
+
+    parts = copy_in_parts(length, 100, read, send, workers=3)
+    count = -(-length // 100)
+    assert list(parts) == [(n, f"etag-{n}") for n in range(1, count + 1)]
+    assert sorted(reads) == [(i * 100, min(i * 100 + 100, length) - 1) for i in range(count)]
+    assert b"".join(sent[n] for n in range(1, count + 1)) == data
+
+
+def test_a_short_read_stops_the_copy_before_its_part_is_sent():
+    """A source that shrank under the copy never becomes a shorter destination."""
+    sent = []
+
+    def read(first, last):
+        return b"y" * (last - first + (0 if first else 1))  # the second part comes short
+
+    with pytest.raises(UnsupportedOperation, match="gave 99 of bytes 100-199"):
+        copy_in_parts(250, 100, read, lambda n, d: sent.append(n) or "e", workers=1)
+    assert sent == [1]
+
+
+def test_a_failing_part_is_raised():
+    class Boom(Exception):
+        pass
+
+    def send(number, chunk):
+        if number == 2:
+            raise Boom("part 2")
+        return "e"
+
+    with pytest.raises(Boom):
+        copy_in_parts(300, 100, lambda a, b: b"z" * (b - a + 1), send, workers=2)
+    with pytest.raises(ValueError):
+        copy_in_parts(10, 0, lambda a, b: b"", send, workers=1)
+
+
+def test_part_copy_spans():
+    assert part_copy_span(None, 1000, 1000) == (0, 999)
+    assert part_copy_span("", 0, 10) == (0, -1)  # an empty source: an empty part
+    assert part_copy_span("bytes=10-19", 1000, 10) == (10, 19)
+    assert part_copy_span("bytes=990-2000", 1000, 10) == (990, 999)
+    assert part_copy_span("bytes=-5", 1000, 10) == (995, 999)
+    for outside in ("bytes=1000-1001", "bytes=-0"):
+        with pytest.raises(UnsupportedOperation, match="not inside the source's 1000 bytes"):
+            part_copy_span(outside, 1000, 10)
+    with pytest.raises(UnsupportedOperation, match="more than the upload's part size 10"):
+        part_copy_span("bytes=0-10", 1000, 10)
+    with pytest.raises(UnsupportedOperation, match="more than the upload's part size 999"):
+        part_copy_span(None, 1000, 999)
+    with pytest.raises(UnsupportedOperation):  # two ranges: refused, not the first one taken
+        part_copy_span("bytes=0-1,5-6", 1000, 10)
+
+
+def test_which_part_ends_an_upload():
+    # declared length 250 in parts of 100: only part 3 (50 bytes at 200) ends it
+    assert not part_ends_object(1, 100, 100, 250)
+    assert not part_ends_object(2, 100, 100, 250)
+    assert part_ends_object(3, 50, 100, 250)
+    assert part_ends_object(3, 100, 100, 300)  # a full last part ends it too
+    assert part_ends_object(1, 0, 100, 0)  # an empty object: one empty part
+    for number, size in ((3, 49), (3, 51), (4, 10), (1, 50)):  # short or past the length
+        with pytest.raises(UnsupportedOperation, match="does not fit the declared length 250"):
+            part_ends_object(number, size, 100, 250)
+    with pytest.raises(UnsupportedOperation, match="more than the part size 100"):
+        part_ends_object(1, 101, 100, None)
+    # unknown length: a short part ends the object, a full one does not
+    assert part_ends_object(5, 99, 100, None) and not part_ends_object(5, 100, 100, None)
