@@ -105,14 +105,14 @@ class GCSSealing:
         part_size: int = GCS_PART,
         tenancy: ObjectTenancy | None = None,
     ) -> None:
-        self.engine = ObjectSealing(
+        self.engine: ObjectSealing = ObjectSealing(
             keyring, segment_size=segment_size, context=context, bind_location=bind_location,
             allow_retired=allow_retired, passthrough=passthrough, part_size=part_size,
             tenancy=tenancy,
         )  # fmt: skip
         self.client = client
         self._local = threading.local()
-        self.store = GCSStore(client, sealing=self)
+        self.store: GCSStore = GCSStore(client, sealing=self)
 
     def __repr__(self) -> str:
         return f"<GCSSealing {self.engine!r}>"

@@ -284,7 +284,7 @@ class ObjectSealing:
         self.tenancy = tenancy  # None: objects are not bound to tenants (tenancy.py)
         self.segment_size = segment_size
         self.context = context
-        self.bind_location = bool(bind_location)
+        self.bind_location: bool = bool(bind_location)
         self.allow_retired = allow_retired
         self.passthrough = passthrough
         self.part_size = part_size  # None: RESEAL_PART when a part is planned

@@ -63,9 +63,9 @@ class ObjectBinding:
     __slots__ = ("context", "keyring", "tenant")
 
     def __init__(self, keyring: Keyring, context: bytes, tenant: str | None) -> None:
-        self.keyring = keyring
-        self.context = context
-        self.tenant = tenant
+        self.keyring: Keyring = keyring
+        self.context: bytes = context
+        self.tenant: str | None = tenant
 
     def __repr__(self) -> str:
         return f"<ObjectBinding tenant={self.tenant!r}>"
@@ -86,7 +86,7 @@ class ObjectTenancy:
         self._pattern = _compile(prefix) if isinstance(prefix, str) else None
         if prefix is not None and self._pattern is None and not callable(prefix):
             raise TypeError("tenant_prefix must be a pattern with '{tenant}' or a callable")
-        self.legacy = bool(legacy)
+        self.legacy: bool = bool(legacy)
         # (bucket, key) -> [tenant, count]: the tenant of a managed transfer under way, for its
         # worker threads (which do not inherit the caller's sealstore.tenant() block)
         self._pins: dict[tuple[str, str], list[Any]] = {}
