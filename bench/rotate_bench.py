@@ -476,9 +476,10 @@ def _app_deadlocks(engine, keyring, args, rows: int, ordered: bool) -> dict[str,
                         conn.execute(sa.update(t).where(t.c.id == i).values(v=v))
                         time.sleep(0.0005)
             except sa.exc.DBAPIError as exc:
+                # PostgreSQL's SQLSTATE 40P01; MySQL/MariaDB's error 1213 (PyMySQL also sets
+                # its SQLSTATE, 40001, which PostgreSQL uses for serialization failures)
                 orig, first = exc.orig, getattr(exc.orig, "args", ()) or (None,)
-                code = getattr(orig, "sqlstate", None) or first[0]
-                if code not in ("40P01", 1213):
+                if getattr(orig, "sqlstate", None) != "40P01" and first[0] != 1213:
                     raise
                 with lock:
                     counts["deadlocks"] += 1

@@ -6,7 +6,8 @@ rewrite (``scrub``), and how long a live writer waits meanwhile.
 For each run: a table of ``--rows`` rows (e-mail, SSN-shaped, notes), a writer thread that
 updates a column that is not converted and inserts rows throughout (timing each write), then
 ``encrypt_column`` of ``ssn`` and ``notes`` in one Alembic-style migration; prints the
-conversion's rows/s and the writer's longest wait, median of the runs, for scrub on and off.
+conversion's rows/s and the writer's longest wait, median of the runs, and per run the writes
+committed, lost (committed but not in the table afterwards) and failed, for scrub on and off.
 Plaintext copies are counted by tests/migrations/test_medium.py.
 """
 
@@ -43,27 +44,34 @@ def setup(engine, rows: int) -> None:
                                     for i in range(rows)])  # fmt: skip
 
 
-def writer(engine, rows: int, stop: threading.Event, waits: list) -> None:
+def writer(engine, rows: int, stop: threading.Event, waits: list, done: dict) -> None:
+    """Updates and inserts until ``stop``; ``done`` counts the committed ones and the errors."""
     n = 0
     while not stop.is_set():
         n += 1
         t0 = time.perf_counter()
-        with engine.begin() as conn:
-            if n % 3:
-                conn.exec_driver_sql(
-                    f"UPDATE {TABLE} SET hits = hits + 1 WHERE id = {(n * 7919) % rows}"
-                )
-            else:
-                conn.exec_driver_sql(f"INSERT INTO {TABLE} (id, hits) VALUES ({rows + n}, 0)")
-        waits.append(time.perf_counter() - t0)
+        try:
+            with engine.begin() as conn:
+                if n % 3:
+                    conn.exec_driver_sql(
+                        f"UPDATE {TABLE} SET hits = hits + 1 WHERE id = {(n * 7919) % rows}"
+                    )
+                else:
+                    conn.exec_driver_sql(f"INSERT INTO {TABLE} (id, hits) VALUES ({rows + n}, 0)")
+        except sa.exc.DBAPIError:
+            done["errors"] += 1
+        else:
+            done["updates" if n % 3 else "inserts"] += 1
+            waits.append(time.perf_counter() - t0)
         time.sleep(0.005)
 
 
-def run(url: str, rows: int, scrub: bool) -> tuple[float, float, int]:
+def run(url: str, rows: int, scrub: bool) -> tuple[float, float, int, int, int]:
+    """(values/s, longest write wait, writes committed, writes lost, writes failed)."""
     engine = sa.create_engine(url, connect_args={"timeout": 60} if url.startswith("sqlite") else {})
     setup(engine, rows)
-    stop, waits = threading.Event(), []
-    th = threading.Thread(target=writer, args=(engine, rows, stop, waits))
+    stop, waits, done = threading.Event(), [], {"updates": 0, "inserts": 0, "errors": 0}
+    th = threading.Thread(target=writer, args=(engine, rows, stop, waits, done))
     th.start()
     time.sleep(0.5)
     t0 = time.perf_counter()
@@ -78,10 +86,12 @@ def run(url: str, rows: int, scrub: bool) -> tuple[float, float, int]:
     finally:
         stop.set()
         th.join()
-    with engine.begin() as conn:
+    with engine.begin() as conn:  # every committed write is in the table
+        hits, count = conn.exec_driver_sql(f"SELECT sum(hits), count(*) FROM {TABLE}").one()
         conn.exec_driver_sql(f"DROP TABLE {TABLE}")
     engine.dispose()
-    return 2 * rows / elapsed, max(waits), len(waits)
+    lost = (done["updates"] - int(hits)) + (rows + done["inserts"] - count)
+    return 2 * rows / elapsed, max(waits), len(waits), lost, done["errors"]
 
 
 def main() -> None:
@@ -96,6 +106,8 @@ def main() -> None:
             "values_per_s": round(statistics.median(g[0] for g in got)),
             "longest_write_wait_s": round(statistics.median(g[1] for g in got), 3),
             "writes": [g[2] for g in got],
+            "writes_lost": [g[3] for g in got],
+            "writes_failed": [g[4] for g in got],
             "runs": [[round(g[0]), round(g[1], 3)] for g in got],
         }
     print(json.dumps({"url": url.split("@")[-1], "rows": rows, **out}))

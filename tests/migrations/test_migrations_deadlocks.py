@@ -168,3 +168,60 @@ def test_encrypt_column_beside_multi_row_writers_never_aborts(
         # statements waits (adding the shadow column, the trigger, the final lock and swap):
         # 1213, which the application retries; none comes from the batches (docs/COLUMNS.md)
         assert set(errors) <= DEADLOCKS, errors
+
+
+def _driver_deadlock(dialect: str) -> Exception:
+    """The exception the driver raises for a deadlock: what a batch meets when the database
+    picks its transaction as the victim."""
+    if dialect == "postgresql":
+        import psycopg
+
+        return psycopg.errors.DeadlockDetected("deadlock detected")
+    import pymysql
+
+    return pymysql.err.OperationalError(1213, "Deadlock found when trying to get lock")
+
+
+@pytest.mark.parametrize("db_url", ["postgresql", "mariadb"], indirect=True)
+def test_a_conversion_batch_that_meets_a_deadlock_is_retried(sql_engine, keyring, caplog):
+    """A batch can only be the victim of a deadlock it is not half of (its rows are locked
+    with SKIP LOCKED first), but the database may still abort its transaction as the victim:
+    the driver's own 40P01 / 1213, raised by the batch's UPDATE after it ran, is retried in a
+    new transaction and the migration completes, every value sealed once and none lost."""
+    plain = sa.Table("dlr_users", sa.MetaData(), sa.Column("id", sa.Integer, primary_key=True,
+                     autoincrement=False), sa.Column("ssn", sa.String(40)))  # fmt: skip
+    sealed = sa.Table("dlr_users", sa.MetaData(), sa.Column("id", sa.Integer, primary_key=True,
+                      autoincrement=False), sa.Column("ssn", EncryptedString(40)))  # fmt: skip
+    plain.create(sql_engine)
+    expected = {i: f"SECRET-{i:04d}" for i in range(600)}
+    with sql_engine.begin() as conn:
+        conn.execute(sa.insert(plain), [{"id": k, "ssn": v} for k, v in expected.items()])
+    batches, raised = [], []
+
+    @sa.event.listens_for(sql_engine, "after_cursor_execute")
+    def deadlock(conn, cursor, statement, parameters, context, executemany):
+        if statement.lstrip().upper().startswith("UPDATE") and "_ss_ssn" in statement:
+            batches.append(1)
+            # the second batch, then the third (the retry of the second passes)
+            if len(batches) in (2, 4):
+                raised.append(len(batches))
+                raise _driver_deadlock(sql_engine.dialect.name)
+
+    caplog.set_level(logging.WARNING, logger="sealstore.migrations")
+    try:
+        with sql_engine.connect() as conn:
+            ctx = MigrationContext.configure(conn, opts={"transaction_per_migration": True})
+            with ctx.begin_transaction(_per_migration=True):
+                Operations(ctx).encrypt_column("dlr_users", "ssn", EncryptedString(40),
+                                               batch_size=100)  # fmt: skip
+    finally:
+        sa.event.remove(sql_engine, "after_cursor_execute", deadlock)
+    assert raised == [2, 4]
+    retries = [r.getMessage() for r in caplog.records if "; retry " in r.getMessage()]
+    assert len(retries) == 2, retries
+    code = "SQLSTATE 40P01" if sql_engine.dialect.name == "postgresql" else "error 1213"
+    assert all(code in m and "dlr_users.ssn" in m for m in retries), retries
+    with sql_engine.connect() as conn:
+        assert dict(conn.execute(sa.select(sealed.c.id, sealed.c.ssn)).all()) == expected
+        cols = {c["name"] for c in sa.inspect(conn).get_columns("dlr_users")}
+    assert cols == {"id", "ssn"}  # swapped: no shadow column left

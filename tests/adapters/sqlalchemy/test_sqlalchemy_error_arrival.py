@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import traceback
 import uuid
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -165,3 +166,45 @@ def test_where_a_write_error_arrives(db, model, path, bad):
         assert conn.execute(sa.select(sa.func.count()).select_from(t)).scalar_one() == 1
     with Session(db) as s:
         assert s.get(model, 1).name == "one"
+
+
+#: docs/COLUMNS.md's first column, per write path of ``PATHS``
+DOC_ROWS = {
+    "Core `insert().values(...)`": "Core insert().values()",
+    "Core `executemany` (`insert()`, list of dicts)": "Core executemany",
+    "Core `update().values(...)`": "Core update().values()",
+    "ORM flush, new object": "ORM flush, insert",
+    "ORM flush, changed object": "ORM flush, update",
+    "`session.bulk_insert_mappings`": "bulk_insert_mappings",
+    "ORM bulk `insert(Model)`, list of dicts": "ORM bulk insert()",
+    "ORM bulk `update(Model)`, list of dicts": "ORM bulk update()",
+}
+
+
+def _cell(text: str) -> str:
+    if text.startswith("refused"):
+        assert "`ColumnBindingError`" in text or text == "refused, as above", text
+        return "refused"
+    return {"`StatementError`": "wrapped", "bare": "bare"}[text]
+
+
+def test_columns_md_table_is_the_table_this_test_checks():
+    """docs/COLUMNS.md, "Where a write error arrives", cell by cell against ``WHERE`` (the
+    table the test above runs): the page says where each error arrives, as it does."""
+    page = (Path(__file__).resolve().parents[3] / "docs" / "COLUMNS.md").read_text()
+    section = page.split("### Where a write error arrives", 1)[1].split("\n### ", 1)[0]
+    rows = [
+        line.strip("|").split("|")
+        for line in section.splitlines()
+        if line.startswith("| ") and not line.startswith("| ---")
+    ]
+    header, body = rows[0], rows[1:]
+    assert [c.strip() for c in header] == [
+        "write path", "plain encrypted column", "row-bound column", "column with a blind index",
+    ]  # fmt: skip
+    documented = {}
+    for cells in body:
+        path, *where = (c.strip() for c in cells)
+        for model, cell in zip((Plain, RowBound, Indexed), where):
+            documented[(model, DOC_ROWS[path])] = _cell(cell)
+    assert documented == WHERE
