@@ -19,11 +19,13 @@ gets a stream it may read as it sends).
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import logging
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sealstore.errors import (
@@ -38,6 +40,8 @@ from sealstore.errors import (
 from sealstore.stream import (
     DEFAULT_SEGMENT_SIZE,
     HEADER_SIZE,
+    MAX_SEGMENT_SIZE,
+    MIN_SEGMENT_SIZE,
     ObjectCipher,
     ObjectHeader,
     OpeningReader,
@@ -54,14 +58,18 @@ from .ranges import ByteRange
 from .sizes import header_of
 from .store import ObjectStore, StoredObject
 
+from .tenancy import ObjectTenancy
+
 if TYPE_CHECKING:
-    from .tenancy import ObjectTenancy
+    from .tenancy import TenantRule
     from sealstore.keyring import Keyring
 
 __all__ = [
     "RESEAL_PART",
     "SPOOL_MEMORY",
+    "Limited",
     "ObjectSealing",
+    "ObjectSettings",
     "OpenedObject",
     "copy_in_parts",
     "must_reseal",
@@ -228,8 +236,9 @@ def _check_end(source: Any, length: int | None) -> None:
         raise SourceChanged(f"the source holds more than its declared {length} bytes")
 
 
-class _Limited:
-    """``raw`` (a stored body), reading at most ``count`` bytes of it."""
+class Limited:
+    """``raw`` (a stored body), reading at most ``count`` bytes of it (a store's body may run on
+    past the range asked for; a binding that drops bytes first wraps this after its skip)."""
 
     def __init__(self, raw: Any, count: int) -> None:
         self._raw = raw
@@ -251,6 +260,67 @@ class _Limited:
 
     def close(self) -> None:
         self._raw.close()
+
+
+@dataclass(frozen=True)
+class ObjectSettings:
+    """The sealing settings of an encrypted client of any store (the keywords of every
+    adapter's ``encrypt_client``), validated once: an adapter builds one (:meth:`of`) and its
+    engine from it (:meth:`ObjectSealing.from_settings`).
+
+    ``segment_size``: plaintext bytes per segment of new objects (a power of two, 1 KiB ..
+    16 MiB).  ``passthrough``: return objects sealstore did not write as they are,
+    UNAUTHENTICATED.  ``allow_retired``: open objects of retired keys.  ``context``: bytes
+    bound into every object key.  ``bind_location``: bind new objects to their store, bucket
+    and key.  ``tenancy``: an :class:`~sealstore.adapters.objects.tenancy.ObjectTenancy`
+    (None: objects are not bound to tenants)."""
+
+    segment_size: int = DEFAULT_SEGMENT_SIZE
+    passthrough: bool = False
+    allow_retired: bool = False
+    context: bytes = b""
+    bind_location: bool = True
+    tenancy: ObjectTenancy | None = None
+
+    def __post_init__(self) -> None:
+        seg = self.segment_size
+        if (
+            not isinstance(seg, int)
+            or isinstance(seg, bool)
+            or not MIN_SEGMENT_SIZE <= seg <= MAX_SEGMENT_SIZE
+            or seg & (seg - 1)
+        ):
+            raise ValueError(
+                f"segment_size must be a power of two from {MIN_SEGMENT_SIZE} to "
+                f"{MAX_SEGMENT_SIZE}, not {seg!r}"
+            )
+        for name in ("passthrough", "allow_retired", "bind_location"):
+            object.__setattr__(self, name, bool(getattr(self, name)))
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        segment_size: int = DEFAULT_SEGMENT_SIZE,
+        passthrough: bool = False,
+        allow_retired: bool = False,
+        context: bytes = b"",
+        bind_location: bool = True,
+        tenant: str | bool | None = None,
+        tenant_prefix: TenantRule | None = None,
+        tenant_legacy: bool = True,
+    ) -> ObjectSettings:
+        """The settings of an ``encrypt_client`` call, by its keywords (``tenant``,
+        ``tenant_prefix``, ``tenant_legacy``: its tenancy, ``ObjectTenancy.of``)."""
+        return cls(
+            segment_size=segment_size, passthrough=passthrough, allow_retired=allow_retired,
+            context=context, bind_location=bind_location,
+            tenancy=ObjectTenancy.of(tenant, tenant_prefix, tenant_legacy),
+        )  # fmt: skip
+
+    def replace(self, **changes: Any) -> ObjectSettings:
+        """A copy with ``changes`` (validated again)."""
+        return dataclasses.replace(self, **changes)
 
 
 class ObjectSealing:
@@ -279,15 +349,34 @@ class ObjectSealing:
         part_size: int | None = None,
         tenancy: ObjectTenancy | None = None,
     ) -> None:
-        ObjectCipher.create(keyring, segment_size=segment_size)  # validates the settings early
-        self.keyring = keyring
-        self.tenancy = tenancy  # None: objects are not bound to tenants (tenancy.py)
-        self.segment_size = segment_size
-        self.context = context
-        self.bind_location: bool = bool(bind_location)
-        self.allow_retired = allow_retired
-        self.passthrough = passthrough
-        self.part_size = part_size  # None: RESEAL_PART when a part is planned
+        settings = ObjectSettings(
+            segment_size=segment_size, passthrough=passthrough, allow_retired=allow_retired,
+            context=context, bind_location=bind_location, tenancy=tenancy,
+        )  # fmt: skip
+        self._take(keyring, settings, part_size)
+
+    @classmethod
+    def from_settings(
+        cls, keyring: Keyring, settings: ObjectSettings, *, part_size: int | None = None
+    ) -> ObjectSealing:
+        """The engine of an adapter's ``settings`` (validated when they were made)."""
+        self = cls.__new__(cls)
+        self._take(keyring, settings, part_size)
+        return self
+
+    def _take(self, keyring: Keyring, settings: ObjectSettings, part_size: int | None) -> None:
+        ObjectCipher.create(keyring, segment_size=settings.segment_size)  # the keyring can seal
+        self.keyring: Keyring = keyring
+        self.settings: ObjectSettings = settings
+        #: None: objects are not bound to tenants (tenancy.py)
+        self.tenancy: ObjectTenancy | None = settings.tenancy
+        self.segment_size: int = settings.segment_size
+        self.context: bytes = settings.context
+        self.bind_location: bool = settings.bind_location
+        self.allow_retired: bool = settings.allow_retired
+        self.passthrough: bool = settings.passthrough
+        #: None: RESEAL_PART when a part is planned
+        self.part_size: int | None = part_size
 
     def __repr__(self) -> str:
         return (
@@ -536,7 +625,7 @@ class ObjectSealing:
                 bucket, key, plan.start, plan.stop - 1, if_match=obj.etag, version=obj.version
             )
             reader = OpeningReader(
-                cipher, _Limited(body, plan.stop - plan.start), first_index=plan.first_segment,
+                cipher, Limited(body, plan.stop - plan.start), first_index=plan.first_segment,
                 final=plan.final, segments=plan.segments, skip=plan.skip, length=plan.length,
             )  # fmt: skip
         return OpenedObject(reader, size=n, span=span, sealed=True, header=header, stored=obj)
@@ -580,7 +669,7 @@ class ObjectSealing:
             obj.bucket, obj.key, span[0], span[1], if_match=obj.etag, version=obj.version
         )
         return OpenedObject(
-            _Limited(body, span[1] - span[0] + 1), size=obj.size, span=span, sealed=False,
+            Limited(body, span[1] - span[0] + 1), size=obj.size, span=span, sealed=False,
             header=None, stored=obj,
         )  # fmt: skip
 

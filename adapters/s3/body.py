@@ -15,7 +15,7 @@ from botocore.exceptions import (
 )
 from botocore.response import StreamingBody
 
-from ..objects.engine import read_exactly
+from ..objects.engine import Limited, read_exactly
 
 __all__ = [
     "OpenedBody",
@@ -44,13 +44,13 @@ def invalid_range(text: str, size: int, operation: str = "GetObject") -> ClientE
     )
 
 
-class Window:
-    """Read ``count`` bytes of ``raw`` after dropping its first ``skip`` bytes."""
+class Window(Limited):
+    """Read ``count`` bytes of ``raw`` after dropping its first ``skip`` bytes (the engine's
+    length-limited reader, after the skip)."""
 
     def __init__(self, raw: Any, skip: int, count: int) -> None:
-        self._raw = raw
+        super().__init__(raw, count)
         self._skip = skip
-        self._left = count
 
     def read(self, amt: int | None = -1) -> bytes:
         while self._skip:
@@ -58,15 +58,7 @@ class Window:
             if not dropped:
                 return b""
             self._skip -= len(dropped)
-        if self._left <= 0:
-            return b""
-        amt = self._left if amt is None or amt < 0 else min(amt, self._left)
-        chunk: bytes = self._raw.read(amt)
-        self._left -= len(chunk)
-        return chunk
-
-    def close(self) -> None:
-        self._raw.close()
+        return super().read(amt)
 
 
 log: logging.Logger = logging.getLogger("sealstore.s3")

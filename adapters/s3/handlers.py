@@ -25,9 +25,10 @@ from typing import Any
 
 from sealstore.errors import UnsealedPath
 from sealstore.keyring import Keyring
-from sealstore.stream import DEFAULT_SEGMENT_SIZE, ObjectCipher
+from sealstore.stream import ObjectCipher
 
 from ..objects import metadata as M
+from ..objects.engine import ObjectSealing, ObjectSettings
 from .copying import copy_source as _copy_source
 from .copying import reseal_copy, reseal_part_copy
 from .downloads import DownloadHandlers
@@ -48,32 +49,46 @@ class S3Sealing(UploadHandlers, DownloadHandlers):
     """Sealing settings and state for one boto3 S3 client (see :func:`encrypt_client`)."""
 
     def __init__(
-        self,
-        client: Any,
-        keyring: Keyring,
-        *,
-        segment_size: int = DEFAULT_SEGMENT_SIZE,
-        passthrough: bool = False,
-        allow_retired: bool = False,
-        context: bytes = b"",
-        bind_location: bool = True,
-        tenancy: ObjectTenancy | None = None,
+        self, client: Any, keyring: Keyring, settings: ObjectSettings | None = None
     ) -> None:
-        ObjectCipher.create(keyring, segment_size=segment_size)  # validates the settings early
         self.client = client
         self.keyring = keyring
-        self.tenancy = tenancy  # None: objects are not bound to tenants (objects/tenancy.py)
-        self.segment_size = segment_size
-        self.passthrough = passthrough
-        self.allow_retired = allow_retired
-        self.context = context
-        self.bind_location: bool = bool(bind_location)
+        #: the client's settings (``encrypt_client``'s keywords) and the engine made of them
+        self.engine: ObjectSealing = ObjectSealing.from_settings(
+            keyring, ObjectSettings() if settings is None else settings
+        )
+        self.settings: ObjectSettings = self.engine.settings
         self._local = threading.local()
         self._uploads: dict[str, _Upload] = {}
         self._lock = threading.Lock()
         self._layouts: OrderedDict[tuple[str, str], tuple[int, int]] = (
             OrderedDict()
         )  # (bucket, key) -> (segment, tag)
+
+    @property
+    def segment_size(self) -> int:
+        return self.settings.segment_size
+
+    @property
+    def passthrough(self) -> bool:
+        return self.settings.passthrough
+
+    @property
+    def allow_retired(self) -> bool:
+        return self.settings.allow_retired
+
+    @property
+    def context(self) -> bytes:
+        return self.settings.context
+
+    @property
+    def bind_location(self) -> bool:
+        return self.settings.bind_location
+
+    @property
+    def tenancy(self) -> ObjectTenancy | None:
+        """None: objects are not bound to tenants (``objects/tenancy.py``)."""
+        return self.settings.tenancy
 
     def __repr__(self) -> str:
         return (

@@ -13,10 +13,15 @@ class SealingState:
 
     if TYPE_CHECKING:
         keyring: Any
-        segment_size: int
-        passthrough: bool
-        context: bytes
-        tenancy: Any
+
+        @property
+        def segment_size(self) -> int: ...
+        @property
+        def passthrough(self) -> bool: ...
+        @property
+        def context(self) -> bytes: ...
+        @property
+        def tenancy(self) -> Any: ...
 
         @property
         def _raw_depth(self) -> int: ...
