@@ -40,28 +40,30 @@ from sealstore.errors import (
 from sealstore.stream import (
     DEFAULT_SEGMENT_SIZE,
     HEADER_SIZE,
+    MAGIC,
     MAX_SEGMENT_SIZE,
     MIN_SEGMENT_SIZE,
     ObjectCipher,
     ObjectHeader,
     OpeningReader,
+    RangePlan,
     SealingReader,
     parse_object_header,
     plan_range,
     source_length,
 )
-from sealstore.stream import plaintext_size as _from_stored
 
 from . import metadata as M
 from .parts import part_size, sealed_part_size
 from .ranges import ByteRange
-from .sizes import header_of
+from .sizes import header_of, plaintext_of
 from .store import ObjectStore, StoredObject
 
 from .tenancy import ObjectTenancy
 
 if TYPE_CHECKING:
     from .tenancy import TenantRule
+    from sealstore.segment_log import SegmentLog
     from sealstore.keyring import Keyring
 
 __all__ = [
@@ -71,9 +73,15 @@ __all__ = [
     "ObjectSealing",
     "ObjectSettings",
     "OpenedObject",
+    "body_header",
     "copy_in_parts",
     "must_reseal",
+    "opened_span",
+    "opened_whole",
+    "plan_span",
     "read_exactly",
+    "sealed_body",
+    "sealed_part",
     "spooled",
 ]
 
@@ -237,14 +245,20 @@ def _check_end(source: Any, length: int | None) -> None:
 
 
 class Limited:
-    """``raw`` (a stored body), reading at most ``count`` bytes of it (a store's body may run on
-    past the range asked for; a binding that drops bytes first wraps this after its skip)."""
+    """``raw`` (a stored body), reading at most ``count`` bytes of it after dropping its first
+    ``skip`` bytes (a store's body may start before and run on past the range wanted)."""
 
-    def __init__(self, raw: Any, count: int) -> None:
+    def __init__(self, raw: Any, count: int, skip: int = 0) -> None:
         self._raw = raw
         self._left = count
+        self._skip = skip
 
     def read(self, amt: int | None = -1) -> bytes:
+        while self._skip:
+            dropped = self._raw.read(min(self._skip, 1 << 20))
+            if not dropped:
+                return b""
+            self._skip -= len(dropped)
         if self._left <= 0:
             return b""
         amt = self._left if amt is None or amt < 0 else min(amt, self._left)
@@ -260,6 +274,85 @@ class Limited:
 
     def close(self) -> None:
         self._raw.close()
+
+
+# ---- the sealing and opening streams a client binding hands its client -----------------------
+
+
+def sealed_body(
+    cipher: ObjectCipher, source: Any, length: int | None, *, memory: int = SPOOL_MEMORY
+) -> tuple[Any, int]:
+    """``(body, stored size)``: ``source`` sealed whole by ``cipher`` (``length`` plaintext
+    bytes, None: to its end) as a request body a store can read again (signing, retries):
+    the sealing stream itself when it can seek (bytes, seekable files), else spooled
+    (:func:`spooled`, ``memory`` bytes in memory)."""
+    reader = SealingReader(cipher, source, length)
+    if reader.seekable():
+        return reader, len(reader)
+    return spooled(reader, memory)
+
+
+def sealed_part(
+    cipher: ObjectCipher,
+    source: Any,
+    size: int,
+    number: int,
+    part_size: int,
+    *,
+    final: bool,
+    log: SegmentLog | None = None,
+) -> SealingReader:
+    """Part ``number`` (1-based) of a multipart upload whose parts hold ``part_size``
+    plaintext bytes: ``size`` bytes of ``source`` sealed as the segments at its offset (part 1
+    carries the header; ``final``: it ends the object, ``parts.part_ends_object``).  ``log``
+    records what was sealed under each segment nonce (a part sent again must be the same)."""
+    return SealingReader(
+        cipher, source, size, first_index=(number - 1) * part_size // cipher.segment_size,
+        final=final, header=number == 1, log=log,
+    )  # fmt: skip
+
+
+def body_header(head: bytes, expected: bytes | None) -> ObjectHeader | None:
+    """The header of a stored body whose first bytes are ``head``, checked against
+    ``expected`` (the copy in its metadata; None: none there): None when the body is not
+    sealed and its metadata does not say it is.  TruncatedObject or MalformedObject when the
+    metadata's copy and the body disagree."""
+    if expected is not None and head != expected:
+        if len(head) < HEADER_SIZE and head[: len(MAGIC)] == MAGIC:
+            raise TruncatedObject("the object ended inside its header")
+        try:
+            parse_object_header(head)
+        except NotSealedObject:
+            raise MalformedObject("the object's metadata says sealed but its body is not") from None
+        raise MalformedObject("the object's metadata header differs from its body header")
+    try:
+        return parse_object_header(head)
+    except NotSealedObject:
+        if expected is not None:
+            raise
+        return None
+
+
+def plan_span(header: ObjectHeader, first: int, last: int, size: int) -> RangePlan:
+    """The stored bytes and segments that hold plaintext ``first..last`` (inclusive) of an
+    object of ``size`` plaintext bytes that ``header`` heads."""
+    return plan_range(first, last, size, header.segment_size, header.tag_size)
+
+
+def opened_whole(cipher: ObjectCipher, body: Any) -> OpeningReader:
+    """The verified plaintext of a whole stored ``body`` read past its header."""
+    return OpeningReader(cipher, body)
+
+
+def opened_span(
+    cipher: ObjectCipher, body: Any, plan: RangePlan, *, skip: int = 0
+) -> OpeningReader:
+    """The verified plaintext ``plan`` covers, from a stored ``body`` starting ``skip`` bytes
+    before ``plan.start`` (and maybe running on past ``plan.stop``)."""
+    return OpeningReader(
+        cipher, Limited(body, plan.stop - plan.start, skip), first_index=plan.first_segment,
+        final=plan.final, segments=plan.segments, skip=plan.skip, length=plan.length,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -465,21 +558,18 @@ class ObjectSealing:
             length = source_length(source)
         limits = store.limits
         if length is not None and cipher.sealed_size(length) <= limits.max_single:
-            reader = SealingReader(cipher, source, length)
-            if reader.seekable():
-                body, size = reader, len(reader)
-            else:
-                body, size = spooled(reader)
+            body, size = sealed_body(cipher, source, length)
+            is_spool = not isinstance(body, SealingReader)
             meta = {**user, **M.object_metadata(cipher.header, length)}
             try:
-                if body is not reader:
+                if is_spool:
                     _check_end(source, length)
                 return store.put(
                     bucket, key, body, length=size, metadata=meta,
                     if_match=if_match, if_none_match=if_none_match, **extra,
                 )  # fmt: skip
             finally:
-                if body is not reader:
+                if is_spool:
                     body.close()
         wanted = RESEAL_PART if self.part_size is None else self.part_size
         plain_part = part_size(length, wanted, cipher.segment_size, limits)
@@ -568,11 +658,7 @@ class ObjectSealing:
     def plaintext_size(obj: StoredObject, header: ObjectHeader) -> int:
         """The plaintext size of the stored object ``obj`` that ``header`` heads (no request);
         MalformedObject when its metadata's length disagrees."""
-        n = _from_stored(obj.size, header.segment_size, header.tag_size)
-        expected = M.stored_length(obj.metadata)
-        if expected is not None and expected != n:
-            raise MalformedObject(f"object metadata says {expected} bytes, its size says {n}")
-        return n
+        return plaintext_of(obj.metadata, obj.size, header)
 
     def open(
         self,
@@ -620,31 +706,21 @@ class ObjectSealing:
             body = store.get(bucket, key, 0, obj.size - 1, if_match=obj.etag, version=obj.version)
             reader = self._whole(body, raw_header, cipher)
         else:
-            plan = plan_range(span[0], span[1], n, header.segment_size, header.tag_size)
+            plan = plan_span(header, span[0], span[1], n)
             body = store.get(
                 bucket, key, plan.start, plan.stop - 1, if_match=obj.etag, version=obj.version
             )
-            reader = OpeningReader(
-                cipher, Limited(body, plan.stop - plan.start), first_index=plan.first_segment,
-                final=plan.final, segments=plan.segments, skip=plan.skip, length=plan.length,
-            )  # fmt: skip
+            reader = opened_span(cipher, body, plan)
         return OpenedObject(reader, size=n, span=span, sealed=True, header=header, stored=obj)
 
     @staticmethod
     def _whole(body: Any, raw_header: bytes, cipher: ObjectCipher) -> OpeningReader:
-        head = read_exactly(body, HEADER_SIZE)
-        if head != raw_header:
+        try:
+            body_header(read_exactly(body, HEADER_SIZE), raw_header)
+        except BaseException:
             body.close()
-            if len(head) < HEADER_SIZE:
-                raise TruncatedObject("the object ended inside its header")
-            try:
-                parse_object_header(head)
-            except NotSealedObject:
-                raise MalformedObject(
-                    "the object's metadata says sealed but its body is not"
-                ) from None
-            raise MalformedObject("the object's metadata header differs from its body header")
-        return OpeningReader(cipher, body)
+            raise
+        return opened_whole(cipher, body)
 
     def _passed_through(
         self,

@@ -1,4 +1,5 @@
-"""Response-side pieces: HTTP ``Range`` parsing and small stream wrappers for response bodies."""
+"""Response-side pieces: S3's range error and small stream wrappers for response bodies (the
+length-limited reader of a ranged body is the engine's, ``objects.engine.Limited``)."""
 
 from __future__ import annotations
 
@@ -15,14 +16,13 @@ from botocore.exceptions import (
 )
 from botocore.response import StreamingBody
 
-from ..objects.engine import Limited, read_exactly
+from ..objects.engine import read_exactly
 
 __all__ = [
     "OpenedBody",
     "read_exactly",
     "Prepended",
     "Resuming",
-    "Window",
     "invalid_range",
     "streaming_body",
 ]
@@ -42,23 +42,6 @@ def invalid_range(text: str, size: int, operation: str = "GetObject") -> ClientE
         },
         operation,
     )
-
-
-class Window(Limited):
-    """Read ``count`` bytes of ``raw`` after dropping its first ``skip`` bytes (the engine's
-    length-limited reader, after the skip)."""
-
-    def __init__(self, raw: Any, skip: int, count: int) -> None:
-        super().__init__(raw, count)
-        self._skip = skip
-
-    def read(self, amt: int | None = -1) -> bytes:
-        while self._skip:
-            dropped = self._raw.read(min(self._skip, 1 << 20))
-            if not dropped:
-                return b""
-            self._skip -= len(dropped)
-        return super().read(amt)
 
 
 log: logging.Logger = logging.getLogger("sealstore.s3")

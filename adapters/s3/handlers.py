@@ -25,7 +25,6 @@ from typing import Any
 
 from sealstore.errors import UnsealedPath
 from sealstore.keyring import Keyring
-from sealstore.stream import ObjectCipher
 
 from ..objects import metadata as M
 from ..objects.engine import ObjectSealing, ObjectSettings
@@ -33,7 +32,7 @@ from .copying import copy_source as _copy_source
 from .copying import reseal_copy, reseal_part_copy
 from .downloads import DownloadHandlers
 from ..objects.tenancy import ObjectTenancy
-from .location import object_location
+from .store import S3Store
 from .uploads import SPOOL_MEMORY, UploadHandlers, _Upload
 
 __all__ = ["SPOOL_MEMORY", "S3Sealing"]
@@ -58,6 +57,8 @@ class S3Sealing(UploadHandlers, DownloadHandlers):
             keyring, ObjectSettings() if settings is None else settings
         )
         self.settings: ObjectSettings = self.engine.settings
+        #: the client's raw side as the engine's store (its calls run inside raw())
+        self.store: S3Store = S3Store(client, sealing=self)
         self._local = threading.local()
         self._uploads: dict[str, _Upload] = {}
         self._lock = threading.Lock()
@@ -171,34 +172,6 @@ class S3Sealing(UploadHandlers, DownloadHandlers):
             yield
         finally:
             self._local.retired = before
-
-    def location(self, bucket: str, key: str) -> bytes | None:
-        """What a new object at ``bucket/key`` is bound to (None with ``bind_location`` off)."""
-        return object_location(bucket, key) if self.bind_location else None
-
-    def binding(self, bucket: str, key: str) -> tuple[Keyring, bytes]:
-        """The keyring and context a new object at ``bucket/key`` is sealed with (its
-        tenant's, with a tenancy: TenantRequired, TenantMismatch before anything is sent)."""
-        if self.tenancy is None:
-            return self.keyring, self.context
-        bound = self.tenancy.sealing(bucket, key, self.context)
-        return bound.keyring, bound.context
-
-    def _opener(self, header: Any, request: Any) -> ObjectCipher:
-        allow = self.allow_retired or getattr(self._local, "retired", False)
-        keyring, ctx = self.keyring, self.context
-        if self.tenancy is not None:
-            bound = self.tenancy.opening(
-                request.get("Bucket"), request.get("Key"), header.key_id, self.keyring, ctx
-            )
-            keyring, ctx = bound.keyring, bound.context
-        return ObjectCipher.from_header(
-            keyring,
-            header,
-            context=ctx,
-            location=object_location(request.get("Bucket"), request.get("Key")),
-            allow_retired=allow,
-        )
 
     def refuse_presign(
         self, params: dict[str, Any], model: Any, context: dict[str, Any], **kwargs: Any
