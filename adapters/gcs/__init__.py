@@ -28,7 +28,8 @@ from google.cloud.storage import Client
 from sealstore.keyring import Keyring
 from sealstore.stream import DEFAULT_SEGMENT_SIZE
 
-from ..objects.tenancy import ObjectTenancy, TenantRule
+from ..objects.engine import ObjectSettings
+from ..objects.tenancy import TenantRule
 from .doors import encrypted_class, guard_transport, install
 from .sealing import GCSSealing
 from .store import GCSStore
@@ -57,15 +58,16 @@ def encrypt_client(
     ``tenant``, ``tenant_prefix``, ``tenant_legacy``: tenants, docs/TENANTS.md).
     Returns ``client``; its :class:`GCSSealing` is ``client.sealstore``.  TypeError for anything
     but a google-cloud-storage client.  See ``docs/GCS.md`` for what is refused and why."""
+    settings = ObjectSettings.of(
+        segment_size=segment_size, passthrough=passthrough, allow_retired=allow_retired,
+        context=context, bind_location=bind_location, tenant=tenant,
+        tenant_prefix=tenant_prefix, tenant_legacy=tenant_legacy,
+    )  # fmt: skip
     if getattr(client, "sealstore", None) is not None:
         raise ValueError("this client is already encrypted (see client.sealstore)")
     if not isinstance(client, Client):
         raise TypeError("encrypt_client needs a google.cloud.storage.Client")
-    sealing = GCSSealing(
-        client, keyring, segment_size=segment_size, passthrough=passthrough,
-        allow_retired=allow_retired, context=context, bind_location=bind_location,
-        tenancy=ObjectTenancy.of(tenant, tenant_prefix, tenant_legacy),
-    )  # fmt: skip
+    sealing = GCSSealing(client, keyring, settings)
     install()
     guard_transport(client, sealing)
     client.__class__ = encrypted_class(type(client))

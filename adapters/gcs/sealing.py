@@ -22,11 +22,10 @@ from sealstore.errors import (
     UnsupportedOperation,
 )
 from sealstore.keyring import Keyring
-from sealstore.stream import DEFAULT_SEGMENT_SIZE, source_length
+from sealstore.stream import source_length
 
 from ..objects import metadata as M
-from ..objects.engine import ObjectSealing
-from ..objects.tenancy import ObjectTenancy
+from ..objects.engine import ObjectSealing, ObjectSettings
 from ..objects.store import StoredObject
 from .store import WRITABLE, GCSStore, resource_settings, stored_of
 
@@ -96,20 +95,13 @@ class GCSSealing:
         self,
         client: Any,
         keyring: Keyring,
+        settings: ObjectSettings | None = None,
         *,
-        segment_size: int = DEFAULT_SEGMENT_SIZE,
-        passthrough: bool = False,
-        allow_retired: bool = False,
-        context: bytes = b"",
-        bind_location: bool = True,
         part_size: int = GCS_PART,
-        tenancy: ObjectTenancy | None = None,
     ) -> None:
-        self.engine: ObjectSealing = ObjectSealing(
-            keyring, segment_size=segment_size, context=context, bind_location=bind_location,
-            allow_retired=allow_retired, passthrough=passthrough, part_size=part_size,
-            tenancy=tenancy,
-        )  # fmt: skip
+        self.engine: ObjectSealing = ObjectSealing.from_settings(
+            keyring, ObjectSettings() if settings is None else settings, part_size=part_size
+        )
         self.client = client
         self._local = threading.local()
         self.store: GCSStore = GCSStore(client, sealing=self)

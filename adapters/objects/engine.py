@@ -19,11 +19,13 @@ gets a stream it may read as it sends).
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import logging
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sealstore.errors import (
@@ -38,34 +40,48 @@ from sealstore.errors import (
 from sealstore.stream import (
     DEFAULT_SEGMENT_SIZE,
     HEADER_SIZE,
+    MAGIC,
+    MAX_SEGMENT_SIZE,
+    MIN_SEGMENT_SIZE,
     ObjectCipher,
     ObjectHeader,
     OpeningReader,
+    RangePlan,
     SealingReader,
     parse_object_header,
     plan_range,
     source_length,
 )
-from sealstore.stream import plaintext_size as _from_stored
 
 from . import metadata as M
 from .parts import part_size, sealed_part_size
 from .ranges import ByteRange
-from .sizes import header_of
+from .sizes import header_of, plaintext_of
 from .store import ObjectStore, StoredObject
 
+from .tenancy import ObjectTenancy
+
 if TYPE_CHECKING:
-    from .tenancy import ObjectTenancy
+    from .tenancy import TenantRule
+    from sealstore.segment_log import SegmentLog
     from sealstore.keyring import Keyring
 
 __all__ = [
     "RESEAL_PART",
     "SPOOL_MEMORY",
+    "Limited",
     "ObjectSealing",
+    "ObjectSettings",
     "OpenedObject",
+    "body_header",
     "copy_in_parts",
     "must_reseal",
+    "opened_span",
+    "opened_whole",
+    "plan_span",
     "read_exactly",
+    "sealed_body",
+    "sealed_part",
     "spooled",
 ]
 
@@ -228,14 +244,21 @@ def _check_end(source: Any, length: int | None) -> None:
         raise SourceChanged(f"the source holds more than its declared {length} bytes")
 
 
-class _Limited:
-    """``raw`` (a stored body), reading at most ``count`` bytes of it."""
+class Limited:
+    """``raw`` (a stored body), reading at most ``count`` bytes of it after dropping its first
+    ``skip`` bytes (a store's body may start before and run on past the range wanted)."""
 
-    def __init__(self, raw: Any, count: int) -> None:
+    def __init__(self, raw: Any, count: int, skip: int = 0) -> None:
         self._raw = raw
         self._left = count
+        self._skip = skip
 
     def read(self, amt: int | None = -1) -> bytes:
+        while self._skip:
+            dropped = self._raw.read(min(self._skip, 1 << 20))
+            if not dropped:
+                return b""
+            self._skip -= len(dropped)
         if self._left <= 0:
             return b""
         amt = self._left if amt is None or amt < 0 else min(amt, self._left)
@@ -251,6 +274,146 @@ class _Limited:
 
     def close(self) -> None:
         self._raw.close()
+
+
+# ---- the sealing and opening streams a client binding hands its client -----------------------
+
+
+def sealed_body(
+    cipher: ObjectCipher, source: Any, length: int | None, *, memory: int = SPOOL_MEMORY
+) -> tuple[Any, int]:
+    """``(body, stored size)``: ``source`` sealed whole by ``cipher`` (``length`` plaintext
+    bytes, None: to its end) as a request body a store can read again (signing, retries):
+    the sealing stream itself when it can seek (bytes, seekable files), else spooled
+    (:func:`spooled`, ``memory`` bytes in memory)."""
+    reader = SealingReader(cipher, source, length)
+    if reader.seekable():
+        return reader, len(reader)
+    return spooled(reader, memory)
+
+
+def sealed_part(
+    cipher: ObjectCipher,
+    source: Any,
+    size: int,
+    number: int,
+    part_size: int,
+    *,
+    final: bool,
+    log: SegmentLog | None = None,
+) -> SealingReader:
+    """Part ``number`` (1-based) of a multipart upload whose parts hold ``part_size``
+    plaintext bytes: ``size`` bytes of ``source`` sealed as the segments at its offset (part 1
+    carries the header; ``final``: it ends the object, ``parts.part_ends_object``).  ``log``
+    records what was sealed under each segment nonce (a part sent again must be the same)."""
+    return SealingReader(
+        cipher, source, size, first_index=(number - 1) * part_size // cipher.segment_size,
+        final=final, header=number == 1, log=log,
+    )  # fmt: skip
+
+
+def body_header(head: bytes, expected: bytes | None) -> ObjectHeader | None:
+    """The header of a stored body whose first bytes are ``head``, checked against
+    ``expected`` (the copy in its metadata; None: none there): None when the body is not
+    sealed and its metadata does not say it is.  TruncatedObject or MalformedObject when the
+    metadata's copy and the body disagree."""
+    if expected is not None and head != expected:
+        if len(head) < HEADER_SIZE and head[: len(MAGIC)] == MAGIC:
+            raise TruncatedObject("the object ended inside its header")
+        try:
+            parse_object_header(head)
+        except NotSealedObject:
+            raise MalformedObject("the object's metadata says sealed but its body is not") from None
+        raise MalformedObject("the object's metadata header differs from its body header")
+    try:
+        return parse_object_header(head)
+    except NotSealedObject:
+        if expected is not None:
+            raise
+        return None
+
+
+def plan_span(header: ObjectHeader, first: int, last: int, size: int) -> RangePlan:
+    """The stored bytes and segments that hold plaintext ``first..last`` (inclusive) of an
+    object of ``size`` plaintext bytes that ``header`` heads."""
+    return plan_range(first, last, size, header.segment_size, header.tag_size)
+
+
+def opened_whole(cipher: ObjectCipher, body: Any) -> OpeningReader:
+    """The verified plaintext of a whole stored ``body`` read past its header."""
+    return OpeningReader(cipher, body)
+
+
+def opened_span(
+    cipher: ObjectCipher, body: Any, plan: RangePlan, *, skip: int = 0
+) -> OpeningReader:
+    """The verified plaintext ``plan`` covers, from a stored ``body`` starting ``skip`` bytes
+    before ``plan.start`` (and maybe running on past ``plan.stop``)."""
+    return OpeningReader(
+        cipher, Limited(body, plan.stop - plan.start, skip), first_index=plan.first_segment,
+        final=plan.final, segments=plan.segments, skip=plan.skip, length=plan.length,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ObjectSettings:
+    """The sealing settings of an encrypted client of any store (the keywords of every
+    adapter's ``encrypt_client``), validated once: an adapter builds one (:meth:`of`) and its
+    engine from it (:meth:`ObjectSealing.from_settings`).
+
+    ``segment_size``: plaintext bytes per segment of new objects (a power of two, 1 KiB ..
+    16 MiB).  ``passthrough``: return objects sealstore did not write as they are,
+    UNAUTHENTICATED.  ``allow_retired``: open objects of retired keys.  ``context``: bytes
+    bound into every object key.  ``bind_location``: bind new objects to their store, bucket
+    and key.  ``tenancy``: an :class:`~sealstore.adapters.objects.tenancy.ObjectTenancy`
+    (None: objects are not bound to tenants)."""
+
+    segment_size: int = DEFAULT_SEGMENT_SIZE
+    passthrough: bool = False
+    allow_retired: bool = False
+    context: bytes = b""
+    bind_location: bool = True
+    tenancy: ObjectTenancy | None = None
+
+    def __post_init__(self) -> None:
+        seg = self.segment_size
+        if (
+            not isinstance(seg, int)
+            or isinstance(seg, bool)
+            or not MIN_SEGMENT_SIZE <= seg <= MAX_SEGMENT_SIZE
+            or seg & (seg - 1)
+        ):
+            raise ValueError(
+                f"segment_size must be a power of two from {MIN_SEGMENT_SIZE} to "
+                f"{MAX_SEGMENT_SIZE}, not {seg!r}"
+            )
+        for name in ("passthrough", "allow_retired", "bind_location"):
+            object.__setattr__(self, name, bool(getattr(self, name)))
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        segment_size: int = DEFAULT_SEGMENT_SIZE,
+        passthrough: bool = False,
+        allow_retired: bool = False,
+        context: bytes = b"",
+        bind_location: bool = True,
+        tenant: str | bool | None = None,
+        tenant_prefix: TenantRule | None = None,
+        tenant_legacy: bool = True,
+    ) -> ObjectSettings:
+        """The settings of an ``encrypt_client`` call, by its keywords (``tenant``,
+        ``tenant_prefix``, ``tenant_legacy``: its tenancy, ``ObjectTenancy.of``)."""
+        return cls(
+            segment_size=segment_size, passthrough=passthrough, allow_retired=allow_retired,
+            context=context, bind_location=bind_location,
+            tenancy=ObjectTenancy.of(tenant, tenant_prefix, tenant_legacy),
+        )  # fmt: skip
+
+    def replace(self, **changes: Any) -> ObjectSettings:
+        """A copy with ``changes`` (validated again)."""
+        return dataclasses.replace(self, **changes)
 
 
 class ObjectSealing:
@@ -279,15 +442,34 @@ class ObjectSealing:
         part_size: int | None = None,
         tenancy: ObjectTenancy | None = None,
     ) -> None:
-        ObjectCipher.create(keyring, segment_size=segment_size)  # validates the settings early
-        self.keyring = keyring
-        self.tenancy = tenancy  # None: objects are not bound to tenants (tenancy.py)
-        self.segment_size = segment_size
-        self.context = context
-        self.bind_location: bool = bool(bind_location)
-        self.allow_retired = allow_retired
-        self.passthrough = passthrough
-        self.part_size = part_size  # None: RESEAL_PART when a part is planned
+        settings = ObjectSettings(
+            segment_size=segment_size, passthrough=passthrough, allow_retired=allow_retired,
+            context=context, bind_location=bind_location, tenancy=tenancy,
+        )  # fmt: skip
+        self._take(keyring, settings, part_size)
+
+    @classmethod
+    def from_settings(
+        cls, keyring: Keyring, settings: ObjectSettings, *, part_size: int | None = None
+    ) -> ObjectSealing:
+        """The engine of an adapter's ``settings`` (validated when they were made)."""
+        self = cls.__new__(cls)
+        self._take(keyring, settings, part_size)
+        return self
+
+    def _take(self, keyring: Keyring, settings: ObjectSettings, part_size: int | None) -> None:
+        ObjectCipher.create(keyring, segment_size=settings.segment_size)  # the keyring can seal
+        self.keyring: Keyring = keyring
+        self.settings: ObjectSettings = settings
+        #: None: objects are not bound to tenants (tenancy.py)
+        self.tenancy: ObjectTenancy | None = settings.tenancy
+        self.segment_size: int = settings.segment_size
+        self.context: bytes = settings.context
+        self.bind_location: bool = settings.bind_location
+        self.allow_retired: bool = settings.allow_retired
+        self.passthrough: bool = settings.passthrough
+        #: None: RESEAL_PART when a part is planned
+        self.part_size: int | None = part_size
 
     def __repr__(self) -> str:
         return (
@@ -376,21 +558,18 @@ class ObjectSealing:
             length = source_length(source)
         limits = store.limits
         if length is not None and cipher.sealed_size(length) <= limits.max_single:
-            reader = SealingReader(cipher, source, length)
-            if reader.seekable():
-                body, size = reader, len(reader)
-            else:
-                body, size = spooled(reader)
+            body, size = sealed_body(cipher, source, length)
+            is_spool = not isinstance(body, SealingReader)
             meta = {**user, **M.object_metadata(cipher.header, length)}
             try:
-                if body is not reader:
+                if is_spool:
                     _check_end(source, length)
                 return store.put(
                     bucket, key, body, length=size, metadata=meta,
                     if_match=if_match, if_none_match=if_none_match, **extra,
                 )  # fmt: skip
             finally:
-                if body is not reader:
+                if is_spool:
                     body.close()
         wanted = RESEAL_PART if self.part_size is None else self.part_size
         plain_part = part_size(length, wanted, cipher.segment_size, limits)
@@ -479,11 +658,7 @@ class ObjectSealing:
     def plaintext_size(obj: StoredObject, header: ObjectHeader) -> int:
         """The plaintext size of the stored object ``obj`` that ``header`` heads (no request);
         MalformedObject when its metadata's length disagrees."""
-        n = _from_stored(obj.size, header.segment_size, header.tag_size)
-        expected = M.stored_length(obj.metadata)
-        if expected is not None and expected != n:
-            raise MalformedObject(f"object metadata says {expected} bytes, its size says {n}")
-        return n
+        return plaintext_of(obj.metadata, obj.size, header)
 
     def open(
         self,
@@ -531,31 +706,21 @@ class ObjectSealing:
             body = store.get(bucket, key, 0, obj.size - 1, if_match=obj.etag, version=obj.version)
             reader = self._whole(body, raw_header, cipher)
         else:
-            plan = plan_range(span[0], span[1], n, header.segment_size, header.tag_size)
+            plan = plan_span(header, span[0], span[1], n)
             body = store.get(
                 bucket, key, plan.start, plan.stop - 1, if_match=obj.etag, version=obj.version
             )
-            reader = OpeningReader(
-                cipher, _Limited(body, plan.stop - plan.start), first_index=plan.first_segment,
-                final=plan.final, segments=plan.segments, skip=plan.skip, length=plan.length,
-            )  # fmt: skip
+            reader = opened_span(cipher, body, plan)
         return OpenedObject(reader, size=n, span=span, sealed=True, header=header, stored=obj)
 
     @staticmethod
     def _whole(body: Any, raw_header: bytes, cipher: ObjectCipher) -> OpeningReader:
-        head = read_exactly(body, HEADER_SIZE)
-        if head != raw_header:
+        try:
+            body_header(read_exactly(body, HEADER_SIZE), raw_header)
+        except BaseException:
             body.close()
-            if len(head) < HEADER_SIZE:
-                raise TruncatedObject("the object ended inside its header")
-            try:
-                parse_object_header(head)
-            except NotSealedObject:
-                raise MalformedObject(
-                    "the object's metadata says sealed but its body is not"
-                ) from None
-            raise MalformedObject("the object's metadata header differs from its body header")
-        return OpeningReader(cipher, body)
+            raise
+        return opened_whole(cipher, body)
 
     def _passed_through(
         self,
@@ -580,7 +745,7 @@ class ObjectSealing:
             obj.bucket, obj.key, span[0], span[1], if_match=obj.etag, version=obj.version
         )
         return OpenedObject(
-            _Limited(body, span[1] - span[0] + 1), size=obj.size, span=span, sealed=False,
+            Limited(body, span[1] - span[0] + 1), size=obj.size, span=span, sealed=False,
             header=None, stored=obj,
         )  # fmt: skip
 

@@ -9,11 +9,19 @@ the store's :class:`~sealstore.adapters.objects.store.PartLimits`.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+
 from sealstore.errors import UnsupportedOperation
 
 from .store import PartLimits
 
-__all__ = ["needs_multipart", "part_ends_object", "part_size", "sealed_part_size"]
+__all__ = [
+    "check_parts_tile",
+    "needs_multipart",
+    "part_ends_object",
+    "part_size",
+    "sealed_part_size",
+]
 
 
 def part_size(length: int | None, wanted: int, segment_size: int, limits: PartLimits) -> int:
@@ -61,3 +69,29 @@ def part_ends_object(number: int, size: int, part_size: int, length: int | None)
             f"part {number} ({size} bytes at {offset}) does not fit the declared length {length}"
         )
     return offset + size == length
+
+
+def check_parts_tile(
+    numbers: Iterable[int], finals: Mapping[int, bool], plain: Mapping[int, int]
+) -> tuple[list[int], int]:
+    """``(numbers of the parts that ended the object, plaintext bytes in all)`` of a multipart
+    upload completed with the parts ``numbers``, of which ``finals`` (part -> it ended the
+    object) and ``plain`` (part -> its plaintext bytes) say what was sealed.
+    UnsupportedOperation unless parts 1..N were all sealed and only the last may end the
+    object."""
+    numbers = sorted(numbers)
+    count = len(numbers)
+    if numbers != list(range(1, count + 1)):
+        raise UnsupportedOperation(
+            "an encrypted multipart upload needs parts numbered 1..N without gaps"
+        )
+    missing = [k for k in numbers if k not in finals]
+    if missing:
+        raise UnsupportedOperation(f"parts {missing} were not sealed by this client")
+    ended = sorted(k for k, f in finals.items() if f)
+    if ended and ended != [count]:
+        raise UnsupportedOperation(
+            f"part {ended[0]} ended the object but part {count} is the last; "
+            "only the last part may be shorter than the part size"
+        )
+    return ended, sum(plain.get(k, 0) for k in numbers)

@@ -36,7 +36,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from sealstore.errors import (
     ConfigError,
@@ -59,6 +59,7 @@ from .store import ObjectStore, StoredObject
 
 __all__ = [
     "CHECKPOINT_LIMIT",
+    "RotationOptions",
     "RotationReport",
     "default_checkpoint",
     "pending_objects",
@@ -169,6 +170,18 @@ def _primary(sealing: ObjectSealing, bucket: str, prefix: str) -> Any:
         return sealing.keyring_for(bucket, prefix).primary
     except TenantRequired:  # a key rule that names no tenant for the prefix itself
         return sealing.keyring.primary
+
+
+class RotationOptions(TypedDict, total=False):
+    """The keywords of :func:`rotate_objects` after its prefix, as a store binding's wrapper
+    forwards them (``**options: Unpack[RotationOptions]``); a test keeps the two the same."""
+
+    checkpoint: str | None
+    dry_run: bool
+    seal_plaintext: bool
+    pause: float
+    progress: Callable[[RotationReport, str, str], None] | None
+    errors: tuple[type[BaseException], ...] | None
 
 
 def rotate_objects(

@@ -12,7 +12,7 @@ from sealstore.stream import plaintext_size as _from_stored
 
 from . import metadata as M
 
-__all__ = ["header_of", "size_of"]
+__all__ = ["header_of", "plaintext_of", "size_of"]
 
 
 def header_of(
@@ -46,8 +46,14 @@ def size_of(
         raise NotSealedObject("the object is too short to be sealed")
     else:
         header = parse_object_header(fetch_header())
+    return plaintext_of(meta, stored, header), header
+
+
+def plaintext_of(meta: Mapping[str, str] | None, stored: int, header: ObjectHeader) -> int:
+    """The plaintext size of a stored object of ``stored`` bytes that ``header`` heads, with
+    metadata ``meta``; MalformedObject when the metadata's plaintext length disagrees."""
     n = _from_stored(stored, header.segment_size, header.tag_size)
     expected = M.stored_length(meta)
     if expected is not None and expected != n:
         raise MalformedObject(f"object metadata says {expected} bytes, its size says {n}")
-    return n, header
+    return n

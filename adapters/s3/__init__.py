@@ -27,7 +27,8 @@ from sealstore.errors import UnsupportedClient
 from sealstore.keyring import Keyring
 from sealstore.stream import DEFAULT_SEGMENT_SIZE
 
-from ..objects.tenancy import ObjectTenancy, TenantRule
+from ..objects.engine import ObjectSettings
+from ..objects.tenancy import TenantRule
 from .handlers import S3Sealing
 from .sizes import plaintext_size
 from .transfer import install, keep_off_crt
@@ -74,7 +75,11 @@ def encrypt_client(
     keys, bound to its tenant; ``keyring`` then opens objects written before tenancy
     (``tenant_legacy``, default True; False refuses them).
     """
-    tenancy = ObjectTenancy.of(tenant, tenant_prefix, tenant_legacy)
+    settings = ObjectSettings.of(
+        segment_size=segment_size, passthrough=passthrough, allow_retired=allow_retired,
+        context=context, bind_location=bind_location, tenant=tenant,
+        tenant_prefix=tenant_prefix, tenant_legacy=tenant_legacy,
+    )  # fmt: skip
     if getattr(client, "sealstore", None) is not None:
         raise ValueError("this client is already encrypted (see client.sealstore)")
     if getattr(getattr(client, "meta", None), "service_model", None) is None or (
@@ -88,16 +93,7 @@ def encrypt_client(
             "run a boto3 client in a thread (asyncio.to_thread) instead"
         )
     keep_off_crt()
-    sealing = S3Sealing(
-        client,
-        keyring,
-        segment_size=segment_size,
-        passthrough=passthrough,
-        allow_retired=allow_retired,
-        context=context,
-        bind_location=bind_location,
-        tenancy=tenancy,
-    )
+    sealing = S3Sealing(client, keyring, settings)
     sealing.register(client.meta.events)
     install(client, sealing)
     client.sealstore = sealing

@@ -1,4 +1,5 @@
-"""Response-side pieces: HTTP ``Range`` parsing and small stream wrappers for response bodies."""
+"""Response-side pieces: S3's range error and small stream wrappers for response bodies (the
+length-limited reader of a ranged body is the engine's, ``objects.engine.Limited``)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,6 @@ __all__ = [
     "read_exactly",
     "Prepended",
     "Resuming",
-    "Window",
     "invalid_range",
     "streaming_body",
 ]
@@ -42,31 +42,6 @@ def invalid_range(text: str, size: int, operation: str = "GetObject") -> ClientE
         },
         operation,
     )
-
-
-class Window:
-    """Read ``count`` bytes of ``raw`` after dropping its first ``skip`` bytes."""
-
-    def __init__(self, raw: Any, skip: int, count: int) -> None:
-        self._raw = raw
-        self._skip = skip
-        self._left = count
-
-    def read(self, amt: int | None = -1) -> bytes:
-        while self._skip:
-            dropped = self._raw.read(min(self._skip, 1 << 20))
-            if not dropped:
-                return b""
-            self._skip -= len(dropped)
-        if self._left <= 0:
-            return b""
-        amt = self._left if amt is None or amt < 0 else min(amt, self._left)
-        chunk: bytes = self._raw.read(amt)
-        self._left -= len(chunk)
-        return chunk
-
-    def close(self) -> None:
-        self._raw.close()
 
 
 log: logging.Logger = logging.getLogger("sealstore.s3")

@@ -14,24 +14,18 @@ from sealstore.errors import (
     NotSealedObject,
     UnsupportedOperation,
 )
-from sealstore.stream import (
-    HEADER_SIZE,
-    OpeningReader,
-    parse_object_header,
-    plaintext_size,
-    plan_range,
-)
+from sealstore.stream import HEADER_SIZE, parse_object_header
 
 from ..objects import metadata as M
+from ..objects.engine import body_header, opened_span, opened_whole, plan_span, read_exactly
 from ..objects.ranges import parse_range
 from ..objects.ranges import sealed_range as _sealed_range
+from ..objects.sizes import plaintext_of
 from .sealing_state import SealingState
 from .body import (
     Prepended,
     Resuming,
-    Window,
     invalid_range,
-    read_exactly,
     streaming_body,
 )
 from .sizes import size_of
@@ -133,25 +127,21 @@ class DownloadHandlers(SealingState):
         from_meta = M.header_from_metadata(meta)
         head = read_exactly(raw, HEADER_SIZE)
         try:
-            header = parse_object_header(head)
-        except NotSealedObject:
-            if from_meta is None and self.passthrough:
+            header = body_header(head, None if from_meta is None else from_meta[1])
+        except BaseException:
+            raw.close()
+            raise
+        if header is None:
+            if self.passthrough:
                 parsed["Body"] = streaming_body(Prepended(head, raw), size, raw, verified=False)
                 self._passed_through(parsed, context)
                 return
             raw.close()
-            if from_meta is not None:
-                raise MalformedObject(
-                    "the object's metadata says sealed but its body is not"
-                ) from None
-            raise
-        if from_meta is not None and from_meta[1] != head:
-            raw.close()
-            raise MalformedObject("the object's metadata header differs from its body header")
+            parse_object_header(head)  # raises NotSealedObject, saying why
         request = context.get("sealstore_request", {})
         cipher, n = self._prepare_open(raw, meta, request, header, size)
         body = self._resuming(raw, request, parsed.get("ETag"), HEADER_SIZE, size - 1)
-        parsed["Body"] = streaming_body(OpeningReader(cipher, body), n, body)
+        parsed["Body"] = streaming_body(opened_whole(cipher, body), n, body)
         _describe(parsed, None, n, None)
 
     def _passed_through(self, parsed: dict[str, Any], context: dict[str, Any]) -> None:
@@ -176,16 +166,19 @@ class DownloadHandlers(SealingState):
         """(opening cipher, plaintext size) of an object with this header and stored size;
         MalformedObject (and ``raw`` closed) if the metadata's plaintext length disagrees."""
         try:
-            cipher = self._opener(header, request)
+            cipher = self.engine.opener(
+                self.store, request.get("Bucket"), request.get("Key"), header,
+                allow_retired=self.allow_retired or getattr(self._local, "retired", False),
+            )  # fmt: skip
         except BaseException:  # WrongLocation, KeyCommitmentMismatch...: nothing will be read
             raw.close()
             raise
         self._remember_layout(request.get("Bucket"), request.get("Key"), header)
-        n = plaintext_size(stored_size, header.segment_size, header.tag_size)
-        expected = M.stored_length(meta)
-        if expected is not None and expected != n:
+        try:
+            n = plaintext_of(meta, stored_size, header)
+        except MalformedObject:
             raw.close()
-            raise MalformedObject(f"object metadata says {expected} bytes, its size says {n}")
+            raise
         log.debug(
             "GetObject %s/%s: opening under key %s (%d plaintext bytes)",
             request.get("Bucket"), request.get("Key"), header.key_id_hex, n,
@@ -230,7 +223,7 @@ class DownloadHandlers(SealingState):
             parsed["Body"] = streaming_body(io.BytesIO(b""), 0, raw)
             _describe(parsed, 200, 0, None)  # S3 answers it whole, not as a range
             return
-        plan = plan_range(span[0], span[1], n, header.segment_size, header.tag_size)
+        plan = plan_span(header, span[0], span[1], n)
         if not (start <= plan.start and plan.stop - 1 <= end):  # the layout guess was wrong
             raw.close()
             raw, start, end = (
@@ -239,15 +232,7 @@ class DownloadHandlers(SealingState):
                 plan.stop - 1,
             )
         raw = self._resuming(raw, request, parsed.get("ETag"), start, end)
-        reader = OpeningReader(
-            cipher,
-            Window(raw, plan.start - start, plan.stop - plan.start),
-            first_index=plan.first_segment,
-            final=plan.final,
-            segments=plan.segments,
-            skip=plan.skip,
-            length=plan.length,
-        )
+        reader = opened_span(cipher, raw, plan, skip=plan.start - start)
         parsed["Body"] = streaming_body(reader, plan.length, raw)
         _describe(parsed, 206, plan.length, f"bytes {span[0]}-{span[1]}/{n}")
 

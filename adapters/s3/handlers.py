@@ -25,14 +25,14 @@ from typing import Any
 
 from sealstore.errors import UnsealedPath
 from sealstore.keyring import Keyring
-from sealstore.stream import DEFAULT_SEGMENT_SIZE, ObjectCipher
 
 from ..objects import metadata as M
+from ..objects.engine import ObjectSealing, ObjectSettings
 from .copying import copy_source as _copy_source
 from .copying import reseal_copy, reseal_part_copy
 from .downloads import DownloadHandlers
 from ..objects.tenancy import ObjectTenancy
-from .location import object_location
+from .store import S3Store
 from .uploads import SPOOL_MEMORY, UploadHandlers, _Upload
 
 __all__ = ["SPOOL_MEMORY", "S3Sealing"]
@@ -48,32 +48,48 @@ class S3Sealing(UploadHandlers, DownloadHandlers):
     """Sealing settings and state for one boto3 S3 client (see :func:`encrypt_client`)."""
 
     def __init__(
-        self,
-        client: Any,
-        keyring: Keyring,
-        *,
-        segment_size: int = DEFAULT_SEGMENT_SIZE,
-        passthrough: bool = False,
-        allow_retired: bool = False,
-        context: bytes = b"",
-        bind_location: bool = True,
-        tenancy: ObjectTenancy | None = None,
+        self, client: Any, keyring: Keyring, settings: ObjectSettings | None = None
     ) -> None:
-        ObjectCipher.create(keyring, segment_size=segment_size)  # validates the settings early
         self.client = client
         self.keyring = keyring
-        self.tenancy = tenancy  # None: objects are not bound to tenants (objects/tenancy.py)
-        self.segment_size = segment_size
-        self.passthrough = passthrough
-        self.allow_retired = allow_retired
-        self.context = context
-        self.bind_location: bool = bool(bind_location)
+        #: the client's settings (``encrypt_client``'s keywords) and the engine made of them
+        self.engine: ObjectSealing = ObjectSealing.from_settings(
+            keyring, ObjectSettings() if settings is None else settings
+        )
+        self.settings: ObjectSettings = self.engine.settings
+        #: the client's raw side as the engine's store (its calls run inside raw())
+        self.store: S3Store = S3Store(client, sealing=self)
         self._local = threading.local()
         self._uploads: dict[str, _Upload] = {}
         self._lock = threading.Lock()
         self._layouts: OrderedDict[tuple[str, str], tuple[int, int]] = (
             OrderedDict()
         )  # (bucket, key) -> (segment, tag)
+
+    @property
+    def segment_size(self) -> int:
+        return self.settings.segment_size
+
+    @property
+    def passthrough(self) -> bool:
+        return self.settings.passthrough
+
+    @property
+    def allow_retired(self) -> bool:
+        return self.settings.allow_retired
+
+    @property
+    def context(self) -> bytes:
+        return self.settings.context
+
+    @property
+    def bind_location(self) -> bool:
+        return self.settings.bind_location
+
+    @property
+    def tenancy(self) -> ObjectTenancy | None:
+        """None: objects are not bound to tenants (``objects/tenancy.py``)."""
+        return self.settings.tenancy
 
     def __repr__(self) -> str:
         return (
@@ -156,34 +172,6 @@ class S3Sealing(UploadHandlers, DownloadHandlers):
             yield
         finally:
             self._local.retired = before
-
-    def location(self, bucket: str, key: str) -> bytes | None:
-        """What a new object at ``bucket/key`` is bound to (None with ``bind_location`` off)."""
-        return object_location(bucket, key) if self.bind_location else None
-
-    def binding(self, bucket: str, key: str) -> tuple[Keyring, bytes]:
-        """The keyring and context a new object at ``bucket/key`` is sealed with (its
-        tenant's, with a tenancy: TenantRequired, TenantMismatch before anything is sent)."""
-        if self.tenancy is None:
-            return self.keyring, self.context
-        bound = self.tenancy.sealing(bucket, key, self.context)
-        return bound.keyring, bound.context
-
-    def _opener(self, header: Any, request: Any) -> ObjectCipher:
-        allow = self.allow_retired or getattr(self._local, "retired", False)
-        keyring, ctx = self.keyring, self.context
-        if self.tenancy is not None:
-            bound = self.tenancy.opening(
-                request.get("Bucket"), request.get("Key"), header.key_id, self.keyring, ctx
-            )
-            keyring, ctx = bound.keyring, bound.context
-        return ObjectCipher.from_header(
-            keyring,
-            header,
-            context=ctx,
-            location=object_location(request.get("Bucket"), request.get("Key")),
-            allow_retired=allow,
-        )
 
     def refuse_presign(
         self, params: dict[str, Any], model: Any, context: dict[str, Any], **kwargs: Any

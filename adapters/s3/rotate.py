@@ -10,14 +10,12 @@ S3 errors of one object are that object's failure (the run goes on).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-from botocore.exceptions import ClientError
+from typing import TYPE_CHECKING, Any
 
 from ..objects.engine import ObjectSealing
 from ..objects.rotation import (
     CHECKPOINT_LIMIT,
+    RotationOptions,
     RotationReport,
     default_checkpoint,
 )
@@ -25,6 +23,9 @@ from ..objects.rotation import pending_objects as _pending
 from ..objects.rotation import rotate_objects as _rotate
 from ..objects.stores import parse_object_url
 from .store import S3Store
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = [
     "CHECKPOINT_LIMIT",
@@ -49,12 +50,9 @@ def parse_s3_url(url: str) -> tuple[str, str]:
 
 
 def sealing_of(client: Any) -> ObjectSealing:
-    """The engine settings of an encrypted client (``encrypt_client``)."""
+    """The engine settings of an encrypted client (``encrypt_client``), passthrough off."""
     s = client.sealstore
-    return ObjectSealing(
-        s.keyring, segment_size=s.segment_size, context=s.context,
-        bind_location=s.bind_location, allow_retired=s.allow_retired, tenancy=s.tenancy,
-    )  # fmt: skip
+    return ObjectSealing.from_settings(s.keyring, s.settings.replace(passthrough=False))
 
 
 def pending_objects(
@@ -65,21 +63,10 @@ def pending_objects(
 
 
 def rotate_objects(
-    client: Any,
-    bucket: str,
-    prefix: str = "",
-    *,
-    checkpoint: str | None = None,
-    dry_run: bool = False,
-    seal_plaintext: bool = False,
-    pause: float = 0.0,
-    progress: Callable[[RotationReport, str, str], None] | None = None,
+    client: Any, bucket: str, prefix: str = "", **options: Unpack[RotationOptions]
 ) -> RotationReport:
     """Re-seal every object under ``bucket/prefix`` with the primary key of ``client``'s
-    keyring (``client`` comes from :func:`sealstore.adapters.s3.encrypt_client`); see
-    :func:`sealstore.adapters.objects.rotation.rotate_objects` for the arguments."""
-    return _rotate(
-        sealing_of(client), S3Store(client), bucket, prefix, checkpoint=checkpoint,
-        dry_run=dry_run, seal_plaintext=seal_plaintext, pause=pause, progress=progress,
-        errors=(ClientError,),
-    )  # fmt: skip
+    keyring (``client`` comes from :func:`sealstore.adapters.s3.encrypt_client`); ``options``
+    are those of :func:`sealstore.adapters.objects.rotation.rotate_objects` (S3 errors of one
+    object are that object's failure: the store's ``client_errors``)."""
+    return _rotate(sealing_of(client), S3Store(client), bucket, prefix, **options)

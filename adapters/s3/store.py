@@ -2,7 +2,8 @@
 the boto3 calls and their errors, translated (404 -> ObjectNotFound, 412 -> ObjectChanged).
 
 ``S3Store(client)`` takes a plain boto3 S3 client, or an encrypted one (its calls then run inside
-``client.sealstore.raw()``: stored bytes, never sealed twice).  Locations are the S3 encoding
+``client.sealstore.raw()``: stored bytes, never sealed twice; ``sealing``: that ``S3Sealing``,
+for the store it makes before the client carries it).  Locations are the S3 encoding
 objects were always bound with (``location.py``), so the engine opens every object the handlers
 wrote and the other way round.
 """
@@ -61,9 +62,9 @@ class S3Store:
     #: errors of one object's request that a rotation records as that object's failure
     client_errors: tuple[type[BaseException], ...] = (ClientError,)
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, *, sealing: Any = None) -> None:
         self.client = client
-        self._sealing = getattr(client, "sealstore", None)
+        self._sealing = getattr(client, "sealstore", None) if sealing is None else sealing
 
     def __repr__(self) -> str:
         return f"<S3Store endpoint={getattr(self.client.meta, 'endpoint_url', None)!r}>"

@@ -4,7 +4,7 @@ same bytes (docs/S3.md)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import logging
 import os
@@ -15,19 +15,15 @@ from sealstore.errors import (
     UnsupportedOperation,
 )
 from sealstore.segment_log import SegmentLog
-from sealstore.stream import (
-    ObjectCipher,
-    SealingReader,
-    source_length,
-)
+from sealstore.stream import source_length
 
 from ..objects import metadata as M
-from ..objects.engine import SPOOL_MEMORY, spooled
-from ..objects.parts import part_ends_object
+from ..objects.engine import SPOOL_MEMORY, read_exactly, sealed_body, sealed_part, spooled
+from ..objects.parts import check_parts_tile, part_ends_object
 from .sealing_state import SealingState
-from .body import (
-    read_exactly,
-)
+
+if TYPE_CHECKING:
+    from sealstore.stream import ObjectCipher
 
 __all__ = ["SPOOL_MEMORY", "UploadHandlers"]
 
@@ -87,18 +83,8 @@ class UploadHandlers(SealingState):
         body = params.get("Body", b"")
         if isinstance(body, str):
             body = body.encode("utf-8")
-        keyring, ctx = self.binding(params.get("Bucket"), params.get("Key"))
-        cipher = ObjectCipher.create(
-            keyring,
-            segment_size=self.segment_size,
-            context=ctx,
-            location=self.location(params.get("Bucket"), params.get("Key")),
-        )
-        reader = SealingReader(cipher, body, length)
-        if reader.seekable():
-            out, size = reader, len(reader)
-        else:
-            out, size = self._spool(reader)
+        cipher = self.engine.new_cipher(self.store, params.get("Bucket"), params.get("Key"))
+        out, size = sealed_body(cipher, body, length)
         if length is None:
             length = cipher.plaintext_size(size)
         _forward_transfer_signals(out, body)
@@ -109,10 +95,6 @@ class UploadHandlers(SealingState):
             "PutObject %s/%s: sealed under key %s (%d plaintext, %d stored bytes)",
             params.get("Bucket"), params.get("Key"), cipher.header.key_id_hex, length, size,
         )  # fmt: skip
-
-    @staticmethod
-    def _spool(reader: SealingReader) -> tuple[Any, int]:
-        return spooled(reader, SPOOL_MEMORY)
 
     def start_multipart(
         self, params: dict[str, Any], context: dict[str, Any], **kwargs: Any
@@ -137,13 +119,7 @@ class UploadHandlers(SealingState):
                 f"with P a multiple of the segment size ({seg}) and send every part but the "
                 "last with exactly P bytes"
             )
-        keyring, ctx = self.binding(params.get("Bucket"), params.get("Key"))
-        cipher = ObjectCipher.create(
-            keyring,
-            segment_size=seg,
-            context=ctx,
-            location=self.location(params.get("Bucket"), params.get("Key")),
-        )
+        cipher = self.engine.new_cipher(self.store, params.get("Bucket"), params.get("Key"))
         context["sealstore_upload"] = _Upload(cipher, part_size, length)
         params["Metadata"] = {**meta, **M.object_metadata(cipher.header, length)}
         log.debug(
@@ -185,21 +161,15 @@ class UploadHandlers(SealingState):
         number = int(params["PartNumber"])
         body, size = _part_body(params, state.part_size)
         final = part_ends_object(number, size, state.part_size, state.length)
-        reader = SealingReader(
-            state.cipher,
-            body,
-            size,
-            first_index=(number - 1) * state.part_size // state.cipher.segment_size,
-            final=final,
-            header=number == 1,
-            log=state.log,
+        reader: Any = sealed_part(
+            state.cipher, body, size, number, state.part_size, final=final, log=state.log
         )
         with state.lock:
             again = number in state.finals
         if again and reader.seekable():
             _check_resent(reader)
         if not reader.seekable():
-            reader, sealed = self._spool(reader)
+            reader, sealed = spooled(reader, SPOOL_MEMORY)
         else:
             sealed = len(reader)
         with state.lock:
@@ -228,7 +198,10 @@ class UploadHandlers(SealingState):
             "CompleteMultipartUpload",
         )
         parts = list((params.get("MultipartUpload") or {}).get("Parts") or [])
-        finals, plain = _check_parts_tile(state, parts)
+        with state.lock:
+            finals, plain = check_parts_tile(
+                (int(p["PartNumber"]) for p in parts), dict(state.finals), dict(state.plain)
+            )
         if not finals:
             parts.append(self._upload_final_part(params, state, parts))
             params["MultipartUpload"] = {
@@ -242,10 +215,8 @@ class UploadHandlers(SealingState):
         """Upload part N+1, only the final (empty) segment, after N full parts; its entry for
         the completion's part list."""
         count = len(parts)
-        cipher = state.cipher
-        first = count * state.part_size // cipher.segment_size
-        body = SealingReader(
-            cipher, b"", 0, first_index=first, header=count == 0, log=state.log
+        body = sealed_part(
+            state.cipher, b"", 0, count + 1, state.part_size, final=True, log=state.log
         ).read()
         extra = {}
         algorithms = {k[len("Checksum") :] for p in parts for k in p if k.startswith("Checksum")}
@@ -319,30 +290,6 @@ def _part_body(params, part_size: int):
         body = read_exactly(body, part_size + 1)
         size = len(body)
     return body, size
-
-
-def _check_parts_tile(state, parts: list) -> tuple[list[int], int]:
-    """(numbers of the parts that ended the object, plaintext bytes in all) of a completion's
-    part list; UnsupportedOperation unless parts 1..N were all sealed here and only the last
-    may end the object."""
-    numbers = sorted(int(p["PartNumber"]) for p in parts)
-    count = len(numbers)
-    if numbers != list(range(1, count + 1)):
-        raise UnsupportedOperation(
-            "an encrypted multipart upload needs parts numbered 1..N without gaps"
-        )
-    with state.lock:
-        finals = sorted(k for k, f in state.finals.items() if f)
-        plain = sum(state.plain.get(k, 0) for k in numbers)
-        missing = [k for k in numbers if k not in state.finals]
-    if missing:
-        raise UnsupportedOperation(f"parts {missing} were not sealed by this client")
-    if finals and finals != [count]:
-        raise UnsupportedOperation(
-            f"part {finals[0]} ended the object but part {count} is the last; "
-            "only the last part may be shorter than the part size"
-        )
-    return finals, plain
 
 
 def _refuse_no_body(params) -> None:

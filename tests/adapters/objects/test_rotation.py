@@ -144,3 +144,41 @@ def test_if_none_match_is_refused_for_a_multipart_upload_not_ignored():
     assert sealing.open(store, "b", "k").read() == b"a short stream"
     sealing.seal(store, "b", "big", big)
     assert sealing.size(store, "b", "big") == len(big)
+
+
+def test_a_binding_forwards_exactly_the_rotation_keywords():
+    """``RotationOptions`` (what ``sealstore.adapters.s3.rotate.rotate_objects`` forwards) is the
+    engine's keyword list: a keyword added to one and not the other fails here."""
+    import inspect
+
+    from sealstore.adapters.objects.rotation import RotationOptions
+
+    keywords = {
+        name
+        for name, p in inspect.signature(rotate_objects).parameters.items()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY
+    }
+    assert set(RotationOptions.__annotations__) == keywords
+
+
+def test_object_settings_are_validated_once_and_make_the_engine():
+    from sealstore.adapters.objects.engine import ObjectSettings
+    from sealstore.adapters.objects.tenancy import ObjectTenancy
+
+    with pytest.raises(ValueError, match="segment_size"):
+        ObjectSettings(segment_size=1000)
+    with pytest.raises(ValueError, match="segment_size"):
+        ObjectSettings.of(segment_size=True)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="tenant=False"):
+        ObjectSettings.of(tenant=False)
+    settings = ObjectSettings.of(segment_size=SEG, context=b"c", tenant_prefix="t/{tenant}/")
+    assert isinstance(settings.tenancy, ObjectTenancy)
+    assert ObjectSettings.of().tenancy is None
+    with pytest.raises(ValueError, match="segment_size"):
+        settings.replace(segment_size=3)
+    kr = Keyring.generate("AEGIS-128L", 16)
+    engine = ObjectSealing.from_settings(kr, settings.replace(passthrough=1), part_size=5 << 20)
+    assert engine.settings.passthrough is True
+    assert (engine.segment_size, engine.context, engine.part_size) == (SEG, b"c", 5 << 20)
+    assert engine.tenancy is settings.tenancy
+    assert ObjectSealing(kr, segment_size=SEG).settings == ObjectSettings(segment_size=SEG)
