@@ -396,3 +396,35 @@ def test_gcs_calls_log_no_plaintext_or_key(everything, tmp_path, gcs_emulator, r
     withheld = [r for r in everything.records if getattr(r, "_sealstore_withheld", False)]
     assert any(r.name.startswith("urllib3") for r in withheld)
     assert any("uploadType=multipart" in t for t in everything.texts)  # the other calls logged
+
+
+def test_tenants_with_kms_keys_log_no_secret(everything, tmp_path):
+    """Tenants with one KMS key each (``KmsTenantWrapping``) on moto, DEBUG on everywhere:
+    create (CreateKey, GenerateDataKey), rotate, load (Decrypt), seal and open, shred
+    (DisableKey, ScheduleKeyDeletion): no data key, no plaintext in any record."""
+    from sealstore.errors import SealstoreError
+    from sealstore.tenants import KmsTenantWrapping, TenantStore
+
+    with mock_aws():
+        client = kms_client()
+        seen = spy(client)
+        store = TenantStore(tmp_path / "tenants", kms=KmsTenantWrapping(client))
+        materials: list[bytes] = []
+        sealed = {}
+        for name in ("acme", "globex"):
+            data, index = store.create(name)
+            store.rotate(name)
+            data, index = store.load(name)
+            materials += [k.reveal_material() for kr in (data, index) for k in kr.keys]
+            sealed[name] = data.seal(PLAINTEXTS[1])
+            data.close()
+            index.close()
+        assert store.load("acme")[0].open(sealed["acme"]) == PLAINTEXTS[1]
+        store.shred("acme", by="the log test")
+        with pytest.raises(SealstoreError):
+            store.load("acme")
+        assert store.load("globex")[0].open(sealed["globex"]) == PLAINTEXTS[1]
+    assert len(seen) >= 8
+    assert_clean(everything.texts, [*seen, *materials, *PLAINTEXTS])
+    withheld = {r.name for r in everything.records if getattr(r, "_sealstore_withheld", False)}
+    assert {"botocore.parsers", "botocore.endpoint"} <= withheld
