@@ -466,7 +466,14 @@ def test_objects_sealstore_did_not_write(gcs_emulator, keyring, raw_gcs, gcs_buc
     with pytest.raises(NotSealedObject):
         strict.bucket(gcs_bucket).blob("plain").download_as_bytes()
     lenient = encrypt_client(make_gcs_client(gcs_emulator), keyring, passthrough=True)
-    assert lenient.bucket(gcs_bucket).blob("plain").download_as_bytes() == b"not sealed"
+    plain = lenient.bucket(gcs_bucket).blob("plain")
+    assert plain.download_as_bytes() == b"not sealed"
+    assert plain.sealstore_sealed is False  # distinguishable from a sealed object's bytes
+    with plain.open("rb") as f:
+        assert f.read() == b"not sealed"
+    lenient.bucket(gcs_bucket).blob("sealed-too").upload_from_string(b"sealed")
+    sealed = lenient.bucket(gcs_bucket).blob("sealed-too")
+    assert sealed.download_as_bytes() == b"sealed" and sealed.sealstore_sealed is True
     other = encrypt_client(make_gcs_client(gcs_emulator), Keyring.generate("AEGIS-128L", TAG))
     strict.bucket(gcs_bucket).blob("sealed").upload_from_string(b"x")
     with pytest.raises(Exception) as err:
