@@ -15,7 +15,7 @@ is rewritten after every section.  Exit status: 0 when every section ran, 1 when
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import argparse
 import importlib
@@ -46,9 +46,17 @@ class Unavailable(Exception):
     how to enable it."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """A usage error is one line and exit 2, as every other ``sealstore`` command's."""
+
+    def error(self, message: str) -> NoReturn:
+        first = message.splitlines()[0] if message else "bad arguments"
+        self.exit(2, f"{self.prog}: error: {first} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     paragraphs = __doc__.split("\n\n")
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="sealstore bench",
         description=paragraphs[0] + "\n\n" + paragraphs[2],
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -689,10 +689,11 @@ def run_command(args: argparse.Namespace) -> int:
 EX_SOFTWARE = 70
 
 #: the libraries whose exceptions are the environment failing (a database, the network, a
-#: bad URL in the configuration), not a bug: exit status 1
+#: bad URL in the configuration, missing cloud credentials: google.auth's, google.api_core's),
+#: not a bug: exit status 1
 _ENVIRONMENT = frozenset(
     "sqlalchemy alembic botocore boto3 s3transfer psycopg psycopg2 pymysql asyncpg sqlite3 "
-    "_sqlite3 urllib3".split()
+    "_sqlite3 urllib3 google requests".split()
 )
 
 

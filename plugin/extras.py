@@ -32,7 +32,17 @@ def missing(extra: str, modules: tuple[str, ...] | None = None) -> list[str]:
     unknown = set(wanted) - set(EXTRAS[extra])
     if unknown:
         raise ValueError(f"the {extra!r} extra does not install {sorted(unknown)}")
-    return [m for m in wanted if importlib.util.find_spec(m) is None]
+    return [m for m in wanted if not _found(m)]
+
+
+def _found(module: str) -> bool:
+    """Whether ``module`` can be imported.  ``find_spec`` of a dotted name imports its parent
+    packages, and raises ModuleNotFoundError when one is missing (``google.cloud.storage``
+    without ``google``): that is the module missing too."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:
+        return False
 
 
 def require(extra: str, what: str, modules: tuple[str, ...] | None = None) -> None:

@@ -188,7 +188,9 @@ class GCSSealing:
         head: StoredObject | None = None,
     ) -> Any:
         """The verified plaintext of ``blob`` (bytes ``start..end`` inclusive, as the library's
-        ``start``/``end``; a negative ``start`` is a suffix), as a stream."""
+        ``start``/``end``; a negative ``start`` is a suffix), as a stream.  Sets
+        ``blob.sealstore_sealed``: False when ``passthrough`` returned an object sealstore did
+        not write (unauthenticated bytes), True otherwise."""
         _no_csek(blob, "download")
         first, last, suffix = start, end, None
         if start is not None and start < 0:
@@ -197,11 +199,13 @@ class GCSSealing:
             first = 0
         try:
             with library_errors():
-                return self.engine.open(
+                opened = self.engine.open(
                     self.store, blob.bucket.name, blob.name, first=first, last=last,
                     suffix=suffix, version=_token(blob.generation),
                     if_match=_token(if_generation_match), head=head,
                 )  # fmt: skip
+            blob.sealstore_sealed = opened.sealed
+            return opened
         except RangeNotSatisfiable as exc:
             # what the library raises for GCS's 416, with the plaintext size
             raise gexc.RequestRangeNotSatisfiable(  # type: ignore[no-untyped-call]

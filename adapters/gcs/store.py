@@ -27,6 +27,7 @@ from typing import Any, BinaryIO
 
 from google.api_core import exceptions as gexc
 from sealstore.errors import ObjectChanged, ObjectNotFound
+from sealstore.logguard import withheld
 
 from ..objects.location import encode_location, location_domain
 from ..objects.store import PartLimits, StoredObject
@@ -116,9 +117,14 @@ class _Body:
         self._resp.close()
 
 
+#: what the log records other libraries make while a session URL is used say instead
+#: (sealstore.logguard): urllib3 logs each request's path, and a session's holds its upload_id
+_SESSION = "a sealstore GCS resumable upload (its URL is a capability)"
+
+
 class _Session:
-    """One resumable upload session: its URL (a capability: kept here, never in a message),
-    the bytes sent so far and the tail still waiting for a whole chunk."""
+    """One resumable upload session: its URL (a capability: kept here, never in a message or
+    a log record), the bytes sent so far and the tail still waiting for a whole chunk."""
 
     __slots__ = ("offset", "pending", "url")
 
@@ -266,7 +272,7 @@ class GCSStore:
         for name, value in props.items():  # as changed fields: the library sends those
             blob._patch_property(name, value)
         blob.metadata = dict(metadata or {})
-        with _calls(f"resumable upload {bucket}/{key}"), self._raw():
+        with _calls(f"resumable upload {bucket}/{key}"), self._raw(), withheld(_SESSION):
             url = blob.create_resumable_upload_session(content_type=props.get("contentType"))
         upload_id = uuid.uuid4().hex
         with self._lock:
@@ -284,7 +290,7 @@ class GCSStore:
         end = session.offset + len(data) - 1
         span = f"bytes {session.offset}-{end}" if data else "bytes *"
         headers = {"content-range": f"{span}/{'*' if total is None else total}"}
-        with self._raw():
+        with self._raw(), withheld(_SESSION):  # urllib3 logs the URL
             resp = self.client._http.request("PUT", session.url, data=data, headers=headers)
         status = resp.status_code
         if status in (404, 412) or status >= 400:  # no URL in the error: it is a capability
@@ -325,7 +331,7 @@ class GCSStore:
             session = self._sessions.pop(upload_id, None)
         if session is None:
             return
-        with self._raw():
+        with self._raw(), withheld(_SESSION):
             try:  # GCS cancels a session on DELETE (499); the emulator lets it expire
                 self.client._http.request("DELETE", session.url).close()
             except Exception:  # noqa: BLE001, S110 - best effort: an unfinished session is no object

@@ -68,7 +68,9 @@ def object_metadata(header: ObjectHeader, length: int | None) -> dict[str, str]:
 
 
 def _lower(meta: Mapping[str, str] | None) -> dict[str, str]:
-    return {str(k).lower(): v for k, v in (meta or {}).items()}
+    """``meta`` with lower-case names, as strings; a field whose value is None (a GCS metadata
+    patch's removal, which a store may hand back as it is) is absent."""
+    return {str(k).lower(): str(v) for k, v in (meta or {}).items() if v is not None}
 
 
 def header_from_metadata(meta: Mapping[str, str] | None) -> tuple[ObjectHeader, bytes] | None:

@@ -94,6 +94,7 @@ def test_help_ends_with_the_exit_statuses(capsys):
         (["keys", "init", "--tag-size", "7"], "invalid choice: 7"),
         (["verify", "--batch-size"], "expected one argument"),
         (["s3", "rotate"], "the following arguments are required"),
+        (["bench", "--bogus"], "unrecognized arguments: --bogus"),
     ],
 )
 def test_usage_errors_are_one_line_and_exit_2(argv, says, capsys):

@@ -66,6 +66,14 @@ IMPORTS = [
     ("from sealstore.adapters.s3 import encrypt_client", ["boto3"], "s3", "adapters.s3"),
     ("import sealstore.adapters.gcs", ["google.cloud.storage"], "gcs", "sealstore.adapters.gcs"),
     ("from sealstore.adapters.gcs import store", ["google.api_core"], "gcs", "adapters.gcs"),
+    # no google package at all: find_spec of google.cloud.storage raises, it does not return None
+    ("import sealstore.adapters.gcs", ["google"], "gcs", "sealstore.adapters.gcs"),
+    (
+        "from sealstore.adapters.objects.stores import open_store; open_store('gs://b/p')",
+        ["google"],
+        "gcs",
+        "Google Cloud Storage prefixes (gs://)",
+    ),  # fmt: skip
     ("import sealstore.adapters.sqlalchemy", ["sqlalchemy"], "sqlalchemy", "adapters.sqlalchemy"),
     ("import sealstore.migrations", ["alembic"], "sqlalchemy", "sealstore.migrations"),
     ("import sealstore.migrations.ops", ["sqlalchemy"], "sqlalchemy", "sealstore.migrations"),

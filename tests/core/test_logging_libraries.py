@@ -350,3 +350,81 @@ def test_boto3_stream_logger_set_before_import_logs_no_key():
     assert len(keys) >= 5
     assert "botocore.parsers" in r.stderr and "record withheld by sealstore" in r.stderr
     assert_clean([r.stderr], keys)
+
+
+def test_gcs_calls_log_no_plaintext_or_key(everything, tmp_path, gcs_emulator, raw_gcs, gcs_bucket):
+    """The GCS adapter with DEBUG on everywhere (google-cloud-storage, google-auth,
+    google-resumable-media, urllib3, requests): simple and resumable uploads, ``blob.open``,
+    whole and ranged downloads, ``copy_blob`` and ``rewrite`` log neither a plaintext nor any
+    key, nor a resumable session's URL (a capability: urllib3 logs request paths, and a
+    session's holds its ``upload_id``)."""
+    import io
+
+    from fixtures_gcs import make_gcs_client
+
+    from sealstore.adapters.gcs import encrypt_client
+
+    kr = KeyFile(tmp_path / "keys.json").init()
+    materials = [k.reveal_material() for k in kr.keys]
+    gcs = encrypt_client(make_gcs_client(gcs_emulator), kr, segment_size=1024)
+    bucket = gcs.bucket(gcs_bucket)
+    bodies = {
+        "small": b"GCS-PLAINTEXT-small-object-" * 40,
+        "random": bytes(range(256)) * 20,
+        "big": b"GCS-PLAINTEXT-resumable-body" * (9 * 1024 * 1024 // 28 + 1),
+    }
+    bucket.blob("small").upload_from_string(bodies["small"])
+    bucket.blob("random").upload_from_file(io.BytesIO(bodies["random"]))
+    bucket.blob("big").upload_from_file(io.BytesIO(bodies["big"]), size=len(bodies["big"]))
+    with bucket.blob("opened").open("wb") as f:
+        f.write(bodies["small"])
+    bucket.copy_blob(bucket.blob("small"), bucket, "copied")
+    bucket.blob("rewritten").rewrite(bucket.blob("random"))
+    assert bucket.blob("copied").download_as_bytes() == bodies["small"]
+    assert bucket.blob("rewritten").download_as_bytes(start=10, end=300) == bodies["random"][10:301]
+    assert bucket.blob("big").download_as_bytes() == bodies["big"]
+    with bucket.blob("opened").open("rb") as f:
+        assert f.read() == bodies["small"]
+    kr.close()
+    names = {r.name for r in everything.records}
+    assert any(n.startswith("urllib3") for n in names), names  # the HTTP layer logged the calls
+    runs = [b[:24] for b in bodies.values()] + [bodies["random"][300:330]]
+    assert_clean(everything.texts, [*materials, *runs])
+    texts = "\n".join(everything.texts)
+    assert "GCS-PLAINTEXT" not in texts
+    assert "upload_id" not in texts  # urllib3's records of the session's requests were withheld
+    withheld = [r for r in everything.records if getattr(r, "_sealstore_withheld", False)]
+    assert any(r.name.startswith("urllib3") for r in withheld)
+    assert any("uploadType=multipart" in t for t in everything.texts)  # the other calls logged
+
+
+def test_tenants_with_kms_keys_log_no_secret(everything, tmp_path):
+    """Tenants with one KMS key each (``KmsTenantWrapping``) on moto, DEBUG on everywhere:
+    create (CreateKey, GenerateDataKey), rotate, load (Decrypt), seal and open, shred
+    (DisableKey, ScheduleKeyDeletion): no data key, no plaintext in any record."""
+    from sealstore.errors import SealstoreError
+    from sealstore.tenants import KmsTenantWrapping, TenantStore
+
+    with mock_aws():
+        client = kms_client()
+        seen = spy(client)
+        store = TenantStore(tmp_path / "tenants", kms=KmsTenantWrapping(client))
+        materials: list[bytes] = []
+        sealed = {}
+        for name in ("acme", "globex"):
+            data, index = store.create(name)
+            store.rotate(name)
+            data, index = store.load(name)
+            materials += [k.reveal_material() for kr in (data, index) for k in kr.keys]
+            sealed[name] = data.seal(PLAINTEXTS[1])
+            data.close()
+            index.close()
+        assert store.load("acme")[0].open(sealed["acme"]) == PLAINTEXTS[1]
+        store.shred("acme", by="the log test")
+        with pytest.raises(SealstoreError):
+            store.load("acme")
+        assert store.load("globex")[0].open(sealed["globex"]) == PLAINTEXTS[1]
+    assert len(seen) >= 8
+    assert_clean(everything.texts, [*seen, *materials, *PLAINTEXTS])
+    withheld = {r.name for r in everything.records if getattr(r, "_sealstore_withheld", False)}
+    assert {"botocore.parsers", "botocore.endpoint"} <= withheld

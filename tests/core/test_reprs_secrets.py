@@ -196,3 +196,44 @@ def test_database_key_source_passes_a_query_password_to_the_driver():
         src.engine.connect()
     assert seen["password"] == PASSWORD and seen["sslmode"] == "require"
     assert "password" not in src.engine.url.query
+
+
+def test_object_engine_gcs_and_tenant_classes(tmp_path):
+    """The classes added since: the object engine's (sealing, opened objects, the in-memory
+    store, tenancy and bindings), the GCS sealing and store (a client with a secret-bearing
+    credential), the tenants' store, live keys and KMS wrapping.  An object's context and a
+    resumable session's URL are secrets too."""
+    pytest.importorskip("google.cloud.storage")
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud import storage
+
+    from sealstore.adapters.gcs import encrypt_client
+    from sealstore.adapters.gcs.store import GCSStore, _Session
+    from sealstore.adapters.objects import MemoryStore, ObjectSealing
+    from sealstore.adapters.objects.tenancy import ObjectBinding, ObjectTenancy
+    from sealstore.tenants import KmsTenantWrapping, TenantKeys, TenantStore
+
+    context = b"CONTEXT-" + PASSWORD.encode()
+    ring = Keyring([Key(7, "AEGIS-128X4", MATERIAL, state=KeyState.PRIMARY)])
+    store = MemoryStore()
+    store.create_bucket("b")
+    sealing = ObjectSealing(ring, context=context, segment_size=1024)
+    sealing.seal(store, "b", "k", b"PLAINTEXT-" + PASSWORD.encode())
+    opened = sealing.open(store, "b", "k")
+    tenancy = ObjectTenancy(tenant="acme", prefix="t/{tenant}/")
+    binding = ObjectBinding(ring, context, "acme")
+    client = storage.Client(project="p", credentials=AnonymousCredentials())
+    gcs = encrypt_client(client, ring, context=context)
+    session = _Session(f"https://storage.example/upload?upload_id={PASSWORD}")
+    tenants = TenantStore(tmp_path / "tenants")
+    live = TenantKeys(tenants)
+    live.register("acme", ring, Keyring([Key(8, "AEGIS-128X4", MASTER, state=KeyState.PRIMARY)]))
+    kms = KmsTenantWrapping(object())
+    objects = [sealing, opened, store, tenancy, binding, gcs, gcs.sealstore, GCSStore(client)]
+    objects += [session, tenants, live, kms, store.head("b", "k")]
+    for obj in objects:
+        for text in (repr(obj), str(obj)):
+            assert "CONTEXT-" not in text and "PLAINTEXT-" not in text, text[:200]
+    assert_clean(*objects)
+    assert opened.read() == b"PLAINTEXT-" + PASSWORD.encode()
+    live.close()

@@ -23,6 +23,7 @@ from google.api_core import exceptions as gexc
 from sealstore.adapters.gcs import encrypt_client
 from sealstore.adapters.gcs.store import CHUNK
 from sealstore.errors import (
+    SealstoreError,
     InvalidTag,
     KeyCommitmentMismatch,
     MalformedObject,
@@ -326,6 +327,50 @@ def test_tampered_stored_bytes_fail(gcs, gcs_bucket, gcs_emulator, offset, tmp_p
     assert not target.exists()  # no file of the verified bytes before the failure
 
 
+HOSTILE_METADATA = [
+    {"sealstore-header": "not base64!"},
+    {"sealstore-header": "QUFBQQ=="},  # base64 of a few bytes, not a header
+    {"sealstore-header": "é" * 10},
+    {"sealstore-length": "1" * 40},
+    {"sealstore-length": "-5"},
+    {"sealstore-length": "7"},
+    {"sealstore-key-id": "ffffffff"},
+    {"sealstore-suite": "9"},
+    {"sealstore-segment-size": "1024"},
+    {"sealstore-version": "99999999999999999999999999"},
+    {"sealstore-header": None},  # the copy dropped, the other fields kept
+]
+
+
+@pytest.mark.parametrize("edit", HOSTILE_METADATA, ids=[str(m) for m in HOSTILE_METADATA])
+def test_edited_sealstore_metadata_raises_only_sealstore_errors(gcs, raw_gcs, gcs_bucket, edit):
+    """A store that returns edited ``sealstore-*`` metadata (issue 27): every read through the
+    sealed client raises a sealstore error (or opens the verified plaintext when the edit
+    drops a copy the body repeats), never a library's exception."""
+    data = marked(2 * SEG + 9)
+    gcs.bucket(gcs_bucket).blob("m").upload_from_string(data)
+    raw = raw_gcs.bucket(gcs_bucket).get_blob("m")
+    raw.metadata = edit  # GCS merges a patch: None removes the field
+    raw.patch()
+    blob = gcs.bucket(gcs_bucket).blob("m")
+    reads = [
+        blob.download_as_bytes,
+        lambda: blob.download_as_bytes(start=5, end=SEG + 5),
+        lambda: gcs.bucket(gcs_bucket).get_blob("m").size,
+        lambda: blob.open("rb").read(),
+        lambda: gcs.bucket(gcs_bucket).copy_blob(blob, gcs.bucket(gcs_bucket), "m2").size,
+    ]
+    for read in reads:
+        try:
+            got = read()
+        except SealstoreError:
+            continue
+        # metadata dropped (the emulator's patch drops every field): blob.size, read from the
+        # loaded properties without a request, is the stored size (docs/GCS.md)
+        lost = raw.size if None in edit.values() else len(data)
+        assert got in (data, data[5 : SEG + 6], len(data), lost), edit
+
+
 def test_cut_and_extended_objects_fail(gcs, raw_gcs, gcs_bucket):
     data = os.urandom(3 * SEG)
     gcs.bucket(gcs_bucket).blob("c").upload_from_string(data)
@@ -421,7 +466,14 @@ def test_objects_sealstore_did_not_write(gcs_emulator, keyring, raw_gcs, gcs_buc
     with pytest.raises(NotSealedObject):
         strict.bucket(gcs_bucket).blob("plain").download_as_bytes()
     lenient = encrypt_client(make_gcs_client(gcs_emulator), keyring, passthrough=True)
-    assert lenient.bucket(gcs_bucket).blob("plain").download_as_bytes() == b"not sealed"
+    plain = lenient.bucket(gcs_bucket).blob("plain")
+    assert plain.download_as_bytes() == b"not sealed"
+    assert plain.sealstore_sealed is False  # distinguishable from a sealed object's bytes
+    with plain.open("rb") as f:
+        assert f.read() == b"not sealed"
+    lenient.bucket(gcs_bucket).blob("sealed-too").upload_from_string(b"sealed")
+    sealed = lenient.bucket(gcs_bucket).blob("sealed-too")
+    assert sealed.download_as_bytes() == b"sealed" and sealed.sealstore_sealed is True
     other = encrypt_client(make_gcs_client(gcs_emulator), Keyring.generate("AEGIS-128L", TAG))
     strict.bucket(gcs_bucket).blob("sealed").upload_from_string(b"x")
     with pytest.raises(Exception) as err:

@@ -84,6 +84,33 @@ def test_rotate_objects_command_over_gcs_and_s3(tmp_path, monkeypatch, capsys, g
         assert blob.download_as_bytes() == b"g" * i
 
 
+def test_rotate_objects_without_google_credentials_is_one_line_and_exit_1(
+    tmp_path, monkeypatch, capsys
+):
+    """No Application Default Credentials (and no emulator): google.auth's error is the
+    environment's, one line and exit 1, not an unexpected error (70) -- as botocore's
+    NoCredentialsError is for s3:// (issue 27)."""
+    import google.auth
+    from google.auth.exceptions import DefaultCredentialsError
+
+    def no_credentials(*args, **kwargs):
+        raise DefaultCredentialsError("Your default credentials were not found.")
+
+    config = tmp_path / "sealstore.toml"
+    config.write_text(f'[key_source]\ntype = "file"\npath = "{tmp_path / "keys.json"}"\n')
+    for name in list(os.environ):
+        if name.startswith(("SEALSTORE_", "STORAGE_EMULATOR", "GOOGLE_")):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setattr(google.auth, "default", no_credentials)
+    assert main(["-c", str(config), "keys", "init"]) == 0
+    capsys.readouterr()
+    assert main(["-c", str(config), "rotate", "--objects", "gs://no-bucket/p/"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "default credentials were not found" in err, err
+    assert "unexpected" not in err
+
+
 def test_key_retirement_counts_gcs_objects(gcs_emulator, raw_gcs, gcs_bucket):
     from sealstore.migrations.rotation.retire import object_references
 
