@@ -268,3 +268,46 @@ def test_msvc_guard_fails_without_forceinline():
     fails = [x for x in r.stdout.splitlines() if x.startswith("FAIL ")]
     assert len(fails) == 1 and " Ob1: " in fails[0], r.stdout
     assert "no loop holds an AES round" in fails[0] or "calls" in fails[0], r.stdout
+
+
+@pytest.mark.toolchain
+def test_msvc_guard_fails_at_ob1_on_every_kernel_without_forceinline():
+    """Without __forceinline every x86 kernel's /Ob1 build fails, the one with a known entry
+    (aegis256x4_avx2: a spill) too: a known entry never excuses an update that is not inlined."""
+    _need_msvc()
+    r = _guard("--msvc", "--cflags=-D__forceinline=")
+    assert r.returncode == 1, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    ob1 = [x for x in lines if " clang-cl Ob1: " in x]
+    assert len(ob1) == 15 and all(x.startswith("FAIL ") for x in ob1), r.stdout
+    listed = [x for x in ob1 if " aegis256x4_avx2 " in x]
+    assert len(listed) == 1 and "not covered by its known entry" in listed[0], r.stdout
+    assert "no loop holds an AES round" in listed[0], r.stdout
+
+
+def test_a_known_entry_never_excuses_a_call_or_a_missing_update():
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import inline_guard
+    finally:
+        sys.path.pop(0)
+    kernel = inline_guard.Kernel(
+        "x86_64",
+        "aegis128l/aegis128l_avx2.c",
+        ("aegis_encrypt_detached",),
+        1,
+        16,
+        known=(("clang-cl", "Ob1", "a spill"),),
+        words=2,
+    )
+    ok = COFF_LOOP.format(extra="vpxor	%xmm3, %xmm4, %xmm4")
+    assert inline_guard.check_object(kernel, ok)[:2] == ([], [])
+    spill = COFF_LOOP.format(extra="vmovdqa	%xmm5, -48(%rbp)")
+    failures, unexcused, _ = inline_guard.check_object(kernel, spill)
+    assert len(failures) == 1 and "stack" in failures[0] and unexcused == []
+    call = COFF_LOOP.format(extra="callq	0x0 <aegis_update>")
+    failures, unexcused, _ = inline_guard.check_object(kernel, call)
+    assert failures == [] and len(unexcused) == 1 and "calls" in unexcused[0]
+    no_update = "0000000000000000 <aegis_encrypt_detached>:\n       0:      \tretq\n"
+    assert "not inlined" in inline_guard.check_object(kernel, no_update)[1][0]
+    assert "not in the object" in inline_guard.check_object(kernel, "")[1][0]
