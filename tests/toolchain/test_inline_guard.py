@@ -311,3 +311,38 @@ def test_a_known_entry_never_excuses_a_call_or_a_missing_update():
     no_update = "0000000000000000 <aegis_encrypt_detached>:\n       0:      \tretq\n"
     assert "not inlined" in inline_guard.check_object(kernel, no_update)[1][0]
     assert "not in the object" in inline_guard.check_object(kernel, "")[1][0]
+
+
+# stands in for MSVC's cl.exe (not on this machine): clang in cl mode as --msvc drives it, the
+# -m flags of the kernel's own target, "--" before the (absolute) source path
+FAKE_CL = """
+import re, subprocess, sys
+args, src = sys.argv[1:-1], sys.argv[-1]
+target = re.search(r'^#define SEALSTORE_TARGET "([^"]+)"', open(src).read(), re.M).group(1)
+cmd = ["clang", "--driver-mode=cl", "--target=x86_64-pc-windows-msvc", "/U__clang__", "/Zl",
+       "-imsvc", sys.argv[0].rsplit("/", 1)[0] + "/shim"]
+cmd += ["-m" + f for f in target.split(",")] + args + ["--", src]
+sys.exit(subprocess.call(cmd))
+"""
+
+
+@pytest.mark.toolchain
+def test_msvc_guard_drives_a_cl_command(tmp_path):
+    """--msvc --cl CL: what a maintainer runs on a Windows runner with MSVC's own compiler (the
+    release check of docs/HARDENING.md); here a stand-in cl.  No known entry applies to it."""
+    _need_msvc()
+    (tmp_path / "cl.py").write_text(FAKE_CL)
+    (tmp_path / "shim").symlink_to(ROOT / "tools" / "msvc_shim")
+    cl = f"{sys.executable} {tmp_path / 'cl.py'}"
+    r = _guard("--msvc", "--cl", cl, "--only", "aegis128l_avx2", "-v")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("ok   x86_64-msvc aegis128l_avx2 cl ") == 2, r.stdout
+    r = _guard("--msvc", "--cl", cl, "--only", "aegis256x4_avx2")  # clang -O2's spill
+    assert r.returncode == 1 and r.stdout.count("FAIL ") == 2, r.stdout + r.stderr
+    r = _guard("--msvc", "--cl", cl, "--only", "aegis128l_avx2", "--cflags=-D__forceinline=")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert [x.split(":")[0] for x in r.stdout.splitlines() if x.startswith("FAIL ")] == [
+        "FAIL x86_64-msvc aegis128l_avx2 cl Ob1"
+    ], r.stdout
+    r = _guard("--cl", "cl")
+    assert r.returncode == 2 and "--cl needs --msvc" in r.stderr
