@@ -17,6 +17,8 @@
 #      same kernel for every variant as the native Linux build on this CPU (and a hardware
 #      kernel when the CPU has AES-NI), then the draft vectors and Wycheproof
 #      (tools/kat_vectors.py) and every kernel against the portable one: 0 failures.
+#      tests/native/portable_check.c (the portable kernel's building blocks against their
+#      definitions) from its MSVC-mode object under wine too: 0 failures.
 #   5. The inline guard over the COFF objects of clang-cl at /Ob1 and /Ob2
 #      (tools/inline_guard.py --msvc).
 #   6. macOS: the sources the builder picks on x86_64 and on arm64 (with dispatch.c's
@@ -136,17 +138,24 @@ compile_one clang-cl tests/native/kat.c "$WORK/probe/kat.obj" >"$WORK/probe/kat.
     || { cat "$WORK/probe/kat.log"; fail "tests/native/kat.c in MSVC mode"; }
 compile_one zig-msvc tests/native/kat.c "$WORK/probe/kat-zig.obj" >"$WORK/probe/kat-zig.log" 2>&1 \
     || { cat "$WORK/probe/kat-zig.log"; fail "tests/native/kat.c in MSVC mode (zig)"; }
-echo "tests/native/kat.c compiled in MSVC mode (clang-cl, zig)"
+# the portable kernel's building blocks (its MSVC form: scalar planes), run under wine below
+PC=tests/native/portable_check.c
+compile_one clang-cl "$PC" "$WORK/probe/pc.obj" "-I$ROOT/native/src" >"$WORK/probe/pc.log" 2>&1 \
+    || { cat "$WORK/probe/pc.log"; fail "$PC in MSVC mode"; }
+compile_one zig-msvc "$PC" "$WORK/probe/pc-zig.obj" "-I$ROOT/native/src" \
+    >"$WORK/probe/pc-zig.log" 2>&1 || { cat "$WORK/probe/pc-zig.log"; fail "$PC in MSVC mode (zig)"; }
+echo "tests/native/kat.c and portable_check.c compiled in MSVC mode (clang-cl, zig)"
 # no GNU C left in what MSVC compiles (clang accepts it in cl mode; MSVC would not)
 gnu=0
-for src in "${WIN[@]}" tests/native/kat.c; do
+for src in "${WIN[@]}" tests/native/kat.c "$PC"; do
     # shellcheck disable=SC2046
     "$CLANG" --driver-mode=cl --target=x86_64-pc-windows-msvc /U__clang__ -imsvc "$SHIM" \
-        "/I$ROOT/native/include" $(mflags "$src") /E /clang:-dD -- "$src" 2>"$WORK/probe/pp.log" \
+        "/I$ROOT/native/include" "/I$ROOT/native/src" $(mflags "$src") /E /clang:-dD -- "$src" \
+        2>"$WORK/probe/pp.log" \
         | "$PYTHON" "$SHIM/gnu_scan.py" "$src" || gnu=$((gnu + 1))
 done
 [ "$gnu" = 0 ] || fail "GNU C outside the guarded branches in $gnu sources"
-echo "no GNU C in the MSVC branches of $((${#WIN[@]} + 1)) sources"
+echo "no GNU C in the MSVC branches of $((${#WIN[@]} + 2)) sources"
 compile_set zig-clang "$WORK/zigclang" obj plain "${WIN[@]}"
 compile_set mingw "$WORK/mingw" o plain "${WIN[@]}" tests/native/kat.c
 compile_set native "$WORK/native" o plain "${WIN[@]}" tests/native/kat.c
@@ -186,6 +195,11 @@ for exe in kat-msvc kat-mingw; do
     echo "$exe: $(tail -n 1 "$WORK/$exe.log")"
     grep -q " 0 failures;" "$WORK/$exe.log" || fail "$exe: failures"
 done
+"$MINGW" "$WORK/probe/pc.obj" "$WORK/gs_support.o" -o "$WORK/pc-msvc.exe" || fail "link $PC"
+"$WINE" "$WORK/pc-msvc.exe" 2>&1 | tr -d '\r' >"$WORK/pc-msvc.log" \
+    || { cat "$WORK/pc-msvc.log"; fail "pc-msvc ($PC from its MSVC-mode object)"; }
+echo "pc-msvc: $(tail -n 1 "$WORK/pc-msvc.log")"
+grep -q " 0 failures" "$WORK/pc-msvc.log" || fail "pc-msvc: failures"
 echo "wine runs done at $((SECONDS - t0)) s"
 
 "$PYTHON" tools/inline_guard.py --msvc || fail "inline guard (clang-cl /Ob1, /Ob2)"

@@ -566,6 +566,100 @@ static void run_sizes(void)
     }
 }
 
+/* The four-message kernels (ctx->batch: AEGIS-128L on AVX-512) against the portable kernel,
+   one message at a time: lengths around the block and lane boundaries, each lane's own nonce,
+   length and tag; then decrypt4 back, and one lane's tag flipped: that lane refused with its
+   output wiped, the others opened. */
+static void run_batch(void)
+{
+    static const size_t lens[] = {0, 1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 255, 256, 257, 1029};
+    enum { NL = sizeof lens / sizeof lens[0], MAXLEN = 1029 };
+    uint8_t key[SEALSTORE_MAX_KEYBYTES], ad[40];
+    uint8_t *m[4], *c[4], *p[4], *cref, npub[4][SEALSTORE_MAX_NPUBBYTES];
+    uint8_t mac[4][32], macref[32];
+
+    if (only_kernel >= 0 && only_kernel != SEALSTORE_KERNEL_AVX512) {
+        return;
+    }
+    rng_fill(key, sizeof key);
+    rng_fill(ad, sizeof ad);
+    for (int l = 0; l < 4; l++) {
+        m[l] = xmalloc(MAXLEN);
+        c[l] = xmalloc(MAXLEN);
+        p[l] = xmalloc(MAXLEN);
+        rng_fill(m[l], MAXLEN);
+        rng_fill(npub[l], sizeof npub[l]);
+    }
+    cref = xmalloc(MAXLEN);
+    for (int v = 0; v < SEALSTORE_NVARIANTS; v++) {
+        const sealstore_aead_impl *ref = sealstore_impl(v, SEALSTORE_KERNEL_PORTABLE);
+        for (size_t maclen = 16; maclen <= 32; maclen += 16) {
+            sealstore_ctx *ctx = sealstore_ctx_new(v, -1, key, maclen);
+            if (ctx == NULL) {
+                FAIL("%s: no context", variant_names(v));
+                continue;
+            }
+            if (ctx->batch == NULL) {
+                sealstore_ctx_free(ctx);
+                continue;
+            }
+            for (size_t r = 0; r < NL; r++) {
+                const uint8_t *const mc[4] = {m[0], m[1], m[2], m[3]};
+                const uint8_t *const cc[4] = {c[0], c[1], c[2], c[3]};
+                const uint8_t *const nc[4] = {npub[0], npub[1], npub[2], npub[3]};
+                uint8_t *const mp[4] = {mac[0], mac[1], mac[2], mac[3]};
+                const uint8_t *const mcp[4] = {mac[0], mac[1], mac[2], mac[3]};
+                size_t len[4];
+                int ok[4], rc;
+                for (int l = 0; l < 4; l++) {
+                    len[l] = lens[(r + 4 * (size_t)l) % NL]; /* four different lengths */
+                }
+                if (ctx->batch->encrypt4(c, mp, maclen, mc, len, ad, sizeof ad, nc, key) != 0) {
+                    FAIL("%s %s: encrypt4 failed", variant_names(v), ctx->batch->name);
+                }
+                for (int l = 0; l < 4; l++) {
+                    ref->encrypt(cref, macref, maclen, m[l], len[l], ad, sizeof ad, npub[l], key);
+                    if (memcmp(cref, c[l], len[l]) != 0 || memcmp(macref, mac[l], maclen) != 0) {
+                        FAIL("%s %s: lane %d (%zu bytes) differs from portable", variant_names(v),
+                             ctx->batch->name, l, len[l]);
+                    }
+                    checks++;
+                }
+                rc = ctx->batch->decrypt4(p, cc, len, mcp, maclen, ad, sizeof ad, nc, key, ok);
+                for (int l = 0; l < 4; l++) {
+                    if (rc != 0 || !ok[l] || memcmp(p[l], m[l], len[l]) != 0) {
+                        FAIL("%s %s: decrypt4 lane %d (%zu bytes)", variant_names(v),
+                             ctx->batch->name, l, len[l]);
+                    }
+                }
+                mac[r % 4][0] ^= 1;
+                rc = ctx->batch->decrypt4(p, cc, len, mcp, maclen, ad, sizeof ad, nc, key, ok);
+                mac[r % 4][0] ^= 1;
+                for (int l = 0; l < 4; l++) {
+                    const int bad = l == (int)(r % 4);
+                    if (ok[l] == bad || (bad && !all_zero(p[l], len[l])) ||
+                        (!bad && memcmp(p[l], m[l], len[l]) != 0)) {
+                        FAIL("%s %s: decrypt4 with lane %d's tag flipped, lane %d",
+                             variant_names(v), ctx->batch->name, (int)(r % 4), l);
+                    }
+                }
+                if (rc == 0) {
+                    FAIL("%s %s: decrypt4 returned 0 with a lane refused", variant_names(v),
+                         ctx->batch->name);
+                }
+                checks++;
+            }
+            sealstore_ctx_free(ctx);
+        }
+    }
+    for (int l = 0; l < 4; l++) {
+        free(m[l]);
+        free(c[l]);
+        free(p[l]);
+    }
+    free(cref);
+}
+
 static int kernel_id(const char *name)
 {
     for (int k = 0; k < SEALSTORE_NKERNELS; k++) {
@@ -646,6 +740,7 @@ int main(int argc, char **argv)
     }
     run_sizes();
     run_ctx_calls();
+    run_batch();
     printf("kat: %d vector lines, %ld kernel checks, %d failures; kernels:", nvec, checks,
            failures);
     for (int k = 0; k < SEALSTORE_NKERNELS; k++) {

@@ -18,6 +18,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -333,7 +334,8 @@ def test_aarch64_kernels_pass_under_qemu():
 def test_windows_and_macos_cross_build():
     """tools/crossbuild.sh: the AMD64 sources in MSVC mode (clang-cl with __clang__ undefined,
     zig cc -target x86_64-windows-msvc) and with mingw-w64, kat.exe from the MSVC-mode objects
-    and from the mingw ones under wine (the native build's kernels selected, 0 failures), the
+    and from the mingw ones under wine (the native build's kernels selected, 0 failures),
+    portable_check.c from its MSVC-mode object under wine, the
     inline guard over clang-cl's COFF objects at /Ob1 and /Ob2, and the x86_64-macos and
     aarch64-macos builds (zig)."""
     for tool in ("clang", "llvm-objdump", "x86_64-w64-mingw32-gcc", "wine"):
@@ -355,6 +357,12 @@ def test_windows_and_macos_cross_build():
     for exe in ("kat-msvc", "kat-mingw"):
         assert f"{exe}: kat: {nlines} vector lines" in out, out
     assert out.count(" 0 failures;") == 2, out
+    # tests/native/portable_check.c from its MSVC-mode object (scalar planes) under wine
+    assert "tests/native/kat.c and portable_check.c compiled in MSVC mode" in out, out
+    assert re.search(
+        r"^pc-msvc: portable check \(scalar[^)]*\): \d+ checks, 0 failures$", out, re.M
+    ), out
+    assert f"no GNU C in the MSVC branches of {win + 2} sources" in out, out
     assert "inline guard: 30 builds, 0 failing" in out, out
     assert "crossbuild: all passed" in out, out
 

@@ -268,3 +268,81 @@ def test_msvc_guard_fails_without_forceinline():
     fails = [x for x in r.stdout.splitlines() if x.startswith("FAIL ")]
     assert len(fails) == 1 and " Ob1: " in fails[0], r.stdout
     assert "no loop holds an AES round" in fails[0] or "calls" in fails[0], r.stdout
+
+
+@pytest.mark.toolchain
+def test_msvc_guard_fails_at_ob1_on_every_kernel_without_forceinline():
+    """Without __forceinline every x86 kernel's /Ob1 build fails, the one with a known entry
+    (aegis256x4_avx2: a spill) too: a known entry never excuses an update that is not inlined."""
+    _need_msvc()
+    r = _guard("--msvc", "--cflags=-D__forceinline=")
+    assert r.returncode == 1, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    ob1 = [x for x in lines if " clang-cl Ob1: " in x]
+    assert len(ob1) == 15 and all(x.startswith("FAIL ") for x in ob1), r.stdout
+    listed = [x for x in ob1 if " aegis256x4_avx2 " in x]
+    assert len(listed) == 1 and "not covered by its known entry" in listed[0], r.stdout
+    assert "no loop holds an AES round" in listed[0], r.stdout
+
+
+def test_a_known_entry_never_excuses_a_call_or_a_missing_update():
+    sys.path.insert(0, str(ROOT / "tools"))
+    try:
+        import inline_guard
+    finally:
+        sys.path.pop(0)
+    kernel = inline_guard.Kernel(
+        "x86_64",
+        "aegis128l/aegis128l_avx2.c",
+        ("aegis_encrypt_detached",),
+        1,
+        16,
+        known=(("clang-cl", "Ob1", "a spill"),),
+        words=2,
+    )
+    ok = COFF_LOOP.format(extra="vpxor	%xmm3, %xmm4, %xmm4")
+    assert inline_guard.check_object(kernel, ok)[:2] == ([], [])
+    spill = COFF_LOOP.format(extra="vmovdqa	%xmm5, -48(%rbp)")
+    failures, unexcused, _ = inline_guard.check_object(kernel, spill)
+    assert len(failures) == 1 and "stack" in failures[0] and unexcused == []
+    call = COFF_LOOP.format(extra="callq	0x0 <aegis_update>")
+    failures, unexcused, _ = inline_guard.check_object(kernel, call)
+    assert failures == [] and len(unexcused) == 1 and "calls" in unexcused[0]
+    no_update = "0000000000000000 <aegis_encrypt_detached>:\n       0:      \tretq\n"
+    assert "not inlined" in inline_guard.check_object(kernel, no_update)[1][0]
+    assert "not in the object" in inline_guard.check_object(kernel, "")[1][0]
+
+
+# stands in for MSVC's cl.exe (not on this machine): clang in cl mode as --msvc drives it, the
+# -m flags of the kernel's own target, "--" before the (absolute) source path
+FAKE_CL = """
+import re, subprocess, sys
+args, src = sys.argv[1:-1], sys.argv[-1]
+target = re.search(r'^#define SEALSTORE_TARGET "([^"]+)"', open(src).read(), re.M).group(1)
+cmd = ["clang", "--driver-mode=cl", "--target=x86_64-pc-windows-msvc", "/U__clang__", "/Zl",
+       "-imsvc", sys.argv[0].rsplit("/", 1)[0] + "/shim"]
+cmd += ["-m" + f for f in target.split(",")] + args + ["--", src]
+sys.exit(subprocess.call(cmd))
+"""
+
+
+@pytest.mark.toolchain
+def test_msvc_guard_drives_a_cl_command(tmp_path):
+    """--msvc --cl CL: what a maintainer runs on a Windows runner with MSVC's own compiler (the
+    release check of docs/HARDENING.md); here a stand-in cl.  No known entry applies to it."""
+    _need_msvc()
+    (tmp_path / "cl.py").write_text(FAKE_CL)
+    (tmp_path / "shim").symlink_to(ROOT / "tools" / "msvc_shim")
+    cl = f"{sys.executable} {tmp_path / 'cl.py'}"
+    r = _guard("--msvc", "--cl", cl, "--only", "aegis128l_avx2", "-v")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.count("ok   x86_64-msvc aegis128l_avx2 cl ") == 2, r.stdout
+    r = _guard("--msvc", "--cl", cl, "--only", "aegis256x4_avx2")  # clang -O2's spill
+    assert r.returncode == 1 and r.stdout.count("FAIL ") == 2, r.stdout + r.stderr
+    r = _guard("--msvc", "--cl", cl, "--only", "aegis128l_avx2", "--cflags=-D__forceinline=")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert [x.split(":")[0] for x in r.stdout.splitlines() if x.startswith("FAIL ")] == [
+        "FAIL x86_64-msvc aegis128l_avx2 cl Ob1"
+    ], r.stdout
+    r = _guard("--cl", "cl")
+    assert r.returncode == 2 and "--cl needs --msvc" in r.stderr
