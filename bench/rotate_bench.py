@@ -5,6 +5,8 @@
                                  [--app-writers N] [--json PATH]
     python bench/rotate_bench.py --fairness [--rows N] [--batch-size N] [--sqlite-yield F]
                                  [--json PATH]
+    python bench/rotate_bench.py --objects [--server moto|localstack|gcs] [--latency 0,10,30]
+                                 [--workers 1,2,4] [--runs 3] ...   (bench/object_rotation.py)
 
 The default database is a throwaway PostgreSQL server (started like the test fixture, from
 the binaries on this machine) when the repository's ``tests/fixtures_pg.py`` is available;
@@ -526,6 +528,11 @@ def _measure(engine, url, args, rows: int, report: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--objects" in argv:  # object rotation: its own options (bench/object_rotation.py)
+        from sealstore.bench.object_rotation import main as objects_main
+
+        return objects_main(argv)
     args = _parser().parse_args(argv)
     if args.fairness:
         return _fairness(args)
