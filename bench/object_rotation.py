@@ -55,8 +55,10 @@ import time
 import uuid
 from pathlib import Path
 
-PREFIX = "data/"
-SERVERS = {"moto": "s3", "localstack": "s3", "gcs": "gs"}
+#: where the objects are, in their bucket
+PREFIX: str = "data/"
+#: the object servers ``--server`` starts, and the scheme of their store
+SERVERS: dict[str, str] = {"moto": "s3", "localstack": "s3", "gcs": "gs"}
 
 
 # ---- a latency-injecting TCP proxy ----------------------------------------------------------
@@ -68,10 +70,10 @@ class LatencyProxy:
     kept, no bandwidth limit).  Runs its own event loop in a thread; ``url`` once started."""
 
     def __init__(self, upstream: tuple[str, int], delay: float) -> None:
-        self.upstream = upstream
-        self.delay = delay
-        self.connections = 0
-        self.port = 0
+        self.upstream: tuple[str, int] = upstream
+        self.delay: float = delay
+        self.connections: int = 0  #: connections accepted so far
+        self.port: int = 0  #: where it listens, once started
         self._loop = asyncio.new_event_loop()
         self._server: asyncio.AbstractServer | None = None
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -569,9 +571,9 @@ def _database(args: argparse.Namespace, stack: ExitStack) -> tuple[str, int | No
         if args.db.startswith("sqlite"):
             raise SystemExit("--db: SQLite runs one worker at a time; use PostgreSQL or MySQL")
         return args.db, None
-    from sealstore.bench.rotate_bench import _start_postgres
+    from sealstore.bench.pg_server import start_postgres
 
-    server, url = _start_postgres()
+    server, url = start_postgres()
     if url is None:
         raise SystemExit("no --db and no PostgreSQL binaries: nothing to measure")
     stack.callback(server.stop)

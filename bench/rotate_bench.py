@@ -292,19 +292,9 @@ def crypto_only(keyring: Keyring, old_values: list[bytes], ctx: bytes) -> float:
 
 
 def _start_postgres():
-    root = Path(__file__).resolve().parents[1] / "tests"
-    if not (root / "fixtures_pg.py").exists():
-        return None, None
-    sys.path.insert(0, str(root))
-    try:
-        from fixtures_pg import PostgresServer, find_pg_bindir  # type: ignore[import-not-found]
-    finally:
-        sys.path.pop(0)
-    bindir = find_pg_bindir()
-    if bindir is None:
-        return None, None
-    server = PostgresServer(bindir)
-    return server, server.start()
+    from sealstore.bench.pg_server import start_postgres
+
+    return start_postgres()
 
 
 _DURABILITY = ("fsync", "synchronous_commit", "full_page_writes")
