@@ -45,6 +45,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import socket
 import statistics
 import subprocess
@@ -254,6 +255,7 @@ def start_server(kind: str) -> Iterator[tuple[str, int]]:
             proc.kill()
             proc.wait(10)
         log.close()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def _wait_localstack(url: str, proc: subprocess.Popen[bytes]) -> None:

@@ -102,3 +102,17 @@ def test_a_small_run_of_the_command_passes_its_check(tmp_path, pg_url, s3_endpoi
         (0, 1), (0, 2), (2, 1), (2, 2)]  # fmt: skip
     assert all(sum(r["batches_per_worker"]) == 3 for r in report["rows"])
     assert capsys.readouterr().out.count(": checked") == 4
+
+
+def test_a_started_server_answers_and_is_stopped(tmp_path):
+    import urllib.error
+    import urllib.request
+
+    with orot.start_server("moto") as (url, pid):
+        assert orot.tree_cpu(pid) >= 0
+        try:
+            urllib.request.urlopen(url + "/", timeout=30).close()
+        except urllib.error.HTTPError:
+            pass  # it answers
+    with pytest.raises(OSError):
+        os.kill(pid, 0)  # stopped (and waited for)
