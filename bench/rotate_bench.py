@@ -5,6 +5,8 @@
                                  [--app-writers N] [--json PATH]
     python bench/rotate_bench.py --fairness [--rows N] [--batch-size N] [--sqlite-yield F]
                                  [--json PATH]
+    python bench/rotate_bench.py --objects [--server moto|localstack|gcs] [--latency 0,10,30]
+                                 [--workers 1,2,4] [--runs 3] ...   (bench/object_rotation.py)
 
 The default database is a throwaway PostgreSQL server (started like the test fixture, from
 the binaries on this machine) when the repository's ``tests/fixtures_pg.py`` is available;
@@ -290,19 +292,9 @@ def crypto_only(keyring: Keyring, old_values: list[bytes], ctx: bytes) -> float:
 
 
 def _start_postgres():
-    root = Path(__file__).resolve().parents[1] / "tests"
-    if not (root / "fixtures_pg.py").exists():
-        return None, None
-    sys.path.insert(0, str(root))
-    try:
-        from fixtures_pg import PostgresServer, find_pg_bindir  # type: ignore[import-not-found]
-    finally:
-        sys.path.pop(0)
-    bindir = find_pg_bindir()
-    if bindir is None:
-        return None, None
-    server = PostgresServer(bindir)
-    return server, server.start()
+    from sealstore.bench.pg_server import start_postgres
+
+    return start_postgres()
 
 
 _DURABILITY = ("fsync", "synchronous_commit", "full_page_writes")
@@ -527,6 +519,11 @@ def _measure(engine, url, args, rows: int, report: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if "--objects" in argv:  # object rotation: its own options (bench/object_rotation.py)
+        from sealstore.bench.object_rotation import main as objects_main
+
+        return objects_main(argv)
     args = _parser().parse_args(argv)
     if args.fairness:
         return _fairness(args)

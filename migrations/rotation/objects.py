@@ -8,7 +8,9 @@ work is cut into batches of consecutive object keys in listing order:
 * claiming a batch locks the job row (``SELECT ... FOR UPDATE``) for one listing request of
   ``batch_size`` keys after the job's checkpoint (the last key claimed), stores the range
   ``lo < key <= hi`` as a ``pending`` batch and advances the checkpoint, in one transaction:
-  ranges never overlap, so no object is handed to two workers;
+  ranges never overlap, so no object is handed to two workers.  The worker that claimed a
+  batch runs it from the keys that listing returned (one listing request per batch); a batch
+  taken over from another worker is listed again;
 * a worker takes a pending batch with ``SELECT ... FOR UPDATE SKIP LOCKED`` and holds that lock
   while it rotates the batch's objects (``sealstore.adapters.objects.rotation.rotate_object``:
   every write conditional on the version read); the same transaction marks the batch ``done``
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
 from typing import Any
@@ -120,15 +122,18 @@ def rotate_prefix(
     )
     result = ObjectJobResult(str(parsed), job.job_id, worker)
     log.info("rotate %s: job %d, worker %s", parsed, job.job_id, worker)
+    listed: dict[int, list[str]] = {}  # the keys this worker's last claim listed, by batch
     while True:
         with engine.begin() as conn:
             batch = take_pending(conn, job)
             if batch is not None:
-                _run_batch(conn, batch, sealing, store, parsed, result, worker,
-                           seal_plaintext, errors, progress, pause)  # fmt: skip
+                _run_batch(conn, batch, listed.pop(batch.batch_no, None), sealing, store,
+                           parsed, result, worker, seal_plaintext, errors, progress, pause)  # fmt: skip
                 continue
         with engine.begin() as conn:
-            job, claimed = _claim(conn, job, store, parsed.bucket, parsed.prefix)
+            job, claimed, keys = _claim(conn, job, store, parsed.bucket, parsed.prefix)
+        if claimed is not None:
+            listed = {claimed.batch_no: keys}  # taken next, unless another worker got it first
         if claimed is not None or job.status != RUNNING:
             if job.status != RUNNING:
                 break
@@ -148,18 +153,19 @@ def rotate_prefix(
 
 def _claim(
     conn: Connection, job: Job, store: ObjectStore, bucket: str, prefix: str
-) -> tuple[Job, Batch | None]:
+) -> tuple[Job, Batch | None, list[str]]:
     """Lock the job row, list the next ``batch_size`` keys after its checkpoint and store them
-    as a pending batch (None: no key left, or the job is no longer running)."""
+    as a pending batch (None: no key left, or the job is no longer running); the keys listed
+    come back with it, so the worker that claimed the batch runs it without a second listing."""
     begin_write(conn, job)
     current = get_job(conn, job.job_id, lock=True)
     if current.status != RUNNING:
-        return current, None
+        return current, None, []
     lo = load_key(current.checkpoint)
     listing = store.list(bucket, prefix, start_after=None if lo is None else str(lo[0]))
     keys = [o.key for o in islice(listing, current.batch_size)]
     if not keys:
-        return current, None
+        return current, None, []
     hi = (keys[-1],)
     conn.execute(
         insert(batches_t).values(
@@ -172,20 +178,27 @@ def _claim(
         .where(jobs_t.c.job_id == current.job_id)
         .values(checkpoint=dump_key(hi), batches=jobs_t.c.batches + 1)
     )
-    return current, Batch(current.job_id, current.batches, lo, hi)
+    return current, Batch(current.job_id, current.batches, lo, hi), keys
 
 
-def _run_batch(conn, batch, sealing, store, parsed, result, worker, seal_plaintext, errors,
-               progress, pause) -> None:  # fmt: skip
-    """Rotate the objects ``lo < key <= hi`` of ``batch`` and mark it done (the caller's
-    transaction holds the batch's lock throughout)."""
-    report = RotationReport(parsed.bucket, parsed.prefix, sealing.keyring.primary.id_hex)
+def _batch_keys(store, parsed, batch) -> Iterator[str]:
+    """The keys ``lo < key <= hi`` of ``batch``, listed again (a batch another worker claimed,
+    or one left pending by a worker that died)."""
     lo = None if batch.lo is None else str(batch.lo[0])
     hi = str(batch.hi[0])
     for item in store.list(parsed.bucket, parsed.prefix, start_after=lo):
         if item.key > hi:
-            break
-        key = item.key
+            return
+        yield item.key
+
+
+def _run_batch(conn, batch, keys, sealing, store, parsed, result, worker, seal_plaintext,
+               errors, progress, pause) -> None:  # fmt: skip
+    """Rotate the objects ``lo < key <= hi`` of ``batch`` and mark it done (the caller's
+    transaction holds the batch's lock throughout).  ``keys``: what this worker's claim of the
+    batch listed a moment ago (no listing request), else None: listed again."""
+    report = RotationReport(parsed.bucket, parsed.prefix, sealing.keyring.primary.id_hex)
+    for key in _batch_keys(store, parsed, batch) if keys is None else keys:
         outcome = record_outcome(
             report, key, errors,
             lambda: rotate_object(sealing, store, parsed.bucket, key,

@@ -64,6 +64,56 @@ def test_one_worker_on_sqlite(tmp_path):
     assert (again.resealed, again.current, again.complete) == (0, 23, True)
 
 
+class _CountedLists(_S3Named):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lists = 0
+
+    def list(self, bucket, prefix="", *, start_after=None):
+        self.lists += 1
+        return super().list(bucket, prefix, start_after=start_after)
+
+
+def _counted_world(tmp_path, n):
+    engine = sa.create_engine(f"sqlite:///{tmp_path / 'jobs.db'}")
+    create_tables(engine)
+    kr = Keyring.generate("AEGIS-128L", 16)
+    store = _CountedLists()
+    store.create_bucket("b")
+    sealing = ObjectSealing(kr)
+    for i in range(n):
+        sealing.seal(store, "b", f"p/{i:03d}", b"value %d" % i)
+    kr.rotate()
+    return engine, sealing, store
+
+
+def test_a_claimed_batch_runs_from_its_claims_listing(tmp_path):
+    # one listing request per batch (the claim's), and one that finds nothing left: the worker
+    # that claimed a batch does not list it again
+    engine, sealing, store = _counted_world(tmp_path, 23)
+    result = rotate_prefix(engine, sealing, store, "s3://b/p/", batch_size=5)
+    assert (result.batches, result.resealed, result.complete) == (5, 23, True)
+    assert store.lists == 5 + 1
+
+
+def test_a_batch_claimed_by_another_worker_is_listed_again(tmp_path):
+    from sealstore.migrations.rotation.jobs import start_job
+    from sealstore.migrations.rotation.objects import KIND, _claim
+
+    engine, sealing, store = _counted_world(tmp_path, 12)
+    job, _ = start_job(engine, KIND, "s3://b", "p/", sealing.keyring.primary.key_id, 5)
+    with engine.begin() as conn:  # a worker that claimed a batch and died
+        _, batch, keys = _claim(conn, job, store, "b", "p/")
+    assert batch is not None and keys == [f"p/{i:03d}" for i in range(5)]
+    store.lists = 0
+    result = rotate_prefix(engine, sealing, store, "s3://b/p/", batch_size=5)
+    assert (result.batches, result.resealed, result.current, result.complete) == (3, 12, 0, True)
+    assert store.lists == 1 + 2 + 1  # the orphan batch listed again, two claims, the last look
+    primary = sealing.keyring.primary.key_id
+    for i in range(12):
+        assert sealing.open(store, "b", f"p/{i:03d}").header.key_id == primary
+
+
 def test_a_failing_object_is_reported_and_the_rest_done(tmp_path):
     engine = sa.create_engine(f"sqlite:///{tmp_path / 'jobs.db'}")
     create_tables(engine)
