@@ -368,8 +368,11 @@ class GCSStore:
     def list(
         self, bucket: str, prefix: str = "", *, start_after: str | None = None
     ) -> Iterator[StoredObject]:
+        # start_offset is inclusive (and an emulator may ignore it): the names up to and
+        # including start_after are skipped here too
         with _calls(f"list {bucket}/{prefix}"):
-            for blob in self.client.list_blobs(bucket, prefix=prefix or None):
+            blobs = self.client.list_blobs(bucket, prefix=prefix or None, start_offset=start_after)
+            for blob in blobs:
                 if start_after is not None and blob.name <= start_after:
                     continue
                 yield StoredObject(bucket, blob.name, int(blob._properties.get("size") or 0),

@@ -126,3 +126,29 @@ def test_key_retirement_counts_gcs_objects(gcs_emulator, raw_gcs, gcs_bucket):
     gcs.bucket(gcs_bucket).blob("data/a").upload_from_string(b"under the new key")
     assert object_references(store, f"gs://{gcs_bucket}/data", old) == 1
     assert object_references(store, f"gs://{gcs_bucket}/data", kr.primary.key_id) == 1
+
+
+def test_listing_after_a_name_asks_the_server_to_start_there():
+    """A rotation claim lists from the last claimed name: GCS must start there (start_offset),
+    not list the prefix from its first name and skip on the client (quadratic in the objects)."""
+    from types import SimpleNamespace
+
+    from sealstore.adapters.gcs.store import GCSStore
+
+    calls = []
+    names = ["p/a", "p/b", "p/c", "p/d"]
+
+    class Client:
+        project = "test"
+
+        def list_blobs(self, bucket, **kw):
+            calls.append(kw)
+            offset = kw.get("start_offset")  # inclusive, as GCS's startOffset
+            return [SimpleNamespace(name=n, generation=1, _properties={"size": "3"})
+                    for n in names if offset is None or n >= offset]  # fmt: skip
+
+    store = GCSStore(Client(), check_conditions=False)
+    assert [o.key for o in store.list("b", "p/", start_after="p/b")] == ["p/c", "p/d"]
+    assert calls[-1]["start_offset"] == "p/b"
+    assert [o.key for o in store.list("b", "p/")] == names
+    assert calls[-1]["start_offset"] is None
