@@ -30,7 +30,7 @@ from sealstore.errors import ObjectChanged, ObjectNotFound
 from sealstore.logguard import withheld
 
 from ..objects.location import encode_location, location_domain
-from ..objects.store import PartLimits, StoredObject
+from ..objects.store import PartLimits, StoredObject, refuse_options
 
 __all__ = ["GCS_LIMITS", "WRITABLE", "GCSStore", "resource_settings", "store_from_url", "stored_of"]
 
@@ -139,6 +139,8 @@ class GCSStore:
 
     scheme = "gs"
     limits = GCS_LIMITS
+    #: one resumable session: parts in increasing order, one at a time
+    parts_in_any_order = False
     #: one object's request failed (a rotation records it and goes on)
     client_errors: tuple[type[BaseException], ...] = (gexc.GoogleAPICallError,)
 
@@ -188,7 +190,15 @@ class GCSStore:
     def _generation(if_match: str | None, if_none_match: bool) -> int | None:
         return 0 if if_none_match else _generation(if_match)
 
-    def head(self, bucket: str, key: str, *, version: str | None = None) -> StoredObject:
+    def head(
+        self,
+        bucket: str,
+        key: str,
+        *,
+        version: str | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> StoredObject:
+        refuse_options(options, "GCS")
         generation = int(version) if version else None
         with _calls(f"head {bucket}/{key}"):
             blob = self.client.bucket(bucket).get_blob(key, generation=generation)
@@ -205,7 +215,9 @@ class GCSStore:
         *,
         if_match: str | None = None,
         version: str | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> BinaryIO:
+        refuse_options(options, "GCS")
         blob = self.client.bucket(bucket).blob(key, generation=int(version) if version else None)
         url = blob._get_download_url(self.client, if_generation_match=_generation(if_match))
         self._check(bucket, key, if_match, False, "get")  # before: one request at a time
@@ -239,9 +251,11 @@ class GCSStore:
         if_match: str | None = None,
         if_none_match: bool = False,
         settings: Mapping[str, Any] | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> str:
         import io
 
+        refuse_options(options, "GCS")
         if isinstance(body, (bytes, bytearray, memoryview)):
             body = io.BytesIO(bytes(body))
         self._check(bucket, key, if_match, if_none_match, "put")
@@ -266,7 +280,9 @@ class GCSStore:
         *,
         metadata: Mapping[str, str] | None = None,
         settings: Mapping[str, Any] | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> str:
+        refuse_options(options, "GCS")
         blob = self.client.bucket(bucket).blob(key)
         props = resource_settings(settings or {})
         for name, value in props.items():  # as changed fields: the library sends those
@@ -300,7 +316,17 @@ class GCSStore:
         session.offset += len(data)
         return resp
 
-    def upload_part(self, bucket: str, key: str, upload_id: str, number: int, body: bytes) -> str:
+    def upload_part(
+        self,
+        bucket: str,
+        key: str,
+        upload_id: str,
+        number: int,
+        body: bytes,
+        *,
+        options: Mapping[str, Any] | None = None,
+    ) -> str:
+        refuse_options(options, "GCS")
         session = self._session(upload_id)
         data = bytes(session.pending) + bytes(body) if session.pending else bytes(body)
         n = len(data) // CHUNK * CHUNK
@@ -317,7 +343,9 @@ class GCSStore:
         parts: Sequence[tuple[int, str]],
         *,
         if_match: str | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> str:
+        refuse_options(options, "GCS")
         session = self._session(upload_id)
         self._check(bucket, key, if_match, False, "complete")
         total = session.offset + len(session.pending)
@@ -326,7 +354,10 @@ class GCSStore:
             self._sessions.pop(upload_id, None)
         return str(resp.json()["generation"])
 
-    def abort_multipart(self, bucket: str, key: str, upload_id: str) -> None:
+    def abort_multipart(
+        self, bucket: str, key: str, upload_id: str, *, options: Mapping[str, Any] | None = None
+    ) -> None:
+        refuse_options(options, "GCS")
         with self._lock:
             session = self._sessions.pop(upload_id, None)
         if session is None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .engine import ObjectSealing, OpenedObject
 from .memory import MemoryStore
-from .store import ObjectStore, PartLimits, StoredObject
+from .store import ObjectStore, PartLimits, StoredObject, Written
 
 __all__ = [
     "MemoryStore",
@@ -18,4 +18,5 @@ __all__ = [
     "OpenedObject",
     "PartLimits",
     "StoredObject",
+    "Written",
 ]

@@ -54,10 +54,10 @@ from sealstore.stream import (
 )
 
 from . import metadata as M
-from .parts import part_size, sealed_part_size
+from .parts import needs_multipart, part_ends_object, part_size, sealed_part_size
 from .ranges import ByteRange
 from .sizes import header_of, plaintext_of
-from .store import ObjectStore, StoredObject
+from .store import ObjectStore, StoredObject, Written
 
 from .tenancy import ObjectTenancy
 
@@ -67,7 +67,10 @@ if TYPE_CHECKING:
     from sealstore.keyring import Keyring
 
 __all__ = [
+    "COPY_PART",
+    "COPY_WORKERS",
     "RESEAL_PART",
+    "SINGLE_COPY",
     "SPOOL_MEMORY",
     "Limited",
     "ObjectSealing",
@@ -75,6 +78,7 @@ __all__ = [
     "OpenedObject",
     "body_header",
     "copy_in_parts",
+    "copy_takes_parts",
     "must_reseal",
     "opened_span",
     "opened_whole",
@@ -91,6 +95,12 @@ log: logging.Logger = logging.getLogger(__name__)
 SPOOL_MEMORY = 8 << 20
 #: plaintext bytes per part of a multipart upload the engine writes (one part held in memory)
 RESEAL_PART = 64 << 20
+#: plaintext bytes up to which a re-sealing copy is one request (the source streamed into it)
+SINGLE_COPY = 16 << 20
+#: plaintext bytes per part of a larger re-sealing copy (each held by one worker)
+COPY_PART = 16 << 20
+#: parts of a re-sealing copy read, sealed and sent at a time (stores taking parts in any order)
+COPY_WORKERS = 4
 
 
 def spooled(reader: Any, memory: int = SPOOL_MEMORY) -> tuple[Any, int]:
@@ -137,6 +147,12 @@ def must_reseal(
     if tenanted and not same_place:
         return True
     return (header.bound and not same_place) or (not header.bound and bind_location)
+
+
+def copy_takes_parts(length: int, store: ObjectStore) -> bool:
+    """Whether :meth:`ObjectSealing.copy` of ``length`` plaintext bytes into ``store`` is a
+    multipart upload (above :data:`SINGLE_COPY`, or maybe above one request of the store)."""
+    return length > SINGLE_COPY or needs_multipart(length, store.limits)
 
 
 def copy_in_parts(
@@ -536,22 +552,27 @@ class ObjectSealing:
         if_none_match: bool = False,
         cipher: ObjectCipher | None = None,
         settings: Mapping[str, Any] | None = None,
-    ) -> str:
+        options: Mapping[str, Any] | None = None,
+    ) -> Written:
         """Seal ``source`` (bytes-like, a binary file object or an iterable of bytes; ``length``
         plaintext bytes when given, else found by itself or by reading to the end) into
-        ``bucket/key``; returns the store's version token.  One ``put`` when the sealed object
-        fits one request, else a multipart upload, one part in memory at a time, completed
-        only after the source's end was read (so its final segment is authenticated) and
-        aborted on any error.  ``if_match``/``if_none_match``: the store's conditions (a failed
-        one raises ObjectChanged, and nothing is written; ``if_none_match`` on an object that
-        takes a multipart upload raises UnsupportedOperation before anything is sent).  ``metadata``: the caller's fields
+        ``bucket/key``; returns what the store answered (``Written``: its version token).  One
+        ``put`` when the sealed object fits one request, else a multipart upload, one part in
+        memory at a time, completed only after the source's end was read (so its final segment
+        is authenticated) and aborted on any error.  ``if_match``/``if_none_match``: the
+        store's conditions (a failed one raises ObjectChanged, and nothing is written;
+        ``if_none_match`` on an object that takes a multipart upload raises
+        UnsupportedOperation before anything is sent).  ``metadata``: the caller's fields
         (``sealstore-*`` names refused).  ``settings``: the store's own settings for the
         write (``store.settings(obj)`` of an object rewritten), passed on to ``put`` and
-        ``create_multipart``.  A file-like source given a ``length`` must end there:
+        ``create_multipart``.  ``options``: the store's extras of every request of the write
+        (``store.py``).  A file-like source given a ``length`` must end there:
         SourceChanged otherwise, before the object is written (reading to its end also
         verifies the final segment of an opened object being re-sealed)."""
         M.reject_reserved(metadata)
-        extra = {} if settings is None else {"settings": settings}
+        extra: dict[str, Any] = {} if settings is None else {"settings": settings}
+        if options:
+            extra["options"] = options
         user = dict(metadata or {})
         cipher = cipher or self.new_cipher(store, bucket, key)
         if length is None:
@@ -564,10 +585,10 @@ class ObjectSealing:
             try:
                 if is_spool:
                     _check_end(source, length)
-                return store.put(
+                return Written.of(store.put(
                     bucket, key, body, length=size, metadata=meta,
                     if_match=if_match, if_none_match=if_none_match, **extra,
-                )  # fmt: skip
+                ))  # fmt: skip
             finally:
                 if is_spool:
                     body.close()
@@ -580,10 +601,10 @@ class ObjectSealing:
             # a stream of unknown length that ended within one part: one request
             n = cipher.plaintext_size(len(first))
             meta = {**user, **M.object_metadata(cipher.header, n)}
-            return store.put(
+            return Written.of(store.put(
                 bucket, key, first, length=len(first), metadata=meta,
                 if_match=if_match, if_none_match=if_none_match, **extra,
-            )  # fmt: skip
+            ))  # fmt: skip
         if if_none_match:  # the protocol's completion takes no such condition: refuse, not ignore
             raise UnsupportedOperation(
                 "if_none_match needs one request, and this object takes a multipart upload (its "
@@ -605,22 +626,26 @@ class ObjectSealing:
         if_match: str | None,
         extra: dict[str, Any],
         check: Callable[[], None],
-    ) -> str:
+    ) -> Written:
         upload_id = store.create_multipart(bucket, key, metadata=meta, **extra)
+        opts = {"options": extra["options"]} if "options" in extra else {}
         parts: list[tuple[int, str]] = []
         try:
             data, total = first, 0
             while data:  # one part in memory: a part needs no "last" flag, only bytes
                 number = len(parts) + 1
-                parts.append((number, store.upload_part(bucket, key, upload_id, number, data)))
+                token = store.upload_part(bucket, key, upload_id, number, data, **opts)
+                parts.append((number, token))
                 total += len(data)
                 data = read_exactly(reader, step)
             check()
             log.debug("sealed %s/%s in %d parts (%d stored bytes)", bucket, key, len(parts), total)
-            return store.complete_multipart(bucket, key, upload_id, parts, if_match=if_match)
+            return Written.of(
+                store.complete_multipart(bucket, key, upload_id, parts, if_match=if_match, **opts)
+            )
         except BaseException:
             try:
-                store.abort_multipart(bucket, key, upload_id)
+                store.abort_multipart(bucket, key, upload_id, **opts)
             except Exception:  # noqa: BLE001, S110 - the original error is the one to report
                 pass
             raise
@@ -628,15 +653,18 @@ class ObjectSealing:
     # ---- reading ---------------------------------------------------------------------------
 
     def header(
-        self, store: ObjectStore, obj: StoredObject
+        self, store: ObjectStore, obj: StoredObject, *, options: Mapping[str, Any] | None = None
     ) -> tuple[ObjectHeader, bytes, bool] | None:
         """``(header, its bytes, found in the metadata)`` of a stored object (one ranged GET
-        of 76 bytes when its metadata lacks the copy), or None when it is not sealed."""
+        of 76 bytes when its metadata lacks the copy, with the store's ``options``), or None
+        when it is not sealed."""
+        opts = {"options": options} if options else {}
 
         def fetch() -> bytes:
             body = store.get(
-                obj.bucket, obj.key, 0, HEADER_SIZE - 1, if_match=obj.etag, version=obj.version
-            )
+                obj.bucket, obj.key, 0, HEADER_SIZE - 1, if_match=obj.etag, version=obj.version,
+                **opts,
+            )  # fmt: skip
             try:
                 return read_exactly(body, HEADER_SIZE)
             finally:
@@ -673,6 +701,7 @@ class ObjectSealing:
         if_match: str | None = None,
         head: StoredObject | None = None,
         allow_retired: bool | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> OpenedObject:
         """The plaintext of ``bucket/key``: whole, or bytes ``first..last`` (inclusive; ``last``
         None: to the end), or the last ``suffix`` bytes (HTTP range semantics).
@@ -681,21 +710,25 @@ class ObjectSealing:
         conditional on the version the HEAD saw (ObjectChanged if it changed).  The key
         commitment and the location are checked before the body is fetched; every byte
         returned was verified.  RangeNotSatisfiable (``.size``) outside the object;
-        NotSealedObject for an object sealstore did not write (unless ``passthrough``)."""
+        NotSealedObject for an object sealstore did not write (unless ``passthrough``).
+        ``options``: the store's extras of every request (``store.py``)."""
         if self.tenancy is not None:  # no tenant, or two that disagree: before any request
             self.tenancy.tenant_for(bucket, key)
-        obj = head if head is not None else store.head(bucket, key, version=version)
+        opts: dict[str, Any] = {"options": options} if options else {}
+        obj = head if head is not None else store.head(bucket, key, version=version, **opts)
         if if_match is not None and obj.etag != if_match:
             raise ObjectChanged(f"{bucket}/{key} is not the version asked for")
-        found = self.header(store, obj)
+        found = self.header(store, obj, **opts)
         if found is None:
-            return self._passed_through(store, obj, first, last, suffix)
+            return self._passed_through(store, obj, first, last, suffix, opts)
         header, raw_header, _ = found
         n = self.plaintext_size(obj, header)
         span = _span(first, last, suffix, n)
         cipher = self.opener(store, bucket, key, header, allow_retired=allow_retired)
         if span is None:  # an empty object: its final (empty) segment is still verified
-            body = store.get(bucket, key, 0, obj.size - 1, if_match=obj.etag, version=obj.version)
+            body = store.get(
+                bucket, key, 0, obj.size - 1, if_match=obj.etag, version=obj.version, **opts
+            )
             reader: Any = self._whole(body, raw_header, cipher)
             reader.read()
             reader.close()
@@ -703,13 +736,16 @@ class ObjectSealing:
                 io.BytesIO(b""), size=n, span=None, sealed=True, header=header, stored=obj
             )
         if span == (0, n - 1):
-            body = store.get(bucket, key, 0, obj.size - 1, if_match=obj.etag, version=obj.version)
+            body = store.get(
+                bucket, key, 0, obj.size - 1, if_match=obj.etag, version=obj.version, **opts
+            )
             reader = self._whole(body, raw_header, cipher)
         else:
             plan = plan_span(header, span[0], span[1], n)
             body = store.get(
-                bucket, key, plan.start, plan.stop - 1, if_match=obj.etag, version=obj.version
-            )
+                bucket, key, plan.start, plan.stop - 1, if_match=obj.etag, version=obj.version,
+                **opts,
+            )  # fmt: skip
             reader = opened_span(cipher, body, plan)
         return OpenedObject(reader, size=n, span=span, sealed=True, header=header, stored=obj)
 
@@ -729,6 +765,7 @@ class ObjectSealing:
         first: int | None,
         last: int | None,
         suffix: int | None,
+        opts: Mapping[str, Any],
     ) -> OpenedObject:
         if not self.passthrough:
             raise NotSealedObject(f"{obj.bucket}/{obj.key} is not a sealstore object")
@@ -742,7 +779,7 @@ class ObjectSealing:
                 io.BytesIO(b""), size=0, span=None, sealed=False, header=None, stored=obj
             )
         body = store.get(
-            obj.bucket, obj.key, span[0], span[1], if_match=obj.etag, version=obj.version
+            obj.bucket, obj.key, span[0], span[1], if_match=obj.etag, version=obj.version, **opts
         )
         return OpenedObject(
             Limited(body, span[1] - span[0] + 1), size=obj.size, span=span, sealed=False,
@@ -762,22 +799,116 @@ class ObjectSealing:
         dst_store: ObjectStore | None = None,
         metadata: Mapping[str, str] | None = None,
         if_match: str | None = None,
+        if_none_match: bool = False,
         source_if_match: str | None = None,
-    ) -> str:
-        """Re-seal ``src_bucket/src_key`` of ``store`` as ``dst_bucket/dst_key`` of
-        ``dst_store`` (default: the same store), for its new location: opened as a stream
-        (source conditional on the version read, or on ``source_if_match``) and sealed anew,
-        with the source's user metadata unless ``metadata`` is given; returns the new
-        version token.  ``if_match``: a condition on the destination."""
-        opened = self.open(store, src_bucket, src_key, if_match=source_if_match)
-        user = M.split_user_metadata(opened.stored.metadata) if metadata is None else metadata
+        source_version: str | None = None,
+        head: StoredObject | None = None,
+        settings: Mapping[str, Any] | None = None,
+        options: Mapping[str, Any] | None = None,
+        source_options: Mapping[str, Any] | None = None,
+        workers: int | None = None,
+    ) -> Written:
+        """Re-seal ``src_bucket/src_key`` of ``store`` (its version ``source_version``; ``head``:
+        a HEAD of it the caller made) as ``dst_bucket/dst_key`` of ``dst_store`` (default: the
+        same store), for its new location, with the source's user metadata unless ``metadata``
+        is given; returns what the store answered (``Written``).  Every read of the source is
+        conditional on the version first read (or on ``source_if_match``), so a source changed
+        meanwhile fails the copy (ObjectChanged) instead of mixing two versions.
+
+        A copy of up to :data:`SINGLE_COPY` plaintext bytes that fits one request is the source
+        opened as a stream and sealed (one ``put``).  A larger one is a multipart upload of
+        :data:`COPY_PART` plaintext bytes per part (rounded to the store's limits), ``workers``
+        (default :data:`COPY_WORKERS`) parts at a time when the store takes parts in any order
+        (``parts_in_any_order``), each read verified, sealed at its offset and sent
+        (:func:`copy_in_parts`); a failure aborts the upload.  ``if_match``/``if_none_match``:
+        conditions on the destination (``if_none_match`` needs one request: a larger copy
+        raises UnsupportedOperation before anything is sent).  ``settings``: the store's own settings for the write
+        (as for :meth:`seal`).  ``source_options`` and ``options``: the store's extras of the
+        requests reading the source and writing the destination (``store.py``)."""
+        dst = dst_store or store
+        src_opts: dict[str, Any] = {"options": source_options} if source_options else {}
+        obj = head or store.head(src_bucket, src_key, version=source_version, **src_opts)
+        if source_if_match is not None and obj.etag != source_if_match:
+            raise ObjectChanged(f"{src_bucket}/{src_key} is not the version asked for")
+        found = self.header(store, obj, **src_opts)
+        user = M.split_user_metadata(obj.metadata) if metadata is None else metadata
+        if found is not None:
+            n = self.plaintext_size(obj, found[0])
+            if copy_takes_parts(n, dst):
+                M.reject_reserved(user)
+                if if_none_match:
+                    raise UnsupportedOperation(
+                        "if_none_match needs one request, and this copy takes a multipart "
+                        f"upload (above {SINGLE_COPY} plaintext bytes); nothing was sent"
+                    )
+                cipher = self.new_cipher(dst, dst_bucket, dst_key)
+                return self._copy_parts(
+                    store, obj, dst, dst_bucket, dst_key, cipher, n, user, if_match, settings,
+                    options, src_opts, COPY_WORKERS if workers is None else workers,
+                )  # fmt: skip
+        opened = self.open(store, src_bucket, src_key, head=obj, **src_opts)
         try:
             return self.seal(
-                dst_store or store, dst_bucket, dst_key, opened, length=opened.length,
-                metadata=user, if_match=if_match,
+                dst, dst_bucket, dst_key, opened, length=opened.length, metadata=user,
+                if_match=if_match, if_none_match=if_none_match, settings=settings,
+                options=options,
             )  # fmt: skip
         finally:
             opened.close()
+
+    def _copy_parts(
+        self,
+        store: ObjectStore,
+        obj: StoredObject,
+        dst: ObjectStore,
+        bucket: str,
+        key: str,
+        cipher: ObjectCipher,
+        n: int,
+        user: Mapping[str, str],
+        if_match: str | None,
+        settings: Mapping[str, Any] | None,
+        options: Mapping[str, Any] | None,
+        src_opts: Mapping[str, Any],
+        workers: int,
+    ) -> Written:
+        wanted = COPY_PART if self.part_size is None else self.part_size
+        size = part_size(n, wanted, cipher.segment_size, dst.limits)
+        extra: dict[str, Any] = {} if settings is None else {"settings": settings}
+        opts: dict[str, Any] = {"options": options} if options else {}
+        meta = {**user, **M.object_metadata(cipher.header, n)}
+        upload_id = dst.create_multipart(bucket, key, metadata=meta, **extra, **opts)
+
+        def read(first: int, last: int) -> bytes:
+            opened = self.open(
+                store, obj.bucket, obj.key, first=first, last=last, head=obj, **src_opts
+            )
+            try:
+                return read_exactly(opened, last - first + 1)
+            finally:
+                opened.close()
+
+        def send(number: int, data: bytes) -> str:
+            final = part_ends_object(number, len(data), size, n)
+            body = read_exactly(sealed_part(cipher, data, len(data), number, size, final=final),
+                                sealed_part_size(size, cipher.segment_size, cipher.tag_size)
+                                + HEADER_SIZE)  # fmt: skip
+            return dst.upload_part(bucket, key, upload_id, number, body, **opts)
+
+        parallel = workers if getattr(dst, "parts_in_any_order", False) else 1
+        try:
+            parts = copy_in_parts(n, size, read, send, workers=parallel)
+            log.debug("re-sealed %s/%s -> %s/%s in %d parts", obj.bucket, obj.key, bucket, key,
+                      len(parts))  # fmt: skip
+            return Written.of(
+                dst.complete_multipart(bucket, key, upload_id, parts, if_match=if_match, **opts)
+            )
+        except BaseException:
+            try:
+                dst.abort_multipart(bucket, key, upload_id, **opts)
+            except Exception:  # noqa: BLE001, S110 - the original error is the one to report
+                pass
+            raise
 
 
 def _span(

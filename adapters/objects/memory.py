@@ -19,7 +19,7 @@ from typing import Any, BinaryIO
 from sealstore.errors import ObjectChanged, ObjectNotFound, UnsupportedOperation
 
 from .location import encode_location, location_domain
-from .store import PartLimits, StoredObject
+from .store import PartLimits, StoredObject, refuse_options
 
 __all__ = ["MEMORY_LIMITS", "MemoryStore"]
 
@@ -58,6 +58,8 @@ class MemoryStore:
     """An :class:`~sealstore.adapters.objects.store.ObjectStore` in a dict (thread-safe)."""
 
     scheme = "memory"
+    #: parts may be uploaded in any order, several at a time (``store.py``)
+    parts_in_any_order = True
 
     def __init__(self, limits: PartLimits = MEMORY_LIMITS) -> None:
         self.limits = limits
@@ -115,7 +117,15 @@ class MemoryStore:
     def location(self, bucket: str, key: str) -> bytes:
         return encode_location(_DOMAIN, bucket, key)
 
-    def head(self, bucket: str, key: str, *, version: str | None = None) -> StoredObject:
+    def head(
+        self,
+        bucket: str,
+        key: str,
+        *,
+        version: str | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> StoredObject:
+        refuse_options(options, "memory")
         with self._lock:
             return self._described(bucket, key, self._current(bucket, key, version), version)
 
@@ -128,7 +138,9 @@ class MemoryStore:
         *,
         if_match: str | None = None,
         version: str | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> BinaryIO:
+        refuse_options(options, "memory")
         with self._lock:
             v = self._current(bucket, key, version)
             if if_match is not None and v.etag != if_match:
@@ -146,7 +158,9 @@ class MemoryStore:
         metadata: Mapping[str, str] | None = None,
         if_match: str | None = None,
         if_none_match: bool = False,
+        options: Mapping[str, Any] | None = None,
     ) -> str:
+        refuse_options(options, "memory")
         if length > self.limits.max_single:
             raise UnsupportedOperation(f"a put takes at most {self.limits.max_single} bytes")
         data = _read_body(body, length)
@@ -155,8 +169,14 @@ class MemoryStore:
             return self._store(bucket, key, data, metadata or {})
 
     def create_multipart(
-        self, bucket: str, key: str, *, metadata: Mapping[str, str] | None = None
+        self,
+        bucket: str,
+        key: str,
+        *,
+        metadata: Mapping[str, str] | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> str:
+        refuse_options(options, "memory")
         with self._lock:
             self._bucket(bucket)
             upload_id = f"upload-{next(self._counter)}"
@@ -169,7 +189,17 @@ class MemoryStore:
             raise ObjectNotFound(f"no upload {upload_id!r} for {bucket}/{key}")
         return found[3]
 
-    def upload_part(self, bucket: str, key: str, upload_id: str, number: int, body: bytes) -> str:
+    def upload_part(
+        self,
+        bucket: str,
+        key: str,
+        upload_id: str,
+        number: int,
+        body: bytes,
+        *,
+        options: Mapping[str, Any] | None = None,
+    ) -> str:
+        refuse_options(options, "memory")
         if not 1 <= number <= self.limits.max_parts:
             raise UnsupportedOperation(f"part numbers are 1..{self.limits.max_parts}")
         if len(body) > self.limits.max_part:
@@ -186,7 +216,9 @@ class MemoryStore:
         parts: Sequence[tuple[int, str]],
         *,
         if_match: str | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> str:
+        refuse_options(options, "memory")
         with self._lock:
             stored = self._upload(bucket, key, upload_id)
             numbers = [n for n, _ in parts]
@@ -204,7 +236,10 @@ class MemoryStore:
             meta = self._uploads.pop(upload_id)[2]
             return self._store(bucket, key, b"".join(data), meta)
 
-    def abort_multipart(self, bucket: str, key: str, upload_id: str) -> None:
+    def abort_multipart(
+        self, bucket: str, key: str, upload_id: str, *, options: Mapping[str, Any] | None = None
+    ) -> None:
+        refuse_options(options, "memory")
         with self._lock:
             self._uploads.pop(upload_id, None)
 

@@ -10,6 +10,12 @@ store binding is the client calls and their errors, translated:
   object) raises :class:`~sealstore.errors.ObjectChanged`, and nothing is written;
 * anything else is the client's own error.
 
+``options`` (on ``head``, ``get``, ``put`` and the multipart calls): the store's own extras of
+one request, passed on as they are (S3: ``SSECustomerKey``..., ``RequestPayer``,
+``ExpectedBucketOwner`` as boto3 parameters).  A store that takes none raises
+:class:`~sealstore.errors.UnsupportedOperation` for any non-empty ``options``, before any
+request: an extra is never silently dropped.
+
 ``etag`` is the store's version token for conditions (S3's ETag, a GCS generation as text):
 opaque to the engine, which only passes it back.  Metadata maps names to text; the engine's
 fields are the ``sealstore-*`` names of ``metadata.py``, compared case-insensitively.
@@ -19,9 +25,53 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol, runtime_checkable
 
-__all__ = ["ObjectStore", "PartLimits", "StoredObject"]
+from sealstore.errors import UnsupportedOperation
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+__all__ = ["ObjectStore", "PartLimits", "StoredObject", "Written", "refuse_options"]
+
+
+def refuse_options(options: Mapping[str, Any] | None, store: str) -> None:
+    """UnsupportedOperation when ``options`` is not empty: for a store that takes no
+    per-request extras (the names only, never the values: an extra may be a key)."""
+    if options:
+        raise UnsupportedOperation(
+            f"the {store} store takes no per-request options ({', '.join(sorted(options))})"
+        )
+
+
+class Written(str):
+    """What a write answered: its version token (this string, what every caller passes back
+    as ``if_match``), with ``version`` (the new version's id; None without versioning) and
+    ``answer``, the store's own answer fields a binding may repeat to its caller (S3:
+    ``ServerSideEncryption``, ``SSEKMSKeyId``, ``BucketKeyEnabled``, ``SSECustomerAlgorithm``,
+    ``SSECustomerKeyMD5``, ``Expiration``).  A store's ``put``, ``complete_multipart`` and
+    ``copy`` may return one instead of a plain token; the engine's writes always do."""
+
+    version: str | None
+    answer: Mapping[str, Any]
+
+    def __new__(
+        cls, etag: str, *, version: str | None = None, answer: Mapping[str, Any] | None = None
+    ) -> Self:
+        self = super().__new__(cls, etag)
+        self.version = version
+        self.answer = dict(answer or {})
+        return self
+
+    @classmethod
+    def of(cls, token: str) -> Written:
+        """``token`` as a Written (itself when it is one)."""
+        return token if isinstance(token, Written) else cls(str(token))
+
+    @property
+    def etag(self) -> str:
+        """The version token, as a plain string."""
+        return str(self)
 
 
 @dataclass(frozen=True)
@@ -63,7 +113,14 @@ class ObjectStore(Protocol):
         ValueError for names the store cannot hold."""
         ...
 
-    def head(self, bucket: str, key: str, *, version: str | None = None) -> StoredObject:
+    def head(
+        self,
+        bucket: str,
+        key: str,
+        *,
+        version: str | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> StoredObject:
         """The object's size, version token and metadata."""
         ...
 
@@ -76,6 +133,7 @@ class ObjectStore(Protocol):
         *,
         if_match: str | None = None,
         version: str | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> BinaryIO:
         """A readable stream of stored bytes ``first..last`` (inclusive; ``last`` None or past
         the end: to the end).  Empty when ``first`` is at or past the end.  The caller closes
@@ -92,22 +150,37 @@ class ObjectStore(Protocol):
         metadata: Mapping[str, str] | None = None,
         if_match: str | None = None,
         if_none_match: bool = False,
+        options: Mapping[str, Any] | None = None,
     ) -> str:
         """Store ``length`` bytes read from ``body`` (bytes-like or a readable binary stream);
         returns the new version token.  At most ``limits.max_single`` bytes."""
         ...
 
     def create_multipart(
-        self, bucket: str, key: str, *, metadata: Mapping[str, str] | None = None
+        self,
+        bucket: str,
+        key: str,
+        *,
+        metadata: Mapping[str, str] | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> str:
         """Start a multipart upload; returns its id."""
         ...
 
-    def upload_part(self, bucket: str, key: str, upload_id: str, number: int, body: bytes) -> str:
+    def upload_part(
+        self,
+        bucket: str,
+        key: str,
+        upload_id: str,
+        number: int,
+        body: bytes,
+        *,
+        options: Mapping[str, Any] | None = None,
+    ) -> str:
         """Store part ``number`` (1-based); returns its token for ``complete_multipart``.  The
-        engine uploads parts in increasing order, one at a time, every part but the last at
-        least ``limits.min_part`` bytes: a store may rely on that (e.g. to stream them into
-        one resumable upload)."""
+        engine uploads parts in increasing order, one at a time (unless the store says
+        ``parts_in_any_order``), every part but the last at least ``limits.min_part`` bytes:
+        a store may rely on that (e.g. to stream them into one resumable upload)."""
         ...
 
     def complete_multipart(
@@ -118,11 +191,14 @@ class ObjectStore(Protocol):
         parts: Sequence[tuple[int, str]],
         *,
         if_match: str | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> str:
         """Make the parts ``(number, token)`` the object; returns its version token."""
         ...
 
-    def abort_multipart(self, bucket: str, key: str, upload_id: str) -> None:
+    def abort_multipart(
+        self, bucket: str, key: str, upload_id: str, *, options: Mapping[str, Any] | None = None
+    ) -> None:
         """Drop an unfinished upload and its parts (no error if it is gone already)."""
         ...
 
@@ -166,6 +242,10 @@ class ObjectStore(Protocol):
 #
 # whose answer the engine passes back as ``settings=`` to ``put``, ``create_multipart`` and
 # ``copy`` of a rewrite (rotation).  Stores without it are never passed ``settings``.
+#
+# Optional too: ``parts_in_any_order: bool`` (absent: False), True when ``upload_part`` takes
+# parts in any order and several at once (S3, the in-memory store; not GCS's resumable session):
+# the engine's large copies then send a few parts at a time (``ObjectSealing.copy``).
 #
 # Optional too: ``client_errors: tuple[type[BaseException], ...]``, the client's errors of one
 # object's request (S3: botocore's ClientError) that a rotation records as that object's

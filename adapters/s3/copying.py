@@ -2,15 +2,14 @@
 
 A bound object's key depends on its bucket and key (``location.py``), so S3's server-side
 ``CopyObject``/``UploadPartCopy`` would leave a destination that does not open there.  Through
-an encrypted client, a copy instead reads the source's plaintext through the client (verified,
-segment by segment) and seals it to the destination:
-
-* up to :data:`SINGLE_COPY` plaintext bytes, one GET and one PUT (the plaintext in memory);
-* above, a multipart upload whose parts (:data:`COPY_PART` plaintext bytes, rounded to whole
-  segments) are ranged GETs sealed and sent by :data:`COPY_WORKERS` threads, so memory stays at
-  a few parts whatever the size;
-* every GET is conditional on the source ETag read first, so a source changed during the copy
-  fails the copy instead of mixing two versions; a failure aborts the upload.
+an encrypted client, a copy is instead the object engine's (``ObjectSealing.copy``: the source's
+plaintext read verified and sealed to the destination, in one request up to
+``engine.SINGLE_COPY`` plaintext bytes, above in parts sent by a few threads; every read
+conditional on the source's ETag, a failure aborting the upload), and a part copy the engine's
+``open`` of the range, sealed into the part by this client's UploadPart.  This module keeps the
+S3 request and answer shapes: the source's HEAD under the caller's conditions, the destination's
+metadata, tags and settings by CopyObject's rules, the per-request extras (SSE-C keys,
+``RequestPayer``, ``ExpectedBucketOwner``) passed to the engine as the store's ``options``.
 
 Only an unbound source copied by a client that does not bind (``bind_location=False``), a bound
 object copied onto itself (same bucket and key), or an object that is not sealed, is still
@@ -30,26 +29,17 @@ from urllib.parse import unquote, urlencode
 
 from botocore.awsrequest import AWSResponse
 from sealstore.errors import NotSealedObject, UnsupportedOperation
-from sealstore.stream import HEADER_SIZE
 
 from ..objects import metadata as M
-from ..objects.engine import copy_in_parts, must_reseal
+from ..objects.engine import SINGLE_COPY, copy_takes_parts, must_reseal
 from ..objects.ranges import part_copy_span
+from ..objects.store import StoredObject, Written
 from . import large
-from .body import read_exactly
-from .sizes import size_of
-from .transfer import part_size
+from .store import stored_of
 
-__all__ = ["COPY_PART", "COPY_WORKERS", "SINGLE_COPY", "copy_source", "reseal_copy",
-           "reseal_part_copy"]  # fmt: skip
+__all__ = ["copy_source", "reseal_copy", "reseal_part_copy"]
 
 log: logging.Logger = logging.getLogger(__name__)
-
-#: Plaintext bytes up to which a copy is one GET and one PUT.
-SINGLE_COPY = 16 << 20
-#: Plaintext bytes per part of a larger copy (each held in memory by one worker).
-COPY_PART = 16 << 20
-COPY_WORKERS = 4
 
 # CopyObject parameters that describe the source or the copy itself, not the destination
 _SOURCE_CONDITIONS = {"CopySourceIfMatch": "IfMatch", "CopySourceIfNoneMatch": "IfNoneMatch",
@@ -58,6 +48,9 @@ _SOURCE_CONDITIONS = {"CopySourceIfMatch": "IfMatch", "CopySourceIfNoneMatch": "
 _SOURCE_SSE = {"CopySourceSSECustomerAlgorithm": "SSECustomerAlgorithm",
                "CopySourceSSECustomerKey": "SSECustomerKey",
                "CopySourceSSECustomerKeyMD5": "SSECustomerKeyMD5"}  # fmt: skip
+#: a request's extras every request of the write repeats (the store's ``options``)
+_PER_REQUEST = ("SSECustomerAlgorithm", "SSECustomerKey", "SSECustomerKeyMD5", "RequestPayer",
+                "ExpectedBucketOwner")  # fmt: skip
 _NOT_DESTINATION = {"Bucket", "Key", "Body", "Metadata", "MetadataDirective", "Tagging",
                     "TaggingDirective", "ContentLength", "ContentMD5"}  # fmt: skip
 
@@ -89,28 +82,22 @@ def _source_args(params: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]
     return args, conditions
 
 
+def _options(args: dict[str, Any]) -> dict[str, Any]:
+    """The store's ``options`` of a request reading the source ``args`` names."""
+    return {k: v for k, v in args.items() if k not in ("Bucket", "Key", "VersionId")}
+
+
 def _source(sealing: Any, params: dict[str, Any]) -> Any:
-    """(source arguments, HEAD of the source, its header and plaintext size, or None, None when
-    it is not sealed)."""
+    """(source arguments, the source as its HEAD under the caller's conditions saw it, its
+    header and plaintext size, or None, None when it is not sealed)."""
     args, conditions = _source_args(params)
     with sealing.raw() as raw:
         head = raw.head_object(**args, **conditions)
-
-    def fetch_header() -> bytes:
-        with sealing.raw() as raw:
-            body = raw.get_object(Range=f"bytes=0-{HEADER_SIZE - 1}", IfMatch=head["ETag"], **args)[
-                "Body"
-            ]
-        try:
-            return read_exactly(body, HEADER_SIZE)
-        finally:
-            body.close()
-
-    try:
-        n, header = size_of(head, fetch_header)
-    except NotSealedObject:
-        return args, head, None, None
-    return args, head, header, n
+    obj = stored_of(args["Bucket"], args["Key"], head, args.get("VersionId"))
+    found = sealing.engine.header(sealing.store, obj, options=_options(args))
+    if found is None:
+        return args, obj, None, None
+    return args, obj, found[0], sealing.engine.plaintext_size(obj, found[0])
 
 
 def _response(parsed: dict[str, Any], status: int = 200) -> Any:
@@ -123,7 +110,8 @@ def reseal_copy(sealing: Any, params: dict[str, Any]) -> Any:
     """Answer a CopyObject by re-sealing (``(http, parsed)`` for botocore), or None to let S3
     copy the bytes (a source that is not sealed, unbound with binding off, or bound and copied
     onto itself)."""
-    args, head, header, n = _source(sealing, params)
+    args, obj, header, n = _source(sealing, params)
+    head = obj.raw
     same_place = (args["Bucket"], args["Key"]) == (params["Bucket"], params["Key"])
     if not must_reseal(header, same_place=same_place, bind_location=sealing.bind_location,
                        tenanted=sealing.tenancy is not None):  # fmt: skip
@@ -136,11 +124,23 @@ def reseal_copy(sealing: Any, params: dict[str, Any]) -> Any:
         "CopyObject %s/%s -> %s/%s: re-sealed through the client (%d plaintext bytes)",
         args["Bucket"], args["Key"], bucket, key, n,
     )  # fmt: skip
-    if n <= SINGLE_COPY:
-        put = _copy_whole(sealing, args, head, bucket, key, meta, extra, n)
-    else:
-        put = _copy_parts(sealing, args, head, bucket, key, meta, extra, n)
-    return _response(_copy_result(sealing, head, bucket, key, put))
+    options = {k: extra.pop(k) for k in _PER_REQUEST if k in extra}
+    if_match, if_none_match = extra.pop("IfMatch", None), extra.pop("IfNoneMatch", None)
+    if copy_takes_parts(n, sealing.store):
+        create = sealing.client.meta.service_model.operation_model("CreateMultipartUpload")
+        members = create.input_shape.members
+        unsupported = sorted(k for k in extra if k not in members or k == "ChecksumAlgorithm")
+        if unsupported:
+            raise UnsupportedOperation(
+                f"a copy above {SINGLE_COPY} bytes is a multipart upload, which takes no "
+                f"{', '.join(unsupported)}"
+            )
+    written = sealing.engine.copy(
+        sealing.store, args["Bucket"], args["Key"], bucket, key, head=obj, metadata=meta,
+        settings=extra, options=options, source_options=_options(args), if_match=if_match,
+        if_none_match=if_none_match is not None,
+    )  # fmt: skip
+    return _response(_copy_result(sealing, head, bucket, key, written, options))
 
 
 def _destination(
@@ -171,106 +171,23 @@ def _destination(
     return meta, extra
 
 
-def _read(
-    sealing: Any,
-    args: dict[str, Any],
-    head: dict[str, Any],
-    first: int | None = None,
-    last: int | None = None,
-) -> bytes:
-    rng = {} if first is None else {"Range": f"bytes={first}-{last}"}
-    body = sealing.client.get_object(IfMatch=head["ETag"], **args, **rng)["Body"]
-    try:
-        data: bytes = body.read()
-        return data
-    finally:
-        body.close()
-
-
-def _copy_whole(
-    sealing: Any,
-    args: dict[str, Any],
-    head: dict[str, Any],
-    bucket: str,
-    key: str,
-    meta: dict[str, str],
-    extra: dict[str, Any],
-    n: int,
-) -> dict[str, Any]:
-    data = _read(sealing, args, head) if n else b""
-    if len(data) != n:
-        raise UnsupportedOperation(f"the copy source gave {len(data)} of its {n} bytes")
-    put: dict[str, Any] = sealing.client.put_object(
-        Bucket=bucket, Key=key, Body=data, Metadata=meta, **extra
-    )
-    return put
-
-
-def _copy_parts(
-    sealing: Any,
-    args: dict[str, Any],
-    head: dict[str, Any],
-    bucket: str,
-    key: str,
-    meta: dict[str, str],
-    extra: dict[str, Any],
-    n: int,
-) -> dict[str, Any]:
-    client = sealing.client
-    size = part_size(n, COPY_PART, sealing.segment_size)
-    create_members = client.meta.service_model.operation_model(
-        "CreateMultipartUpload"
-    ).input_shape.members
-    done = {k: extra.pop(k) for k in ("IfMatch", "IfNoneMatch") if k in extra}
-    sse_c = {k: v for k, v in extra.items() if k.startswith("SSECustomer")}
-    unsupported = sorted(k for k in extra if k not in create_members or k == "ChecksumAlgorithm")
-    if unsupported:
-        raise UnsupportedOperation(
-            f"a copy above {SINGLE_COPY} bytes is a multipart upload, which takes no "
-            f"{', '.join(unsupported)}"
-        )
-    upload = client.create_multipart_upload(
-        Bucket=bucket, Key=key, Metadata={**meta, M.PART_SIZE: str(size), M.LENGTH: str(n)},
-        **extra,
-    )  # fmt: skip
-    upload_id = upload["UploadId"]
-
-    def send(number: int, data: bytes) -> str:  # sealed by this client's handlers
-        resp = client.upload_part(Bucket=bucket, Key=key, UploadId=upload_id,
-                                  PartNumber=number, Body=data, **sse_c)  # fmt: skip
-        return str(resp["ETag"])
-
-    try:
-        parts = copy_in_parts(
-            n, size, lambda first, last: _read(sealing, args, head, first, last), send,
-            workers=COPY_WORKERS,
-        )  # fmt: skip
-        listed = [{"PartNumber": number, "ETag": etag} for number, etag in parts]
-        result: dict[str, Any] = client.complete_multipart_upload(
-            Bucket=bucket, Key=key, UploadId=upload_id, MultipartUpload={"Parts": listed}, **done
-        )  # fmt: skip
-        return result
-    except BaseException:
-        try:
-            client.abort_multipart_upload(Bucket=bucket, Key=key, UploadId=upload_id)
-        except Exception:  # noqa: BLE001, S110 - the original error is the one to report
-            pass
-        raise
-
-
 def _copy_result(
-    sealing: Any, head: dict[str, Any], bucket: str, key: str, put: dict[str, Any]
+    sealing: Any,
+    head: dict[str, Any],
+    bucket: str,
+    key: str,
+    written: Written,
+    options: dict[str, Any],
 ) -> dict[str, Any]:
-    target = {"Bucket": bucket, "Key": key}
-    if put.get("VersionId") not in (None, "", "null"):  # "null": an unversioned object
-        target["VersionId"] = put["VersionId"]
+    target = {"Bucket": bucket, "Key": key, **options}
+    if written.version is not None:
+        target["VersionId"] = written.version
     with sealing.raw() as raw:
         modified = raw.head_object(**target).get("LastModified")
-    out = {"CopyObjectResult": {"ETag": put["ETag"], "LastModified": modified}}
-    for name in ("VersionId", "ServerSideEncryption", "SSEKMSKeyId", "BucketKeyEnabled",
-                 "SSECustomerAlgorithm", "SSECustomerKeyMD5", "Expiration"):  # fmt: skip
-        if put.get(name) not in (None, "null"):
-            out[name] = put[name]
+    out: dict[str, Any] = {"CopyObjectResult": {"ETag": written.etag, "LastModified": modified}}
+    if written.version is not None:
+        out["VersionId"] = written.version
+    out.update(written.answer)
     if head.get("VersionId"):
         out["CopySourceVersionId"] = head["VersionId"]
     return out
@@ -312,7 +229,8 @@ def _byte_copy_large(
 def reseal_part_copy(sealing: Any, params: dict[str, Any], part_size_: int) -> Any:
     """Answer an UploadPartCopy: the source's plaintext range (``CopySourceRange`` in
     plaintext bytes, or the whole object) read through the client and sent as the part."""
-    args, head, header, n = _source(sealing, params)
+    args, obj, header, n = _source(sealing, params)
+    head = obj.raw
     if header is None and not sealing.passthrough:
         raise NotSealedObject("the UploadPartCopy source is not a sealstore object")
     if header is None:
@@ -323,7 +241,7 @@ def reseal_part_copy(sealing: Any, params: dict[str, Any], part_size_: int) -> A
         )  # fmt: skip
     total = head["ContentLength"] if header is None else n
     first, last = part_copy_span(params.get("CopySourceRange"), total, part_size_)
-    data = _read(sealing, args, head, first, last) if total else b""
+    data = _read(sealing, args, obj, first, last) if total else b""
     sse_c = {k: params[k] for k in ("SSECustomerAlgorithm", "SSECustomerKey",
                                     "SSECustomerKeyMD5", "RequestPayer",
                                     "ExpectedBucketOwner") if params.get(k)}  # fmt: skip
@@ -336,3 +254,17 @@ def reseal_part_copy(sealing: Any, params: dict[str, Any], part_size_: int) -> A
     if head.get("VersionId"):
         out["CopySourceVersionId"] = head["VersionId"]
     return _response(out)
+
+
+def _read(sealing: Any, args: dict[str, Any], obj: StoredObject, first: int, last: int) -> bytes:
+    """Plaintext bytes ``first..last`` of the source (verified; passed through as stored when
+    it is not sealed and the client passes such objects through)."""
+    opened = sealing.engine.open(sealing.store, obj.bucket, obj.key, first=first, last=last,
+                                 head=obj, options=_options(args))  # fmt: skip
+    try:
+        data: bytes = opened.read()
+    finally:
+        opened.close()
+    if len(data) != last - first + 1:
+        raise UnsupportedOperation(f"the copy source gave {len(data)} of bytes {first}-{last}")
+    return data

@@ -18,19 +18,30 @@ from typing import Any, BinaryIO, cast
 from botocore.exceptions import ClientError
 from sealstore.errors import ObjectChanged, ObjectNotFound
 
-from ..objects.store import PartLimits, StoredObject
+from ..objects.store import PartLimits, StoredObject, Written
 from .large import MAX_SINGLE_REQUEST, copy_multipart
 from .location import object_location
 from .settings import for_copy, object_settings
 from .transfer import MAX_PART, MAX_PARTS, MIN_PART
 
-__all__ = ["S3_LIMITS", "S3Store", "store_from_url"]
+__all__ = ["S3_LIMITS", "S3Store", "store_from_url", "stored_of"]
 
 S3_LIMITS = PartLimits(min_part=MIN_PART, max_part=MAX_PART, max_parts=MAX_PARTS,
                        max_single=MAX_SINGLE_REQUEST)  # fmt: skip
 
 _MISSING = ("NoSuchKey", "NoSuchBucket", "NotFound", "404", "NoSuchUpload", "NoSuchVersion")
 _CHANGED = ("PreconditionFailed", "412", "ConditionalRequestConflict")
+#: the fields of a write's answer a CopyObject answer repeats (``Written.answer``)
+_ANSWER = ("ServerSideEncryption", "SSEKMSKeyId", "BucketKeyEnabled", "SSECustomerAlgorithm",
+           "SSECustomerKeyMD5", "Expiration")  # fmt: skip
+
+
+def _written(resp: Mapping[str, Any], etag: Any) -> Written:
+    version = resp.get("VersionId")
+    return Written(
+        str(etag), version=None if version in (None, "", "null") else str(version),
+        answer={k: resp[k] for k in _ANSWER if resp.get(k) not in (None, "null")},
+    )  # fmt: skip
 
 
 def _translated(exc: ClientError, what: str) -> BaseException:
@@ -54,11 +65,21 @@ def _calls(what: str) -> Iterator[None]:
         raise err from exc
 
 
+def stored_of(bucket: str, key: str, head: Mapping[str, Any], version: str | None) -> StoredObject:
+    """The :class:`StoredObject` a HeadObject response ``head`` describes."""
+    return StoredObject(
+        bucket, key, head["ContentLength"], head["ETag"],
+        {str(k).lower(): v for k, v in (head.get("Metadata") or {}).items()}, version, head,
+    )  # fmt: skip
+
+
 class S3Store:
     """The object-store protocol over a boto3 S3 client."""
 
     scheme = "s3"
     limits = S3_LIMITS
+    #: parts may be uploaded in any order, several at a time (``store.py``)
+    parts_in_any_order = True
     #: errors of one object's request that a rotation records as that object's failure
     client_errors: tuple[type[BaseException], ...] = (ClientError,)
 
@@ -77,14 +98,19 @@ class S3Store:
     def location(self, bucket: str, key: str) -> bytes:
         return object_location(bucket, key)
 
-    def head(self, bucket: str, key: str, *, version: str | None = None) -> StoredObject:
-        args = {"Bucket": bucket, "Key": key, **({"VersionId": version} if version else {})}
+    def head(
+        self,
+        bucket: str,
+        key: str,
+        *,
+        version: str | None = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> StoredObject:
+        args = {"Bucket": bucket, "Key": key, **({"VersionId": version} if version else {}),
+                **(options or {})}  # fmt: skip
         with _calls(f"HeadObject {bucket}/{key}"), self._raw() as raw:
             head = raw.head_object(**args)
-        return StoredObject(
-            bucket, key, head["ContentLength"], head["ETag"],
-            {str(k).lower(): v for k, v in (head.get("Metadata") or {}).items()}, version, head,
-        )  # fmt: skip
+        return stored_of(bucket, key, head, version)
 
     def settings(self, obj: StoredObject) -> dict[str, Any]:
         """What a rewrite of ``obj`` repeats (``settings.py``: content headers, storage class,
@@ -102,8 +128,9 @@ class S3Store:
         *,
         if_match: str | None = None,
         version: str | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> BinaryIO:
-        args: dict[str, Any] = {"Bucket": bucket, "Key": key}
+        args: dict[str, Any] = {"Bucket": bucket, "Key": key, **(options or {})}
         if version:
             args["VersionId"] = version
         if if_match is not None:
@@ -129,15 +156,18 @@ class S3Store:
         if_match: str | None = None,
         if_none_match: bool = False,
         settings: Mapping[str, Any] | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> str:
         args: dict[str, Any] = {"Bucket": bucket, "Key": key, "Body": body, "ContentLength": length,
-                                "Metadata": dict(metadata or {}), **(settings or {})}  # fmt: skip
+                                "Metadata": dict(metadata or {}), **(settings or {}),
+                                **(options or {})}  # fmt: skip
         if if_match is not None:
             args["IfMatch"] = if_match
         if if_none_match:
             args["IfNoneMatch"] = "*"
         with _calls(f"PutObject {bucket}/{key}"), self._raw() as raw:
-            return str(raw.put_object(**args)["ETag"])
+            resp = raw.put_object(**args)
+        return _written(resp, resp["ETag"])
 
     def create_multipart(
         self,
@@ -146,18 +176,30 @@ class S3Store:
         *,
         metadata: Mapping[str, str] | None = None,
         settings: Mapping[str, Any] | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> str:
         with _calls(f"CreateMultipartUpload {bucket}/{key}"), self._raw() as raw:
             resp = raw.create_multipart_upload(
-                Bucket=bucket, Key=key, Metadata=dict(metadata or {}), **(settings or {})
-            )
+                Bucket=bucket, Key=key, Metadata=dict(metadata or {}), **(settings or {}),
+                **(options or {}),
+            )  # fmt: skip
         return str(resp["UploadId"])
 
-    def upload_part(self, bucket: str, key: str, upload_id: str, number: int, body: bytes) -> str:
+    def upload_part(
+        self,
+        bucket: str,
+        key: str,
+        upload_id: str,
+        number: int,
+        body: bytes,
+        *,
+        options: Mapping[str, Any] | None = None,
+    ) -> str:
         with _calls(f"UploadPart {bucket}/{key}"), self._raw() as raw:
             resp = raw.upload_part(
-                Bucket=bucket, Key=key, UploadId=upload_id, PartNumber=number, Body=body
-            )
+                Bucket=bucket, Key=key, UploadId=upload_id, PartNumber=number, Body=body,
+                **(options or {}),
+            )  # fmt: skip
         return str(resp["ETag"])
 
     def complete_multipart(
@@ -168,9 +210,10 @@ class S3Store:
         parts: Sequence[tuple[int, str]],
         *,
         if_match: str | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> str:
-        done = {} if if_match is None else {"IfMatch": if_match}
-        if if_match is not None and self.head(bucket, key).etag != if_match:
+        done = {**(options or {}), **({} if if_match is None else {"IfMatch": if_match})}
+        if if_match is not None and self.head(bucket, key, options=options).etag != if_match:
             # S3 checks IfMatch on completion atomically; moto (5.2) ignores it there, so it is
             # checked first as well: an object replaced before this point is never overwritten
             raise ObjectChanged(f"CompleteMultipartUpload {bucket}/{key}: changed meanwhile")
@@ -180,12 +223,17 @@ class S3Store:
                 Bucket=bucket, Key=key, UploadId=upload_id, MultipartUpload={"Parts": listed},
                 **done,
             )  # fmt: skip
-        return str(resp["ETag"])
+        return _written(resp, resp["ETag"])
 
-    def abort_multipart(self, bucket: str, key: str, upload_id: str) -> None:
+    def abort_multipart(
+        self, bucket: str, key: str, upload_id: str, *, options: Mapping[str, Any] | None = None
+    ) -> None:
         try:
             with self._raw() as raw:
-                raw.abort_multipart_upload(Bucket=bucket, Key=key, UploadId=upload_id)
+                raw.abort_multipart_upload(  # an abort takes no encryption key
+                    Bucket=bucket, Key=key, UploadId=upload_id,
+                    **{k: v for k, v in (options or {}).items() if not k.startswith("SSECustomer")},
+                )  # fmt: skip
         except ClientError as exc:
             if not isinstance(_translated(exc, ""), ObjectNotFound):
                 raise
@@ -230,7 +278,7 @@ class S3Store:
             args["Metadata"] = meta
         with _calls(f"CopyObject {src_bucket}/{src_key}"), self._raw() as raw:
             resp = raw.copy_object(**args)
-        return str(resp["CopyObjectResult"]["ETag"])
+        return _written(resp, resp["CopyObjectResult"]["ETag"])
 
     def list(
         self, bucket: str, prefix: str = "", *, start_after: str | None = None

@@ -218,7 +218,10 @@ class UploadHandlers(SealingState):
         body = sealed_part(
             state.cipher, b"", 0, count + 1, state.part_size, final=True, log=state.log
         ).read()
-        extra = {}
+        # the upload's SSE-C key and request extras: S3 refuses a part of an SSE-C upload without
+        extra = {k: params[k] for k in ("SSECustomerAlgorithm", "SSECustomerKey",
+                                        "SSECustomerKeyMD5", "RequestPayer",
+                                        "ExpectedBucketOwner") if params.get(k)}  # fmt: skip
         algorithms = {k[len("Checksum") :] for p in parts for k in p if k.startswith("Checksum")}
         if algorithms:
             extra["ChecksumAlgorithm"] = sorted(algorithms)[0]

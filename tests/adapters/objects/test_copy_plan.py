@@ -9,7 +9,7 @@ import os
 import threading
 
 import pytest
-from sealstore.adapters.objects import MemoryStore, ObjectSealing
+from sealstore.adapters.objects import MemoryStore, ObjectSealing, PartLimits
 from sealstore.adapters.objects.engine import copy_in_parts, must_reseal
 from sealstore.adapters.objects.parts import part_ends_object
 from sealstore.adapters.objects.ranges import part_copy_span
@@ -135,3 +135,63 @@ def test_which_part_ends_an_upload():
         part_ends_object(1, 101, 100, None)
     # unknown length: a short part ends the object, a full one does not
     assert part_ends_object(5, 99, 100, None) and not part_ends_object(5, 100, 100, None)
+
+
+class _Recording(MemoryStore):
+    """A memory store that records its part uploads (number, thread) and may refuse parts in
+    any order."""
+
+    def __init__(self, *, any_order: bool) -> None:
+        super().__init__(PartLimits(min_part=SEG * 4, max_part=1 << 30, max_parts=10_000,
+                                    max_single=SEG * 8))  # fmt: skip
+        self.parts_in_any_order = any_order
+        self.sent: list[tuple[int, int]] = []
+        self.create_bucket("b")
+
+    def upload_part(self, bucket, key, upload_id, number, body, *, options=None):
+        self.sent.append((number, threading.get_ident()))
+        return super().upload_part(bucket, key, upload_id, number, body, options=options)
+
+
+@pytest.mark.parametrize("any_order", [True, False])
+@pytest.mark.parametrize("parts", [3, 4])  # 3 parts and a short one; exactly 4 full parts
+def test_a_large_copy_is_resealed_in_parts(any_order, parts):
+    store = _Recording(any_order=any_order)
+    sealing = ObjectSealing(Keyring.generate("AEGIS-128L", 16), segment_size=SEG,
+                            part_size=store.limits.min_part)  # fmt: skip
+    size = store.limits.min_part
+    data = os.urandom(parts * size + (0 if parts == 4 else 1000))
+    sealing.seal(store, "b", "src", data, metadata={"color": "blue"})
+    store.sent.clear()
+    written = sealing.copy(store, "b", "src", "b", "dst")
+    assert sorted(n for n, _ in store.sent) == list(range(1, -(-len(data) // size) + 1))
+    assert len({t for _, t in store.sent}) >= 1
+    if not any_order:  # in order, one at a time (GCS's resumable session)
+        assert [n for n, _ in store.sent] == sorted(n for n, _ in store.sent)
+        assert len({t for _, t in store.sent}) == 1
+    assert written == store.head("b", "dst").etag
+    assert sealing.open(store, "b", "dst").read() == data
+    assert (
+        sealing.open(store, "b", "dst", first=size - 3, last=size + 2).read()
+        == (data[size - 3 : size + 3])
+    )
+    assert store.head("b", "dst").metadata["color"] == "blue"
+    # the stored size is that of the object sealed whole: same layout, one final segment
+    assert store.head("b", "dst").size == store.head("b", "src").size
+
+
+def test_a_large_copy_of_a_changed_source_is_aborted():
+    store = _Recording(any_order=True)
+    sealing = ObjectSealing(Keyring.generate("AEGIS-128L", 16), segment_size=SEG,
+                            part_size=store.limits.min_part)  # fmt: skip
+    data = os.urandom(3 * store.limits.min_part)
+    sealing.seal(store, "b", "src", data)
+    head = store.head("b", "src")
+    sealing.seal(store, "b", "src", data[::-1])  # replaced after the HEAD the copy uses
+    from sealstore.errors import ObjectChanged, ObjectNotFound
+
+    with pytest.raises(ObjectChanged):
+        sealing.copy(store, "b", "src", "b", "dst", head=head)
+    with pytest.raises(ObjectNotFound):
+        store.head("b", "dst")
+    assert not store._uploads  # aborted

@@ -13,7 +13,7 @@ import os
 import uuid
 
 import pytest
-from sealstore.adapters.objects import MemoryStore, ObjectSealing, ObjectStore
+from sealstore.adapters.objects import MemoryStore, ObjectSealing, ObjectStore, Written
 from sealstore.adapters.objects import metadata as M
 from sealstore.errors import (
     InvalidTag,
@@ -201,6 +201,87 @@ def test_copy_list_versions_delete(env):
     store.delete(bucket, "p/a")
     store.delete(bucket, "p/a")  # absent: no error
     assert [o.key for o in store.list(bucket, "p/")] == ["p/b", "p/c", "p/d", "p/e"]
+
+
+#: stores that take per-request extras (``options``), by scheme: one each they accept
+OPTIONS = {"s3": {"RequestPayer": "requester"}}
+
+
+def _every_call(store, bucket, options):
+    """Each method that takes ``options``, called with them (results in call order)."""
+    out = [store.put(bucket, "o", b"abc", length=3, options=options)]
+    out.append(store.head(bucket, "o", options=options))
+    out.append(read_all(store, bucket, "o", 1, 1, options=options))
+    upload = store.create_multipart(bucket, "om", options=options)
+    parts = [(1, store.upload_part(bucket, "om", upload, 1, b"xyz", options=options))]
+    out.append(store.complete_multipart(bucket, "om", upload, parts, options=options))
+    upload = store.create_multipart(bucket, "oa", options=options)
+    store.abort_multipart(bucket, "oa", upload, options=options)
+    return out
+
+
+def test_per_request_options_are_passed_on_or_refused(env):
+    store, bucket = env
+    put, head, got, done = _every_call(store, bucket, {})  # empty: taken by every store
+    assert (head.etag, got) == (put, b"b") and store.head(bucket, "om").etag == done
+    accepted = OPTIONS.get(store.scheme)
+    if accepted is not None:
+        put, head, got, done = _every_call(store, bucket, accepted)
+        assert (head.etag, got) == (put, b"b") and store.head(bucket, "om").etag == done
+        with pytest.raises(Exception, match="NoSuchParameter"):  # passed on as they are
+            store.head(bucket, "o", options={"NoSuchParameter": "x"})
+        return
+    secret = {"SSECustomerKey": "the-customer-key"}
+    calls = [
+        lambda: store.head(bucket, "o", options=secret),
+        lambda: store.get(bucket, "o", options=secret),
+        lambda: store.put(bucket, "n", b"x", length=1, options=secret),
+        lambda: store.create_multipart(bucket, "n", options=secret),
+        lambda: store.upload_part(bucket, "om", "u", 1, b"x", options=secret),
+        lambda: store.complete_multipart(bucket, "om", "u", [(1, "t")], options=secret),
+        lambda: store.abort_multipart(bucket, "om", "u", options=secret),
+    ]
+    for call in calls:
+        with pytest.raises(UnsupportedOperation, match="SSECustomerKey") as err:
+            call()
+        assert "the-customer-key" not in str(err.value)
+    with pytest.raises(ObjectNotFound):
+        store.head(bucket, "n")
+
+
+def test_writes_answer_a_written_record(env):
+    store, bucket = env
+    sealing = ObjectSealing(Keyring.generate("AEGIS-128L", 16), segment_size=SEG)
+    written = sealing.seal(store, bucket, "w", b"data")
+    assert isinstance(written, Written) and written.etag == store.head(bucket, "w").etag
+    assert written == written.etag and isinstance(written.answer, dict)
+    copied = sealing.copy(store, bucket, "w", bucket, "w2")
+    assert isinstance(copied, Written) and copied.etag == store.head(bucket, "w2").etag
+    assert Written.of(copied) is copied and Written.of("t") == "t"
+
+
+def test_the_engine_passes_options_to_every_request(env, sealing):
+    store, bucket = env
+    accepted = OPTIONS.get(store.scheme)
+    big = os.urandom(2 * store.limits.min_part)
+    if accepted is None:
+        with pytest.raises(UnsupportedOperation):
+            sealing.seal(store, bucket, "e", b"x", options={"RequestPayer": "requester"})
+        with pytest.raises(ObjectNotFound):
+            store.head(bucket, "e")
+        return
+    sealing.seal(store, bucket, "e", b"x", options=accepted)
+    sealing.seal(store, bucket, "big", big, options=accepted)  # a multipart upload
+    opened = sealing.open(store, bucket, "big", first=5, last=9, options=accepted)
+    assert opened.read() == big[5:10]
+    sealing.copy(store, bucket, "big", bucket, "big2", options=accepted, source_options=accepted)
+    assert sealing.open(store, bucket, "big2").read() == big
+    with pytest.raises(Exception, match="NoSuchParameter"):
+        sealing.open(store, bucket, "e", options={"NoSuchParameter": "x"})
+    with pytest.raises(Exception, match="NoSuchParameter"):
+        sealing.copy(store, bucket, "e", bucket, "e2", source_options={"NoSuchParameter": "x"})
+    with pytest.raises(ObjectNotFound):
+        store.head(bucket, "e2")
 
 
 # ---- the engine over each store ----------------------------------------------------------------

@@ -10,12 +10,14 @@ import os
 import pytest
 from fixtures_s3 import make_client
 from sealstore import stream as S
-from sealstore.adapters.s3 import copying, encrypt_client
+from sealstore.adapters.objects import engine
+from sealstore.adapters.s3 import encrypt_client
 from sealstore.adapters.s3.location import object_location
 from sealstore.adapters.s3.rotate import rotate_objects
 from sealstore.errors import (
     InvalidTag,
     KeyCommitmentMismatch,
+    ObjectChanged,
     UnsupportedOperation,
     WrongLocation,
 )
@@ -172,10 +174,10 @@ def test_copy_object_source_conditions(s3, raw_s3, bucket):
 
 
 def test_large_copy_is_resealed_in_parallel_parts(s3, raw_s3, bucket, other_bucket, monkeypatch):
-    """Above SINGLE_COPY (scaled down) the copy is a multipart upload of ranged reads, each
-    conditional on the source's ETag; the destination is bound to where it lives."""
-    monkeypatch.setattr(copying, "SINGLE_COPY", 5 * MiB)
-    monkeypatch.setattr(copying, "COPY_PART", 5 * MiB)
+    """Above the engine's SINGLE_COPY (scaled down) the copy is a multipart upload of ranged
+    reads, each conditional on the source's ETag; the destination is bound to where it lives."""
+    monkeypatch.setattr(engine, "SINGLE_COPY", 5 * MiB)
+    monkeypatch.setattr(engine, "COPY_PART", 5 * MiB)
     data = os.urandom(12 * MiB + 7)
     s3.put_object(Bucket=bucket, Key="src", Body=data, Metadata={"a": "1"})
     etag = raw_s3.head_object(Bucket=bucket, Key="src")["ETag"]
@@ -194,21 +196,21 @@ def test_large_copy_is_resealed_in_parallel_parts(s3, raw_s3, bucket, other_buck
 
 
 def test_large_copy_of_a_changed_source_aborts(s3, raw_s3, bucket, monkeypatch):
-    monkeypatch.setattr(copying, "SINGLE_COPY", 5 * MiB)
-    monkeypatch.setattr(copying, "COPY_PART", 5 * MiB)
+    monkeypatch.setattr(engine, "SINGLE_COPY", 5 * MiB)
+    monkeypatch.setattr(engine, "COPY_PART", 5 * MiB)
+    monkeypatch.setattr(engine, "COPY_WORKERS", 1)
     s3.put_object(Bucket=bucket, Key="src", Body=os.urandom(11 * MiB))
-    real = copying._read
+    rewritten = []
 
-    def racing(sealing, args, head, first=None, last=None):
-        if first:  # the source is rewritten after the first part was read
-            raw_s3.put_object(Bucket=bucket, Key="src", Body=b"changed")
-        return real(sealing, args, head, first, last)
+    def racing(params, **kw):  # the source is rewritten after the first part was read
+        if params["headers"].get("Range", "bytes=0-").startswith("bytes=0-") or rewritten:
+            return
+        rewritten.append(raw_s3.put_object(Bucket=bucket, Key="src", Body=b"changed"))
 
-    monkeypatch.setattr(copying, "_read", racing)
-    from botocore.exceptions import ClientError
-
-    with pytest.raises(ClientError):
+    s3.meta.events.register("before-call.s3.GetObject", racing)
+    with pytest.raises(ObjectChanged):
         s3.copy_object(Bucket=bucket, Key="dst", CopySource=f"{bucket}/src")
+    assert rewritten
     assert "Contents" not in raw_s3.list_objects_v2(Bucket=bucket, Prefix="dst")
     assert not raw_s3.list_multipart_uploads(Bucket=bucket).get("Uploads")
 
@@ -364,9 +366,9 @@ def test_large_copy_memory_is_bounded(s3_endpoint_process, keyring, monkeypatch)
     in another process so its copy is not counted)."""
     import tracemalloc
 
-    monkeypatch.setattr(copying, "SINGLE_COPY", 5 * MiB)
-    monkeypatch.setattr(copying, "COPY_PART", 5 * MiB)
-    monkeypatch.setattr(copying, "COPY_WORKERS", 1)
+    monkeypatch.setattr(engine, "SINGLE_COPY", 5 * MiB)
+    monkeypatch.setattr(engine, "COPY_PART", 5 * MiB)
+    monkeypatch.setattr(engine, "COPY_WORKERS", 1)
     size = 32 * MiB
     client = encrypt_client(make_client(s3_endpoint_process), keyring)
     client.create_bucket(Bucket="copy-memory")
@@ -410,7 +412,7 @@ def test_copy_checksum_algorithm_is_kept_or_refused(s3, raw_s3, bucket, monkeypa
     s3.copy_object(Bucket=bucket, Key="dst", CopySource=f"{bucket}/src", ChecksumAlgorithm="SHA256")
     head = raw_s3.head_object(Bucket=bucket, Key="dst", ChecksumMode="ENABLED")
     assert head.get("ChecksumSHA256") and get(s3, bucket, "dst") == b"abc" * 1000
-    monkeypatch.setattr(copying, "SINGLE_COPY", 100)  # a multipart copy: refused, not dropped
+    monkeypatch.setattr(engine, "SINGLE_COPY", 100)  # a multipart copy: refused, not dropped
     with pytest.raises(UnsupportedOperation, match="ChecksumAlgorithm"):
         s3.copy_object(
             Bucket=bucket, Key="x", CopySource=f"{bucket}/src", ChecksumAlgorithm="SHA256"
