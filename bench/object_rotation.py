@@ -446,15 +446,17 @@ def one_run(world: World, endpoint: str, workers: int, batch_size: int, latency_
     cmd = [sys.executable, "-m", "sealstore", "-c", str(world.config), "rotate", "--objects",
            world.url, "--db", world.db, "--endpoint-url", endpoint,
            "--objects-batch-size", str(batch_size), "--json"]  # fmt: skip
-    before = (server_pid and tree_cpu(server_pid), db_pid and tree_cpu(db_pid), _own_cpu(),
-              machine_busy(), _children_cpu())  # fmt: skip
+
+    def trees() -> tuple[float, float]:  # the server's and the database's CPU seconds
+        return (tree_cpu(server_pid) if server_pid else 0.0, tree_cpu(db_pid) if db_pid else 0.0)
+
+    before = (*trees(), _own_cpu(), machine_busy(), _children_cpu())
     t0 = time.perf_counter()
     procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
              for _ in range(workers)]  # fmt: skip
     outs = [p.communicate(timeout=3600) for p in procs]
     wall = time.perf_counter() - t0
-    after = (server_pid and tree_cpu(server_pid), db_pid and tree_cpu(db_pid), _own_cpu(),
-             machine_busy(), _children_cpu())  # fmt: skip
+    after = (*trees(), _own_cpu(), machine_busy(), _children_cpu())
     for p, (_, err) in zip(procs, outs):
         if p.returncode != 0:
             raise RuntimeError(f"a worker exited {p.returncode}: {err.decode()[-2000:]}")
@@ -464,8 +466,8 @@ def one_run(world: World, endpoint: str, workers: int, batch_size: int, latency_
     if problems:
         raise RuntimeError("run check failed: " + "; ".join(problems))
     seconds, batches, owners = _job_seconds(world.db)
-    server = (after[0] - before[0]) if server_pid else 0.0
-    database = (after[1] - before[1]) if db_pid else 0.0
+    server = after[0] - before[0]
+    database = after[1] - before[1]
     mine = after[2] - before[2]  # this process: the latency proxy
     spent = after[4] - before[4]  # the workers, waited for
     busy = after[3] - before[3]
