@@ -629,8 +629,9 @@ class ObjectSealing:
     ) -> Written:
         upload_id = store.create_multipart(bucket, key, metadata=meta, **extra)
         opts = {"options": extra["options"]} if "options" in extra else {}
-        parts: list[tuple[int, str]] = []
-        try:
+
+        def upload() -> list[tuple[int, str]]:
+            parts: list[tuple[int, str]] = []
             data, total = first, 0
             while data:  # one part in memory: a part needs no "last" flag, only bytes
                 number = len(parts) + 1
@@ -640,15 +641,9 @@ class ObjectSealing:
                 data = read_exactly(reader, step)
             check()
             log.debug("sealed %s/%s in %d parts (%d stored bytes)", bucket, key, len(parts), total)
-            return Written.of(
-                store.complete_multipart(bucket, key, upload_id, parts, if_match=if_match, **opts)
-            )
-        except BaseException:
-            try:
-                store.abort_multipart(bucket, key, upload_id, **opts)
-            except Exception:  # noqa: BLE001, S110 - the original error is the one to report
-                pass
-            raise
+            return parts
+
+        return _complete_or_abort(store, bucket, key, upload_id, upload, if_match, opts)
 
     # ---- reading ---------------------------------------------------------------------------
 
@@ -896,19 +891,38 @@ class ObjectSealing:
             return dst.upload_part(bucket, key, upload_id, number, body, **opts)
 
         parallel = workers if getattr(dst, "parts_in_any_order", False) else 1
-        try:
+
+        def upload() -> Sequence[tuple[int, str]]:
             parts = copy_in_parts(n, size, read, send, workers=parallel)
             log.debug("re-sealed %s/%s -> %s/%s in %d parts", obj.bucket, obj.key, bucket, key,
                       len(parts))  # fmt: skip
-            return Written.of(
-                dst.complete_multipart(bucket, key, upload_id, parts, if_match=if_match, **opts)
-            )
-        except BaseException:
-            try:
-                dst.abort_multipart(bucket, key, upload_id, **opts)
-            except Exception:  # noqa: BLE001, S110 - the original error is the one to report
-                pass
-            raise
+            return parts
+
+        return _complete_or_abort(dst, bucket, key, upload_id, upload, if_match, opts)
+
+
+def _complete_or_abort(
+    store: ObjectStore,
+    bucket: str,
+    key: str,
+    upload_id: str,
+    upload: Callable[[], Sequence[tuple[int, str]]],
+    if_match: str | None,
+    opts: dict[str, Any],
+) -> Written:
+    """Send a multipart upload's parts (``upload``), then complete it; abort it on any error
+    (the upload's parts would otherwise stay stored, and billed, unseen)."""
+    try:
+        parts = upload()
+        return Written.of(
+            store.complete_multipart(bucket, key, upload_id, parts, if_match=if_match, **opts)
+        )
+    except BaseException:
+        try:
+            store.abort_multipart(bucket, key, upload_id, **opts)
+        except Exception:  # noqa: BLE001, S110 - the original error is the one to report
+            pass
+        raise
 
 
 def _span(
